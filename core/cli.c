@@ -1,0 +1,188 @@
+/*
+ * sbxloop's entry point: global options, .env loading, secret
+ * registration, and dispatch to the subcommands in cmd_*.c.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "redact.h"
+#include "util.h"
+
+const struct sbx_command sbx_commands[] = {
+	{"init", sbx_cmd_init, "sbxloop init [--force]",
+	 "write a fully commented sbxloop.yaml with every default",
+	 "  --force   overwrite an existing sbxloop.yaml\n"},
+	{"config", sbx_cmd_config, "sbxloop config show [--json]",
+	 "print every resolved configuration key and its source",
+	 "  --json    one JSON object: key -> {value, source, origin}\n"},
+	{"plugins", sbx_cmd_plugins, "sbxloop plugins [--json]",
+	 "list every discoverable plugin module and its components",
+	 "  --json    machine-readable listing\n"},
+	{NULL, NULL, NULL, NULL, NULL},
+};
+
+static void vmessage(const char *prefix, const char *fmt, va_list ap)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	char *clean;
+
+	sbx_buf_vaddf(&b, fmt, ap);
+	clean = sbx_redact(sbx_buf_str(&b));
+	fprintf(stderr, "%s%s\n", prefix, clean);
+	free(clean);
+	sbx_buf_release(&b);
+}
+
+void sbx_cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage("error: ", fmt, ap);
+	va_end(ap);
+}
+
+void sbx_cli_hint(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage("hint: ", fmt, ap);
+	va_end(ap);
+}
+
+int sbx_cli_usage(const struct sbx_command *cmd, int to_stderr)
+{
+	FILE *f = to_stderr ? stderr : stdout;
+
+	fprintf(f, "usage: %s\n\n%s\n", cmd->usage, cmd->summary);
+	if (cmd->help && *cmd->help)
+		fprintf(f, "\n%s", cmd->help);
+	return to_stderr ? SBX_EXIT_USAGE : SBX_EXIT_OK;
+}
+
+int sbx_cli_wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return 0;
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int sbx_cli_open_core(struct sbx_cli *cli)
+{
+	struct sbx_config_opts opts;
+	char *errors = NULL;
+	char *line, *save = NULL;
+
+	if (cli->core)
+		return 0;
+	memset(&opts, 0, sizeof(opts));
+	opts.config_file = cli->config_file;
+	if (sbx_core_open(&cli->core, &opts, &errors) == 0)
+		return 0;
+	for (line = strtok_r(errors, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		sbx_cli_error("%s", line);
+	sbx_cli_hint("fix the configuration above; nothing was started");
+	free(errors);
+	return SBX_EXIT_USAGE;
+}
+
+static void print_main_help(FILE *f)
+{
+	const struct sbx_command *c;
+
+	fprintf(f,
+		"usage: sbxloop [--config FILE] [--version] [--help] "
+		"COMMAND [ARGS]\n\n"
+		"Drive AI coding agents through a supervised loop in "
+		"isolated sandboxes.\n\n"
+		"commands:\n");
+	for (c = sbx_commands; c->name; c++)
+		fprintf(f, "  %-10s %s\n", c->name, c->summary);
+	fprintf(f,
+		"\nglobal options:\n"
+		"  --config FILE  read FILE instead of ./sbxloop.yaml\n"
+		"  --version      print the version and exit\n"
+		"  --help         print this help; `sbxloop COMMAND --help` "
+		"for a command\n"
+		"\nexit codes: 0 ok, 1 failure, 2 usage or configuration "
+		"error, 130 interrupted\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct sbx_cli cli;
+	const struct sbx_command *cmd;
+	char *dotenv_err = NULL;
+	const char *nc = getenv("NO_COLOR");
+	int opt, rc;
+
+	memset(&cli, 0, sizeof(cli));
+	cli.color = isatty(STDOUT_FILENO) && !(nc && *nc);
+	if (getenv("SBXLOOP_DEBUG"))
+		sbx_log_set_level(SBXLOOP_LOG_DEBUG);
+
+	/* options before the command only */
+	while ((opt = getopt_long(argc, argv, "+hc:", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			cli.config_file = optarg;
+			break;
+		case 'V':
+			printf("sbxloop %s\n", PACKAGE_VERSION);
+			return SBX_EXIT_OK;
+		case 'h':
+			print_main_help(stdout);
+			return SBX_EXIT_OK;
+		default:
+			print_main_help(stderr);
+			return SBX_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		print_main_help(stdout);
+		return SBX_EXIT_OK;
+	}
+	for (cmd = sbx_commands; cmd->name; cmd++)
+		if (strcmp(cmd->name, argv[optind]) == 0)
+			break;
+	if (!cmd->name) {
+		sbx_cli_error("unknown command '%s'", argv[optind]);
+		sbx_cli_hint("run `sbxloop --help` for the list of commands");
+		return SBX_EXIT_USAGE;
+	}
+	if (sbx_dotenv_load(".env", &dotenv_err) < 0)
+		sbx_cli_error("cannot read '.env'; ignoring it");
+	free(dotenv_err);
+	sbx_secret_register_env();
+
+	argc -= optind;
+	argv += optind;
+	if (sbx_cli_wants_help(argc, argv) && strcmp(cmd->name, "config"))
+		return sbx_cli_usage(cmd, 0);
+	optind = 1;
+	rc = cmd->run(&cli, argc, argv);
+	sbx_core_close(cli.core);
+	sbx_secret_clear();
+	return rc;
+}

@@ -1,0 +1,135 @@
+/*
+ * Sandbox provider: creates and removes the sandboxes a run uses, runs
+ * commands in them with streamed output, copies files in and out, and
+ * lists sandboxes by name prefix. Exactly one provider is active.
+ *
+ * Required slots: create, destroy, capabilities, sandbox_create,
+ * sandbox_remove, exec, copy_in, copy_out, list.
+ */
+#ifndef SBXLOOP_SANDBOX_H
+#define SBXLOOP_SANDBOX_H
+
+#include <sbxloop/plugin.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Capabilities: a closed set. A provider claims only what it enforces;
+ * `sbxloop plugins` and `sbxloop doctor` show them, and the core refuses
+ * or warns where a capability it relies on is missing.
+ */
+enum sbxloop_capability {
+	/* default-deny network egress with per-domain grants */
+	SBXLOOP_CAP_EGRESS_ENFORCED = 1u << 0,
+	/* no network at all inside the sandbox */
+	SBXLOOP_CAP_NETWORK_DISABLED = 1u << 1,
+	/* credentials injected by a proxy, never visible inside */
+	SBXLOOP_CAP_SECRET_NEVER_IN_SANDBOX = 1u << 2,
+	/* the host filesystem is not writable from inside */
+	SBXLOOP_CAP_FILESYSTEM_CONFINED = 1u << 3,
+	/* CPU / memory / disk limits enforced by the substrate */
+	SBXLOOP_CAP_RESOURCE_BOUNDED = 1u << 4,
+	/* the host workspace is live-mounted (no harvest needed) */
+	SBXLOOP_CAP_WORKSPACE_MOUNTED = 1u << 5,
+	/* sandboxed processes die with the host process */
+	SBXLOOP_CAP_DIES_WITH_PARENT = 1u << 6,
+	/* policy grants can be revoked */
+	SBXLOOP_CAP_EGRESS_REVOCABLE = 1u << 7
+};
+#define SBXLOOP_CAP_ALL 0xffu
+
+#define SBXLOOP_PATH_MAX 4096
+#define SBXLOOP_NAME_MAX 128
+
+/* What to create. */
+struct sbxloop_sandbox_spec {
+	uint32_t struct_size;
+	const char *name;           /* "sbxloop-<run>-agent" */
+	const char *role;           /* "agent" | "github" | ... */
+	const char *run_id;
+	const char *workspace;      /* absolute host path */
+	const char *worker_path;    /* host path of sbxloop-worker */
+	const char *const *allow_domains; /* NULL-terminated seed allowlist */
+	int read_only_workspace;    /* mount the workspace read-only */
+};
+
+/* What was created; filled by sandbox_create. */
+struct sbxloop_sandbox_info {
+	uint32_t struct_size;
+	char name[SBXLOOP_NAME_MAX];
+	char workdir[SBXLOOP_PATH_MAX];   /* the workspace, seen inside */
+	char worker[SBXLOOP_PATH_MAX];    /* sbxloop-worker, seen inside */
+	char home[SBXLOOP_PATH_MAX];      /* dir for jobs/, events/, results/ */
+	int mounted;                      /* workspace is live-mounted */
+	uint32_t capabilities;            /* of this very sandbox */
+};
+
+struct sbxloop_exec_spec {
+	uint32_t struct_size;
+	const char *const *argv;    /* NULL-terminated, run inside */
+	const char *const *envp;    /* extra NAME=VALUE, NULL-terminated */
+	const char *cwd;            /* inside; NULL = the workdir */
+	const char *stdin_data;     /* NULL = /dev/null */
+	size_t stdin_len;
+	double timeout_s;           /* 0 = none */
+	void (*on_stdout_line)(void *user, const char *line, size_t len);
+	void (*on_stderr_line)(void *user, const char *line, size_t len);
+	void *user;
+};
+
+/* One listed sandbox, borrowed for the callback's duration. */
+struct sbxloop_sandbox_entry {
+	uint32_t struct_size;
+	const char *name;
+	const char *status;         /* "running", "stopped", ... */
+	const char *workspace;      /* may be "" */
+};
+
+struct sbxloop_sandbox_ops {
+	uint32_t struct_size;
+	/* Instance lifecycle; settings come through host->config_*. */
+	int (*create)(const struct sbxloop_host *host, void **ctx,
+		      struct sbxloop_error *err);
+	void (*destroy)(void *ctx);
+
+	/* The capabilities this provider can offer at best (for listing). */
+	uint32_t static_capabilities;
+
+	/* The capabilities of this configured instance. */
+	uint32_t (*capabilities)(void *ctx);
+
+	/* Create a sandbox; on failure nothing is left behind. */
+	int (*sandbox_create)(void *ctx, const struct sbxloop_sandbox_spec *spec,
+			      struct sbxloop_sandbox_info *info,
+			      struct sbxloop_error *err);
+	/* Stop and remove by name; a missing sandbox is not an error. */
+	int (*sandbox_remove)(void *ctx, const char *name,
+			      struct sbxloop_error *err);
+
+	/*
+	 * Run a command inside. Returns 0 when the command ran, whatever its
+	 * exit code (in res); SBXLOOP_EINFRA when the substrate failed;
+	 * SBXLOOP_ETIMEDOUT after killing it on timeout (res still filled).
+	 */
+	int (*exec)(void *ctx, const char *name,
+		    const struct sbxloop_exec_spec *spec,
+		    struct sbxloop_proc_result *res, struct sbxloop_error *err);
+
+	int (*copy_in)(void *ctx, const char *name, const char *host_path,
+		       const char *sandbox_path, struct sbxloop_error *err);
+	int (*copy_out)(void *ctx, const char *name, const char *sandbox_path,
+			const char *host_path, struct sbxloop_error *err);
+
+	/* List sandboxes whose name starts with `prefix`. */
+	int (*list)(void *ctx, const char *prefix,
+		    void (*cb)(void *user,
+			       const struct sbxloop_sandbox_entry *entry),
+		    void *user, struct sbxloop_error *err);
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

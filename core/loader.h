@@ -1,0 +1,47 @@
+/*
+ * Plugin discovery and loading. Modules are found on the search path,
+ * opened with libltdl and their descriptor checked before any plugin
+ * code runs; a refused module stays listed with its reason.
+ */
+#ifndef SBX_LOADER_H
+#define SBX_LOADER_H
+
+#include <sbxloop/plugin.h>
+
+struct sbx_module {
+	char *name;                 /* file name without extension */
+	char *path;
+	void *handle;               /* lt_dlhandle, NULL when refused */
+	const struct sbxloop_plugin_descriptor *desc; /* NULL when refused */
+	char *refusal;              /* why it was refused, or NULL */
+};
+
+struct sbx_registry {
+	struct sbx_module *modules;
+	size_t n_modules;
+	char **dirs;                /* the search path actually used */
+	size_t n_dirs;
+};
+
+/*
+ * Discover and check every module on the search path:
+ * $SBXLOOP_PLUGIN_PATH (colon-separated), then `plugin_dir` (may be
+ * NULL), then the installed plugin directory.
+ */
+int sbx_registry_load(struct sbx_registry *reg, const char *plugin_dir,
+		      struct sbxloop_error *err);
+void sbx_registry_free(struct sbx_registry *reg);
+
+/* A loaded component of `kind` named `name`, or NULL. */
+const struct sbxloop_component *
+sbx_registry_find(const struct sbx_registry *reg, enum sbxloop_kind kind,
+		  const char *name, const struct sbx_module **module);
+
+const char *sbx_kind_name(enum sbxloop_kind kind);
+/* Names of capability bits, comma-separated into buf. */
+void sbx_caps_format(uint32_t caps, char *buf, size_t len);
+
+/* The ABI minor the core accepts up to (tests may lower it). */
+extern unsigned sbx_core_abi_minor;
+
+#endif

@@ -1,0 +1,33 @@
+/*
+ * Secret redaction and logging for the whole process. Every line that
+ * leaves the host (log, error, event, stored row) passes through
+ * sbx_redact() first.
+ */
+#ifndef SBX_REDACT_H
+#define SBX_REDACT_H
+
+#include <sbxloop/plugin.h>
+
+#define SBX_REDACTED "***"
+
+/* Register a secret value (copied); values under 4 bytes are ignored. */
+void sbx_secret_register(const char *value);
+/* Register the values of the token variables the host knows about. */
+void sbx_secret_register_env(void);
+/* Newly allocated copy of text with every known secret masked. */
+char *sbx_redact(const char *text);
+/* Mask secrets in place within a fixed buffer (error messages). */
+void sbx_redact_inplace(char *buf, size_t size);
+/* Forget every registered secret (tests, exit). */
+void sbx_secret_clear(void);
+
+/* Names of the environment variables holding tokens, NULL-ended. */
+extern const char *const sbx_token_env_names[];
+
+void sbx_log_set_level(enum sbxloop_log_level lvl);
+void sbx_log(enum sbxloop_log_level lvl, const char *fmt, ...)
+	SBXLOOP_PRINTF(2, 3);
+void sbx_vlog(enum sbxloop_log_level lvl, const char *fmt, va_list ap)
+	SBXLOOP_PRINTF(2, 0);
+
+#endif
