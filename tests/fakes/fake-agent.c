@@ -1,0 +1,143 @@
+/*
+ * fake-agent.c - stands in for the agent CLIs in the worker's tests.
+ *
+ * Installed under the name of a CLI (copilot, claude, codex, gemini) via a
+ * symlink, it prints that CLI's headless output format for a canned
+ * session: one tool call and one answer. Its argv goes to the file named
+ * by SBXLOOP_FAKE_AGENT_LOG (one argument per line) so tests can check
+ * the flags a preset produced; SBXLOOP_FAKE_AGENT_REPLY sets the answer,
+ * SBXLOOP_FAKE_AGENT_EXIT the exit status, SBXLOOP_FAKE_AGENT_ENV a file
+ * that receives the environment it was given.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+static void print_json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", stdout);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static void claude(const char *reply)
+{
+	puts("{\"type\":\"system\",\"subtype\":\"init\","
+	     "\"session_id\":\"claude-sess-1\",\"model\":\"claude-test\"}");
+	puts("{\"type\":\"assistant\",\"message\":{\"content\":["
+	     "{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"Bash\","
+	     "\"input\":{\"command\":\"ls -la\"}}]}}");
+	puts("{\"type\":\"user\",\"message\":{\"content\":["
+	     "{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_1\","
+	     "\"content\":\"README.md\",\"is_error\":true}]}}");
+	fputs("{\"type\":\"assistant\",\"message\":{\"content\":["
+	      "{\"type\":\"text\",\"text\":", stdout);
+	print_json_string(reply);
+	puts("}]}}");
+	fputs("{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,"
+	      "\"result\":", stdout);
+	print_json_string(reply);
+	puts(",\"session_id\":\"claude-sess-1\",\"total_cost_usd\":0.25,"
+	     "\"usage\":{\"input_tokens\":10,\"output_tokens\":5,"
+	     "\"cache_read_input_tokens\":3,"
+	     "\"cache_creation_input_tokens\":2}}");
+}
+
+static void codex(const char *reply)
+{
+	puts("{\"type\":\"thread.started\",\"thread_id\":\"codex-thread-1\"}");
+	puts("{\"type\":\"turn.started\"}");
+	puts("{\"type\":\"item.started\",\"item\":{\"id\":\"item_0\","
+	     "\"type\":\"command_execution\",\"command\":\"bash -lc ls\","
+	     "\"status\":\"in_progress\"}}");
+	puts("{\"type\":\"item.completed\",\"item\":{\"id\":\"item_0\","
+	     "\"type\":\"command_execution\",\"command\":\"bash -lc ls\","
+	     "\"aggregated_output\":\"README.md\\n\",\"exit_code\":0,"
+	     "\"status\":\"completed\"}}");
+	fputs("{\"type\":\"item.completed\",\"item\":{\"id\":\"item_1\","
+	      "\"type\":\"agent_message\",\"text\":", stdout);
+	print_json_string(reply);
+	puts("}}");
+	puts("{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":20,"
+	     "\"cached_input_tokens\":4,\"output_tokens\":7}}");
+}
+
+static void gemini(const char *reply)
+{
+	size_t half = strlen(reply) / 2;
+	char *first = strndup(reply, half);
+
+	puts("{\"type\":\"init\",\"session_id\":\"gemini-sess-1\","
+	     "\"model\":\"gemini-test\"}");
+	puts("{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"}");
+	puts("{\"type\":\"tool_use\",\"tool_name\":\"read_file\","
+	     "\"tool_id\":\"t1\",\"parameters\":{\"path\":\"README.md\"}}");
+	puts("{\"type\":\"tool_result\",\"tool_id\":\"t1\","
+	     "\"status\":\"success\",\"output\":\"hello\"}");
+	fputs("{\"type\":\"message\",\"role\":\"assistant\",\"content\":",
+	      stdout);
+	print_json_string(first ? first : "");
+	puts(",\"delta\":true}");
+	fputs("{\"type\":\"message\",\"role\":\"assistant\",\"content\":",
+	      stdout);
+	print_json_string(reply + half);
+	puts(",\"delta\":true}");
+	puts("{\"type\":\"result\",\"status\":\"success\",\"stats\":"
+	     "{\"total_tokens\":30,\"input_tokens\":21,\"output_tokens\":9}}");
+	free(first);
+}
+
+int main(int argc, char **argv)
+{
+	const char *name = strrchr(argv[0], '/');
+	const char *log = getenv("SBXLOOP_FAKE_AGENT_LOG");
+	const char *envlog = getenv("SBXLOOP_FAKE_AGENT_ENV");
+	const char *reply = getenv("SBXLOOP_FAKE_AGENT_REPLY");
+	const char *code = getenv("SBXLOOP_FAKE_AGENT_EXIT");
+	int i;
+
+	name = name ? name + 1 : argv[0];
+	if (!reply)
+		reply = "fake answer";
+	if (log) {
+		FILE *f = fopen(log, "w");
+
+		for (i = 0; f && i < argc; i++)
+			fprintf(f, "%s\n", argv[i]);
+		if (f)
+			fclose(f);
+	}
+	if (envlog) {
+		FILE *f = fopen(envlog, "w");
+
+		for (i = 0; f && environ[i]; i++)
+			fprintf(f, "%s\n", environ[i]);
+		if (f)
+			fclose(f);
+	}
+	if (strcmp(name, "copilot"))
+		puts("not json: a banner line the worker must ignore");
+	if (!strcmp(name, "claude"))
+		claude(reply);
+	else if (!strcmp(name, "codex"))
+		codex(reply);
+	else if (!strcmp(name, "gemini"))
+		gemini(reply);
+	else
+		printf("%s\n", reply); /* copilot -s: just the answer */
+	fflush(stdout);
+	if (code) {
+		fputs("fake agent failing on request\n", stderr);
+		return atoi(code);
+	}
+	return 0;
+}

@@ -1,0 +1,296 @@
+/*
+ * events.c - the worker's event stream and its small shared helpers.
+ *
+ * Owns the event envelope, the sorted compact JSON encoding every line
+ * uses, the line-size cap and the two channels: the events file (append,
+ * flushed per line) and the stdout mirror. Also holds the few string and
+ * file helpers the rest of the worker shares. Called from every file.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "worker.h"
+
+double wk_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Round half away from zero to 1/scale; no libm needed. */
+double wk_round(double v, double scale)
+{
+	double t = v * scale;
+	long long k = (long long)(t >= 0 ? t + 0.5 : t - 0.5);
+
+	return (double)k / scale;
+}
+
+char *wk_strdup(const char *s)
+{
+	char *p;
+
+	if (!s)
+		return NULL;
+	p = strdup(s);
+	if (!p)
+		abort();
+	return p;
+}
+
+char *wk_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		abort();
+	return s;
+}
+
+/*
+ * Read a whole file (or stdin for "-") into a NUL-terminated buffer. More
+ * than `max` bytes sets *too_big and fails, so a huge job never gets
+ * buffered.
+ */
+char *wk_read_file(const char *path, size_t max, size_t *len, int *too_big)
+{
+	int fd, own = 0;
+	char *buf = NULL;
+	size_t used = 0, cap = 0;
+
+	*too_big = 0;
+	if (!strcmp(path, "-")) {
+		fd = 0;
+	} else {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return NULL;
+		own = 1;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (used + 4096 + 1 > cap) {
+			cap = cap ? cap * 2 : 8192;
+			buf = realloc(buf, cap);
+			if (!buf)
+				abort();
+		}
+		n = read(fd, buf + used, cap - used - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int saved = errno;
+
+			free(buf);
+			if (own)
+				close(fd);
+			errno = saved;
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+		if (used > max) {
+			*too_big = 1;
+			free(buf);
+			if (own)
+				close(fd);
+			errno = EFBIG;
+			return NULL;
+		}
+	}
+	if (own)
+		close(fd);
+	buf[used] = '\0';
+	if (len)
+		*len = used;
+	return buf;
+}
+
+/* Start of the last `keep` bytes, moved forward past UTF-8 continuation
+ * bytes so a clipped string never opens with half a character. */
+const char *wk_utf8_tail(const char *s, size_t len, size_t keep)
+{
+	const char *p;
+
+	if (len <= keep)
+		return s;
+	p = s + (len - keep);
+	while (*p && ((unsigned char)*p & 0xC0) == 0x80)
+		p++;
+	return p;
+}
+
+static int cmp_items(const void *a, const void *b)
+{
+	const cJSON *x = *(const cJSON *const *)a;
+	const cJSON *y = *(const cJSON *const *)b;
+
+	return strcmp(x->string, y->string);
+}
+
+/* Sort object members by key, recursively, so lines are canonical. */
+void wk_json_sort(cJSON *item)
+{
+	cJSON *c, **v;
+	size_t n = 0, i;
+
+	if (!item)
+		return;
+	for (c = item->child; c; c = c->next) {
+		wk_json_sort(c);
+		n++;
+	}
+	if (!cJSON_IsObject(item) || n < 2)
+		return;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		abort();
+	for (i = 0, c = item->child; c; c = c->next)
+		v[i++] = c;
+	qsort(v, n, sizeof(*v), cmp_items);
+	for (i = 0; i < n; i++) {
+		v[i]->prev = i ? v[i - 1] : v[n - 1];
+		v[i]->next = i + 1 < n ? v[i + 1] : NULL;
+	}
+	item->child = v[0];
+	free(v);
+}
+
+char *wk_json_print_sorted(cJSON *item)
+{
+	char *s;
+
+	wk_json_sort(item);
+	s = cJSON_PrintUnformatted(item);
+	if (!s)
+		abort();
+	return s;
+}
+
+int wk_events_open(struct wk_ctx *ctx, const char *path)
+{
+	ctx->events_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+			      0644);
+	return ctx->events_fd < 0 ? -1 : 0;
+}
+
+static void write_all(int fd, const char *s, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, s, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return; /* a lost channel never fails the job */
+		s += n;
+		len -= (size_t)n;
+	}
+}
+
+/* Replace every long string under `item` with its tail. */
+static void clip_strings(cJSON *item, size_t keep)
+{
+	cJSON *c;
+
+	for (c = item ? item->child : NULL; c; c = c->next) {
+		if (cJSON_IsString(c) && strlen(c->valuestring) > keep) {
+			const char *t = wk_utf8_tail(
+				c->valuestring, strlen(c->valuestring), keep);
+			char *s = wk_printf("...(clipped)...%s", t);
+
+			cJSON_SetValuestring(c, s);
+			free(s);
+		} else {
+			clip_strings(c, keep);
+		}
+	}
+}
+
+static char *encode(struct wk_ctx *ctx, const char *type, cJSON *data)
+{
+	cJSON *ev = cJSON_CreateObject();
+	const struct wk_job *job = ctx->job;
+	double ts = wk_round(wk_now(), 1000.0);
+
+	cJSON_AddNumberToObject(ev, "v", 1);
+	cJSON_AddNumberToObject(ev, "ts", ts);
+	cJSON_AddStringToObject(ev, "run_id", job ? job->run_id : "");
+	if (job)
+		cJSON_AddStringToObject(ev, "job_id", job->job_id);
+	else
+		cJSON_AddNullToObject(ev, "job_id");
+	cJSON_AddStringToObject(ev, "type", type);
+	cJSON_AddItemReferenceToObject(ev, "data", data);
+	{
+		char *s = wk_json_print_sorted(ev);
+
+		cJSON_Delete(ev);
+		return s;
+	}
+}
+
+/*
+ * Emit one event; `data` is consumed (NULL means {}). A line over the cap
+ * is retried with long strings clipped, then reduced to a marker, so no
+ * consumer ever sees an unbounded line.
+ */
+void wk_emit(struct wk_ctx *ctx, const char *type, cJSON *data)
+{
+	char *line;
+
+	if (!data)
+		data = cJSON_CreateObject();
+	line = encode(ctx, type, data);
+	if (strlen(line) + 1 > WK_EVENT_LINE_MAX) {
+		free(line);
+		clip_strings(data, 4096);
+		line = encode(ctx, type, data);
+	}
+	if (strlen(line) + 1 > WK_EVENT_LINE_MAX) {
+		free(line);
+		cJSON_Delete(data);
+		data = cJSON_CreateObject();
+		cJSON_AddTrueToObject(data, "clipped");
+		line = encode(ctx, type, data);
+	}
+	cJSON_Delete(data);
+	{
+		size_t n = strlen(line);
+
+		line[n] = '\n';
+		if (ctx->events_fd >= 0) {
+			write_all(ctx->events_fd, line, n + 1);
+			if (ctx->fsync_events)
+				fsync(ctx->events_fd);
+		}
+		write_all(1, line, n + 1);
+	}
+	free(line);
+}
+
+void wk_events_close(struct wk_ctx *ctx)
+{
+	if (ctx->events_fd >= 0) {
+		fsync(ctx->events_fd);
+		close(ctx->events_fd);
+		ctx->events_fd = -1;
+	}
+}

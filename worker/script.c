@@ -1,0 +1,327 @@
+/*
+ * script.c - the `script` agent backend: replay a scenario file.
+ *
+ * A scenario is a JSON array of replies. Each agent job consumes the next
+ * one; the position lives in `<scenario>.cursor`, advanced under an flock
+ * so jobs in separate worker processes consume in order. A reply may act
+ * on the workspace first (sleep, write files, run commands, emit events)
+ * so a scripted EXECUTE really changes files. Called by agent.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "worker.h"
+
+#define SCRIPT_MAX (16u * 1024 * 1024)
+
+/*
+ * Take the next reply index under the cursor lock. Returns the index, or
+ * -1 with errno set when the cursor cannot be used.
+ */
+static long take_cursor(const char *script)
+{
+	char *path = wk_printf("%s.cursor", script), buf[32] = "";
+	long idx = -1;
+	ssize_t n;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		goto out;
+	if (flock(fd, LOCK_EX) < 0)
+		goto out;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n < 0)
+		goto out;
+	buf[n] = '\0';
+	idx = strtol(buf, NULL, 10);
+	if (idx < 0)
+		idx = 0;
+	n = snprintf(buf, sizeof(buf), "%ld\n", idx + 1);
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n) {
+		idx = -1;
+		goto out;
+	}
+	fsync(fd);
+out:
+	if (fd >= 0)
+		close(fd); /* drops the lock */
+	free(path);
+	return idx;
+}
+
+static int safe_relpath(const char *p)
+{
+	const char *s = p;
+
+	if (!*p || *p == '/')
+		return 0;
+	while (*s) {
+		size_t n = strcspn(s, "/");
+
+		if (n == 2 && !strncmp(s, "..", 2))
+			return 0;
+		s += n;
+		if (*s == '/')
+			s++;
+	}
+	return 1;
+}
+
+static int mkdirs_for(char *path)
+{
+	char *slash;
+
+	for (slash = strchr(path + 1, '/'); slash;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+			*slash = '/';
+			return -1;
+		}
+		*slash = '/';
+	}
+	return 0;
+}
+
+static int write_files(struct wk_ctx *ctx, const cJSON *files,
+		       struct wk_result *res)
+{
+	const cJSON *f;
+
+	cJSON_ArrayForEach(f, files) {
+		char *path, *text;
+		FILE *fp;
+		int ok;
+
+		if (!safe_relpath(f->string)) {
+			wk_result_set_error(res, WK_ERROR, "ScriptInvalid",
+					    NULL, "script file path '%s' must "
+					    "stay inside the workspace",
+					    f->string);
+			return -1;
+		}
+		path = wk_printf("%s/%s", ctx->cwd, f->string);
+		text = cJSON_IsString(f) ? wk_strdup(f->valuestring) :
+			cJSON_PrintUnformatted(f);
+		ok = mkdirs_for(path) == 0 && (fp = fopen(path, "we")) &&
+			fputs(text, fp) >= 0 && fclose(fp) == 0;
+		if (!ok)
+			wk_result_set_error(res, WK_ERROR, "ScriptError", NULL,
+					    "cannot write '%s': %s", path,
+					    strerror(errno));
+		free(path);
+		free(text);
+		if (!ok)
+			return -1;
+	}
+	return 0;
+}
+
+/* Run the reply's shell commands as tool calls the transcript shows. */
+static int run_commands(struct wk_ctx *ctx, const struct wk_job *job,
+			const cJSON *cmds, double deadline, int *calls,
+			struct wk_result *res)
+{
+	const cJSON *c;
+	char **envp = wk_env_agent();
+	int i = 0, rc = 0;
+
+	cJSON_ArrayForEach(c, cmds) {
+		char *argv[] = { "sh", "-c", NULL, NULL };
+		struct wk_proc p = { 0 };
+		struct wk_buf out;
+		char *id = wk_printf("script-%d", ++i), *text;
+		cJSON *d;
+
+		if (!cJSON_IsString(c)) {
+			free(id);
+			continue;
+		}
+		argv[2] = c->valuestring;
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "tool", "shell");
+		cJSON_AddStringToObject(d, "tool_call_id", id);
+		cJSON_AddStringToObject(d, "args", c->valuestring);
+		wk_emit(ctx, "agent.tool_start", d);
+		(*calls)++;
+		wk_buf_init(&out, 0, WK_TOOL_OUTPUT_MAX);
+		p.argv = argv;
+		p.cwd = ctx->cwd;
+		p.envp = envp;
+		p.timeout_s = deadline - wk_now();
+		p.merge_stderr = 1;
+		p.out = &out;
+		if (p.timeout_s <= 0)
+			p.timeout_s = 0.001;
+		rc = wk_proc_run(ctx, &p);
+		text = wk_buf_render(&out);
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "tool", "shell");
+		cJSON_AddStringToObject(d, "tool_call_id", id);
+		cJSON_AddStringToObject(d, "args", c->valuestring);
+		cJSON_AddBoolToObject(d, "success",
+				      rc == 0 && !p.timed_out && !p.exit_code);
+		cJSON_AddNumberToObject(d, "exit_code", p.exit_code);
+		cJSON_AddStringToObject(d, "output", text);
+		cJSON_AddNullToObject(d, "error");
+		wk_emit(ctx, "agent.tool_end", d);
+		free(text);
+		free(id);
+		wk_buf_free(&out);
+		if (rc < 0) {
+			wk_result_set_error(res, WK_ERROR, "SpawnError", NULL,
+					    "cannot run 'sh': %s",
+					    strerror(p.spawn_errno));
+			break;
+		}
+		if (p.timed_out) {
+			wk_result_set_error(res, WK_TIMEOUT, "Timeout", NULL,
+					    "job timed out");
+			rc = -1;
+			break;
+		}
+	}
+	wk_env_free(envp);
+	return rc;
+}
+
+static void emit_events(struct wk_ctx *ctx, const cJSON *events)
+{
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, events) {
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "type");
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "data");
+
+		if (!cJSON_IsString(t))
+			continue;
+		wk_emit(ctx, t->valuestring, cJSON_IsObject(d) ?
+			cJSON_Duplicate(d, 1) : NULL);
+	}
+}
+
+static cJSON *default_health(int calls)
+{
+	cJSON *h = cJSON_CreateObject();
+
+	cJSON_AddObjectToObject(h, "permission_denials");
+	cJSON_AddObjectToObject(h, "tool_failures");
+	cJSON_AddObjectToObject(h, "tool_refusals");
+	cJSON_AddNumberToObject(h, "tool_calls", calls);
+	cJSON_AddNumberToObject(h, "tool_cap_denials", 0);
+	return h;
+}
+
+int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
+		      struct wk_result *res)
+{
+	const char *path = job->script ? job->script : getenv("SBXLOOP_SCRIPT");
+	double deadline = wk_now() + job->timeout_s;
+	cJSON *script = NULL, *reply, *v;
+	char *text = NULL;
+	size_t len;
+	long idx;
+	int big, calls = 0, rc = -1;
+
+	if (!path || !*path) {
+		wk_result_set_error(res, WK_ERROR, "BackendUnavailable", NULL,
+				    "script backend needs a scenario file "
+				    "(job field 'script' or SBXLOOP_SCRIPT)");
+		goto out;
+	}
+	text = wk_read_file(path, SCRIPT_MAX, &len, &big);
+	script = text ? cJSON_ParseWithLength(text, len) : NULL;
+	if (!cJSON_IsArray(script)) {
+		wk_result_set_error(res, WK_ERROR, "ScriptInvalid", NULL,
+				    "cannot load scenario '%s': %s", path,
+				    text ? "not a JSON array" :
+				    strerror(errno));
+		goto out;
+	}
+	idx = take_cursor(path);
+	if (idx < 0) {
+		wk_result_set_error(res, WK_ERROR, "ScriptError", NULL,
+				    "cannot advance cursor of '%s': %s", path,
+				    strerror(errno));
+		goto out;
+	}
+	if (idx >= cJSON_GetArraySize(script)) {
+		wk_result_set_error(res, WK_ERROR, "ScriptExhausted", NULL,
+				    "scenario '%s' has no reply left (%d "
+				    "used)", path, cJSON_GetArraySize(script));
+		goto out;
+	}
+	reply = cJSON_GetArrayItem(script, (int)idx);
+	if (!cJSON_IsObject(reply)) {
+		wk_result_set_error(res, WK_ERROR, "ScriptInvalid", NULL,
+				    "reply %ld of '%s' is not an object",
+				    idx + 1, path);
+		goto out;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(reply, "sleep_s");
+	if (cJSON_IsNumber(v) && v->valuedouble > 0) {
+		double left = deadline - wk_now();
+
+		wk_sleep(ctx, v->valuedouble < left ? v->valuedouble : left);
+		if (v->valuedouble >= left) {
+			wk_result_set_error(res, WK_TIMEOUT, "Timeout", NULL,
+					    "job timed out");
+			goto out;
+		}
+	}
+	v = cJSON_GetObjectItemCaseSensitive(reply, "files");
+	if (cJSON_IsObject(v) && write_files(ctx, v, res) < 0)
+		goto out;
+	v = cJSON_GetObjectItemCaseSensitive(reply, "run");
+	if (cJSON_IsArray(v) &&
+	    run_commands(ctx, job, v, deadline, &calls, res) < 0)
+		goto out;
+	emit_events(ctx, cJSON_GetObjectItemCaseSensitive(reply, "events"));
+	v = cJSON_GetObjectItemCaseSensitive(reply, "fail");
+	if (cJSON_IsString(v)) {
+		wk_result_set_error(res, WK_ERROR, "AgentError", NULL, "%s",
+				    v->valuestring);
+		goto out;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(reply, "text");
+	if (cJSON_IsString(v))
+		res->output_text = wk_strdup(v->valuestring);
+	v = cJSON_GetObjectItemCaseSensitive(reply, "json");
+	if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+		res->output_json = cJSON_Duplicate(v, 1);
+		if (!res->output_text)
+			res->output_text = cJSON_PrintUnformatted(v);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(reply, "session_id");
+	res->session_id = cJSON_IsString(v) ? wk_strdup(v->valuestring) :
+		wk_printf("script-%s", job->job_id);
+	v = cJSON_GetObjectItemCaseSensitive(reply, "health");
+	res->health = cJSON_IsObject(v) ? cJSON_Duplicate(v, 1) :
+		default_health(calls);
+	v = cJSON_GetObjectItemCaseSensitive(reply, "usage");
+	if (cJSON_IsObject(v)) {
+		wk_usage_merge(&res->usage, v);
+		wk_emit(ctx, "agent.usage", cJSON_Duplicate(v, 1));
+	}
+	if (res->output_text && *res->output_text) {
+		cJSON *d = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(d, "content", res->output_text);
+		cJSON_AddStringToObject(d, "model",
+					job->model ? job->model : "script");
+		wk_emit(ctx, "agent.message", d);
+	}
+	res->status = WK_OK;
+	rc = 0;
+out:
+	cJSON_Delete(script);
+	free(text);
+	return rc;
+}
