@@ -1285,6 +1285,7 @@ START_TEST(test_worker_dies_with_its_parent)
 			int devnull = open("/dev/null", O_WRONLY);
 
 			dup2(devnull, 1);
+			dup2(devnull, 2);
 			execl(getenv("SBXLOOP_WORKER"), "sbxloop-worker",
 			      "run", "--heartbeat", "0", "--job",
 			      path_in("job.json"), "--events",

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "worker.h"
@@ -229,7 +230,8 @@ int wk_proc_run(struct wk_ctx *ctx, struct wk_proc *p)
 	deadline = wk_now() + p->timeout_s;
 	while (out[0] >= 0 || err[0] >= 0 || !reaped) {
 		struct pollfd fds[2];
-		int nfds = 0, wait_ms = 250, i;
+		struct timespec wait = { 0, 250000000L };
+		int nfds = 0, i;
 		double now = wk_now();
 
 		if (!p->timed_out && now >= deadline) {
@@ -264,11 +266,13 @@ int wk_proc_run(struct wk_ctx *ctx, struct wk_proc *p)
 			fds[nfds++] = (struct pollfd){ out[0], POLLIN, 0 };
 		if (err[0] >= 0)
 			fds[nfds++] = (struct pollfd){ err[0], POLLIN, 0 };
+		/* pipes closed: the exit status is microseconds away */
 		if (!nfds)
-			wait_ms = 1;
+			wait.tv_nsec = 100000L;
 		else if (reaped)
-			wait_ms = 20;
-		if (poll(fds, (nfds_t)nfds, wait_ms) < 0 && errno != EINTR)
+			wait.tv_nsec = 20000000L;
+		if (ppoll(fds, (nfds_t)nfds, &wait, NULL) < 0 &&
+		    errno != EINTR)
 			break;
 		for (i = 0; i < nfds; i++) {
 			ssize_t n;

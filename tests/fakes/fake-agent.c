@@ -9,6 +9,8 @@
  * SBXLOOP_FAKE_AGENT_EXIT the exit status, SBXLOOP_FAKE_AGENT_ENV a file
  * that receives the environment it was given.
  */
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
