@@ -25,6 +25,22 @@ const struct sbx_command sbx_commands[] = {
 	{"plugins", sbx_cmd_plugins, "sbxloop plugins [--json]",
 	 "list every discoverable plugin module and its components",
 	 "  --json    machine-readable listing\n"},
+	{"status", sbx_cmd_status, "sbxloop status [RUN] [--json]",
+	 "list runs, or one run's tasks",
+	 "  --json    machine-readable output\n"},
+	{"logs", sbx_cmd_logs,
+	 "sbxloop logs RUN [--type PREFIX] [--task ID] [--since SEQ] [--json] "
+	 "[--follow] [--stale-after MIN]",
+	 "print a run's events, one dense line each",
+	 "  --type PREFIX      only events whose type starts with PREFIX\n"
+	 "  --task ID          only events of task ID\n"
+	 "  --since SEQ        only events after sequence number SEQ\n"
+	 "  --json             the event envelopes, one per line\n"
+	 "  -f, --follow       keep printing new events until the run ends\n"
+	 "  --stale-after MIN  with --follow, stop after MIN idle minutes\n"
+	 "                     (default 10; 0 = never)\n"},
+	{"cancel", sbx_cmd_cancel, "sbxloop cancel RUN",
+	 "ask a run to stop at its next phase boundary", ""},
 	{NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -45,5 +45,8 @@ int sbx_cli_open_core(struct sbx_cli *cli);
 int sbx_cmd_plugins(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_config(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_init(struct sbx_cli *cli, int argc, char **argv);
+int sbx_cmd_status(struct sbx_cli *cli, int argc, char **argv);
+int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv);
+int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv);
 
 #endif
