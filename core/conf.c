@@ -35,6 +35,7 @@ struct raw {
 	enum sbx_source source;
 	char *origin;      /* "file:line:col" or "SBXLOOP_X" */
 	char *key_origin;  /* where the key itself is, or NULL */
+	char *sect_origin; /* where its section's key is, or NULL */
 };
 
 struct sbx_config {
@@ -61,6 +62,7 @@ static void raw_clear(struct raw *r)
 	free(r->items);
 	free(r->origin);
 	free(r->key_origin);
+	free(r->sect_origin);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -541,8 +543,9 @@ static int node_to_raw(yaml_document_t *doc, yaml_node_t *node,
  * Nested mappings one level down become "section.key" entries.
  */
 static void walk_mapping(yaml_document_t *doc, yaml_node_t *map,
-			 const char *file, const char *prefix, int depth,
-			 struct raw **out, size_t *n_out, struct sbx_buf *errs)
+			 const char *file, const char *prefix,
+			 const char *sect_origin, int depth, struct raw **out,
+			 size_t *n_out, struct sbx_buf *errs)
 {
 	yaml_node_pair_t *pair, *other;
 
@@ -595,8 +598,10 @@ static void walk_mapping(yaml_document_t *doc, yaml_node_t *map,
 					  path);
 				free(o);
 			} else {
-				walk_mapping(doc, v, file, path, depth + 1, out,
-					     n_out, errs);
+				o = mark_origin(file, k->start_mark);
+				walk_mapping(doc, v, file, path, o, depth + 1,
+					     out, n_out, errs);
+				free(o);
 			}
 			free(path);
 			continue;
@@ -611,6 +616,7 @@ static void walk_mapping(yaml_document_t *doc, yaml_node_t *map,
 		}
 		if (node_to_raw(doc, v, file, path, &r, errs) == 0) {
 			r.key_origin = mark_origin(file, k->start_mark);
+			r.sect_origin = sbx_xstrdup(sect_origin);
 			*out = sbx_xrealloc(*out, (*n_out + 1) * sizeof(**out));
 			(*out)[(*n_out)++] = r;
 		}
@@ -668,7 +674,7 @@ static int parse_file(const char *file, int required, enum sbx_source src,
 			     root->start_mark.column + 1);
 		rc = -1;
 	} else if (root) {
-		walk_mapping(&doc, root, file, "", 0, out, n_out, errs);
+		walk_mapping(&doc, root, file, "", NULL, 0, out, n_out, errs);
 	}
 	for (i = first; i < *n_out; i++)
 		(*out)[i].source = src;
@@ -835,7 +841,21 @@ static void apply_all(struct sbx_config *cfg, struct raw *raws, size_t n,
 			continue;
 		}
 		snprintf(top, sizeof(top), "%.*s", (int)tl, r->path);
-		if (!strchr(r->path, '.') || section_is_claimed(cfg, top)) {
+		/* "name:" with nothing under it: an empty section */
+		if (!strchr(r->path, '.') && r->is_null &&
+		    section_is_claimed(cfg, top)) {
+			raw_clear(r);
+			continue;
+		}
+		if (!strchr(r->path, '.') && r->is_null) {
+			char *marker = sbx_xasprintf("%s.", r->path);
+
+			free(r->path);
+			r->path = marker;
+			free(r->sect_origin);
+			r->sect_origin = sbx_xstrdup(r->key_origin);
+		} else if (!strchr(r->path, '.') ||
+			   section_is_claimed(cfg, top)) {
 			unknown_key_error(cfg, errs, r);
 			raw_clear(r);
 			continue;
@@ -998,7 +1018,9 @@ int sbx_config_add_component(struct sbx_config *cfg, const char *section,
 		if (strncmp(r->path, section, sl) == 0 && r->path[sl] == '.') {
 			struct sbx_config_value *v = find_value(cfg, r->path);
 
-			if (v)
+			if (r->path[sl + 1] == '\0')
+				; /* an empty mapping of this section */
+			else if (v)
 				apply_raw(v, r, &errs);
 			else
 				unknown_key_error(cfg, &errs, r);
@@ -1034,11 +1056,11 @@ int sbx_config_finish(struct sbx_config *cfg, char **errors)
 			continue;
 		hint = suggest(cfg, "", top, buf, sizeof(buf));
 		if (hint)
-			add_error(&errs, r->key_origin ? r->key_origin : r->origin,
+			add_error(&errs, r->sect_origin ? r->sect_origin : r->origin,
 				  "unknown section '%s' (did you mean '%s'?)",
 				  top, hint);
 		else
-			add_error(&errs, r->key_origin ? r->key_origin : r->origin,
+			add_error(&errs, r->sect_origin ? r->sect_origin : r->origin,
 				  "unknown section '%s': no core setting or "
 				  "loaded plugin component has that name",
 				  top);

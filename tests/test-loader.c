@@ -1,0 +1,285 @@
+/*
+ * The plugin loader, specified through test-only modules that each
+ * break one ABI rule (tests/plugins/abi/): which are refused, with which
+ * message, and which load.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sbxloop/sink.h>
+
+#include "../core/core.h"
+#include "../core/loader.h"
+#include "testutil.h"
+
+static char *abi_dir;
+static char *abi2_dir;
+
+static void setup(void)
+{
+	const char *b = tu_env("SBXLOOP_BUILDDIR");
+
+	if (asprintf(&abi_dir, "%s/tests/plugins/abi", b) < 0 ||
+	    asprintf(&abi2_dir, "%s/tests/plugins/abi2", b) < 0)
+		abort();
+	setenv("SBXLOOP_PLUGIN_PATH", abi_dir, 1);
+	sbx_core_abi_minor = SBXLOOP_ABI_MINOR;
+}
+
+static void teardown(void)
+{
+	free(abi_dir);
+	free(abi2_dir);
+}
+
+static const struct sbx_module *module(const struct sbx_registry *reg,
+				       const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < reg->n_modules; i++)
+		if (strcmp(reg->modules[i].name, name) == 0)
+			return &reg->modules[i];
+	ck_abort_msg("module %s was not discovered", name);
+	return NULL;
+}
+
+static void load(struct sbx_registry *reg)
+{
+	struct sbxloop_error err = {0, ""};
+
+	ck_assert_int_eq(sbx_registry_load(reg, NULL, &err), 0);
+}
+
+static void assert_refused(const char *name, const char *const *needles)
+{
+	struct sbx_registry reg;
+	const struct sbx_module *m;
+
+	load(&reg);
+	m = module(&reg, name);
+	ck_assert_ptr_null(m->desc);
+	ck_assert_ptr_nonnull(m->refusal);
+	for (; *needles; needles++)
+		ck_assert_msg(strstr(m->refusal, *needles),
+			      "refusal of %s lacks '%s': %s", name, *needles,
+			      m->refusal);
+	sbx_registry_free(&reg);
+}
+
+START_TEST(test_well_formed_module_loads_with_its_components)
+{
+	struct sbx_registry reg;
+	const struct sbx_module *m;
+	const struct sbxloop_component *c;
+
+	load(&reg);
+	m = module(&reg, "good");
+	ck_assert_ptr_null(m->refusal);
+	ck_assert_str_eq(m->desc->version, "1.2.3");
+	c = sbx_registry_find(&reg, SBXLOOP_KIND_SINK, "testsink", NULL);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_ptr_nonnull(strstr(m->path, "tests/plugins/abi/good.la"));
+	sbx_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(test_bad_magic_is_refused_naming_both_abis_and_the_fix)
+{
+	const char *n[] = {"bad magic 0xdeadbeef",
+			   "rebuild it against sbxloop-plugin 1.0", NULL};
+
+	assert_refused("bad_magic", n);
+}
+END_TEST
+
+START_TEST(test_other_major_is_refused_naming_both_versions)
+{
+	const char *n[] = {"built for plugin ABI 2.0",
+			   "this sbxloop has ABI 1.0",
+			   "rebuild it against sbxloop-plugin 1.0", NULL};
+
+	assert_refused("wrong_major", n);
+}
+END_TEST
+
+START_TEST(test_newer_minor_is_refused)
+{
+	const char *n[] = {"built for plugin ABI 1.1",
+			   "newer than this sbxloop's ABI 1.0", NULL};
+
+	assert_refused("newer_minor", n);
+}
+END_TEST
+
+START_TEST(test_older_minor_loads_and_slots_past_its_size_are_absent)
+{
+	struct sbx_registry reg;
+	const struct sbxloop_component *c;
+	const struct sbxloop_sink_ops *ops;
+
+	/* pretend this core is ABI 1.1, one minor past the module */
+	sbx_core_abi_minor = SBXLOOP_ABI_MINOR + 1;
+	load(&reg);
+	ck_assert_ptr_null(module(&reg, "older_minor")->refusal);
+	c = sbx_registry_find(&reg, SBXLOOP_KIND_SINK, "oldersink", NULL);
+	ck_assert_ptr_nonnull(c);
+	ops = c->ops;
+	ck_assert(!SBXLOOP_HAS_SLOT(ops, struct sbxloop_sink_ops, flush));
+	ck_assert(SBXLOOP_HAS_SLOT(ops, struct sbxloop_sink_ops, event));
+	sbx_registry_free(&reg);
+}
+END_TEST
+
+START_TEST(test_missing_required_slot_is_refused_naming_the_slot)
+{
+	const char *n[] = {"sink:slotsink",
+			   "missing the required slot 'event'", NULL};
+
+	assert_refused("missing_slot", n);
+}
+END_TEST
+
+START_TEST(test_module_without_descriptor_is_refused)
+{
+	const char *n[] = {"no 'sbxloop_plugin_descriptor' symbol", NULL};
+
+	assert_refused("no_descriptor", n);
+}
+END_TEST
+
+START_TEST(test_descriptor_name_must_match_the_file)
+{
+	const char *n[] = {"'something_else'", "'name_mismatch'", NULL};
+
+	assert_refused("name_mismatch", n);
+}
+END_TEST
+
+START_TEST(test_duplicate_component_is_refused_naming_the_first)
+{
+	const char *n[] = {"sink:testsink is already provided by module 'good'",
+			   NULL};
+
+	assert_refused("twin_sink", n);
+}
+END_TEST
+
+START_TEST(test_duplicate_module_name_is_refused)
+{
+	struct sbx_registry reg;
+	char *path = NULL;
+	size_t i, seen = 0;
+
+	if (asprintf(&path, "%s:%s", abi_dir, abi2_dir) < 0)
+		abort();
+	setenv("SBXLOOP_PLUGIN_PATH", path, 1);
+	load(&reg);
+	for (i = 0; i < reg.n_modules; i++) {
+		const struct sbx_module *m = &reg.modules[i];
+
+		if (strcmp(m->name, "good") != 0)
+			continue;
+		seen++;
+		if (strstr(m->path, "abi2/")) {
+			ck_assert_ptr_nonnull(m->refusal);
+			ck_assert_ptr_nonnull(
+				strstr(m->refusal, "duplicate of module 'good'"));
+		} else {
+			ck_assert_ptr_null(m->refusal);
+		}
+	}
+	ck_assert_uint_eq(seen, 2);
+	ck_assert_str_eq(reg.dirs[0], abi_dir);
+	ck_assert_str_eq(reg.dirs[1], abi2_dir);
+	sbx_registry_free(&reg);
+	free(path);
+}
+END_TEST
+
+START_TEST(test_failing_create_names_module_path_and_reason)
+{
+	struct sbx_config_opts opts = {0};
+	struct sbx_core *core = NULL;
+	struct sbx_instance inst;
+	struct sbxloop_error err = {0, ""};
+	char *errors = NULL;
+
+	opts.config_file = "/dev/null";
+	opts.no_user_file = 1;
+	opts.no_env = 1;
+	ck_assert_int_eq(sbx_core_open(&core, &opts, &errors), 0);
+	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK,
+					      "failsink", &inst, &err),
+			 SBXLOOP_EINVAL);
+	ck_assert_msg(strstr(err.message, "module 'create_fails'") &&
+			      strstr(err.message, "create_fails.la") &&
+			      strstr(err.message, "nowhere:1"),
+		      "%s", err.message);
+	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK,
+					      "testsink", &inst, &err),
+			 0);
+	sbx_instance_destroy(&inst);
+	sbx_core_close(core);
+}
+END_TEST
+
+START_TEST(test_plugins_command_lists_refused_modules_with_reasons)
+{
+	const char *argv[] = {tu_env("SBXLOOP_BIN"), "--config", "/dev/null",
+			      "plugins", "--json", NULL};
+	struct tu_run r;
+
+	tu_exec(&r, NULL, NULL, argv);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "\"status\":\t\"refused\""));
+	ck_assert_ptr_nonnull(strstr(r.out, "missing the required slot"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"name\":\t\"testsink\""));
+	tu_run_free(&r);
+	argv[4] = NULL;
+	tu_exec(&r, NULL, NULL, argv);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "good 1.2.3  loaded  ABI 1.0"));
+	ck_assert_ptr_nonnull(strstr(r.out, "sink:testsink"));
+	ck_assert_ptr_nonnull(strstr(r.out, "wrong_major  refused"));
+	tu_run_free(&r);
+}
+END_TEST
+
+static Suite *loader_suite(void)
+{
+	Suite *s = suite_create("loader");
+	TCase *tc = tcase_create("abi");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_well_formed_module_loads_with_its_components);
+	tcase_add_test(tc, test_bad_magic_is_refused_naming_both_abis_and_the_fix);
+	tcase_add_test(tc, test_other_major_is_refused_naming_both_versions);
+	tcase_add_test(tc, test_newer_minor_is_refused);
+	tcase_add_test(tc,
+		       test_older_minor_loads_and_slots_past_its_size_are_absent);
+	tcase_add_test(tc, test_missing_required_slot_is_refused_naming_the_slot);
+	tcase_add_test(tc, test_module_without_descriptor_is_refused);
+	tcase_add_test(tc, test_descriptor_name_must_match_the_file);
+	tcase_add_test(tc, test_duplicate_component_is_refused_naming_the_first);
+	tcase_add_test(tc, test_duplicate_module_name_is_refused);
+	tcase_add_test(tc, test_failing_create_names_module_path_and_reason);
+	tcase_add_test(tc, test_plugins_command_lists_refused_modules_with_reasons);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(loader_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
