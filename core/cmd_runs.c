@@ -192,6 +192,7 @@ static int want_json(int argc, char **argv, const char **run_id)
 	};
 	int opt, json = 0;
 
+	optind = 0; /* glibc: forget the "+" mode main() parsed with */
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		if (opt != 'j')
 			return -1;
@@ -609,6 +610,7 @@ int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	memset(&q, 0, sizeof(q));
 	q.struct_size = sizeof(q);
+	optind = 0; /* glibc: forget the "+" mode main() parsed with */
 	while ((opt = getopt_long(argc, argv, "f", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 't':

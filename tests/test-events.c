@@ -1,0 +1,875 @@
+/*
+ * The event bus, the plain and jsonl sinks, and `status`, `logs` and
+ * `cancel`: each test fills a fresh state directory through the real
+ * core (store-sqlite and sinks modules from the build tree) and checks
+ * what the sbxloop binary prints, stores and exits with.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include <sbxloop/sink.h>
+#include <sbxloop/store.h>
+
+#include "../core/core.h"
+#include "../core/events.h"
+#include "../core/redact.h"
+#include "../core/util.h"
+
+/* ------------------------------------------------------------ fixture */
+
+static char dir[256];
+static char cfg_path[512];
+static char jsonl_path[512];
+static struct sbx_core *core;
+static struct sbx_instance store;
+static struct sbx_bus *bus;
+
+static void write_config(const char *jsonl)
+{
+	FILE *f = fopen(cfg_path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f,
+		"state_dir: %s/state\n"
+		"plugins:\n"
+		"  store: sqlite\n"
+		"  sinks: [jsonl]\n"
+		"jsonl:\n"
+		"  path: %s\n",
+		dir, jsonl);
+	fclose(f);
+}
+
+static void core_up(void)
+{
+	struct sbx_config_opts opts;
+	struct sbxloop_error err = {0, ""};
+	char *errors = NULL;
+
+	memset(&opts, 0, sizeof(opts));
+	opts.config_file = cfg_path;
+	opts.no_user_file = 1;
+	ck_assert_msg(sbx_core_open(&core, &opts, &errors) == 0, "%s",
+		      errors ? errors : "");
+	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_STORE,
+					   "sqlite", &store, &err) == 0,
+		      "%s", err.message);
+	ck_assert_int_eq(sbx_bus_open(core, &store, &bus, &err), 0);
+}
+
+static void core_down(void)
+{
+	sbx_bus_close(bus);
+	bus = NULL;
+	sbx_instance_destroy(&store);
+	sbx_core_close(core);
+	core = NULL;
+}
+
+static void setup(void)
+{
+	char tmpl[] = "/tmp/sbx-events-XXXXXX";
+
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	snprintf(dir, sizeof(dir), "%s", tmpl);
+	snprintf(cfg_path, sizeof(cfg_path), "%s/sbxloop.yaml", dir);
+	snprintf(jsonl_path, sizeof(jsonl_path), "%s/events.jsonl", dir);
+	setenv("XDG_CONFIG_HOME", dir, 1);
+	setenv("NO_COLOR", "1", 1);
+	write_config(jsonl_path);
+	core_up();
+}
+
+static void teardown(void)
+{
+	char *cmd;
+
+	if (core)
+		core_down();
+	sbx_secret_clear();
+	cmd = sbx_xasprintf("rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove '%s'\n", dir);
+	free(cmd);
+}
+
+static const struct sbxloop_store_ops *sops(void)
+{
+	return store.ops;
+}
+
+static void make_run(const char *run_id, const char *state,
+		     const char *outcome, double created_at)
+{
+	struct sbxloop_run_row row;
+	struct sbxloop_error err = {0, ""};
+
+	memset(&row, 0, sizeof(row));
+	row.struct_size = sizeof(row);
+	row.run_id = run_id;
+	row.outcome = outcome;
+	row.state = state;
+	row.config_json = "{}";
+	row.created_at = created_at;
+	row.guidance_json = "[]";
+	ck_assert_msg(sops()->run_create(store.ctx, &row, &err) == 0, "%s",
+		      err.message);
+}
+
+static void make_tasks(const char *run_id)
+{
+	struct sbxloop_task_row t[2];
+	struct sbxloop_error err = {0, ""};
+
+	memset(t, 0, sizeof(t));
+	t[0].struct_size = t[1].struct_size = sizeof(t[0]);
+	t[0].run_id = t[1].run_id = run_id;
+	t[0].task_id = "t1";
+	t[0].spec_json = "{\"id\":\"t1\",\"title\":\"write the parser\"}";
+	t[0].state = "done";
+	t[0].revisions = 2;
+	t[0].replans = 1;
+	t[0].last_feedback = "tests were missing";
+	t[1].task_id = "t2";
+	t[1].order_idx = 1;
+	t[1].spec_json = "{\"id\":\"t2\",\"title\":\"document it\"}";
+	t[1].state = "pending";
+	ck_assert_msg(sops()->tasks_save(store.ctx, run_id, t, 2, &err) == 0,
+		      "%s", err.message);
+	t[0].order_idx = 0;
+	ck_assert_int_eq(sops()->task_update(store.ctx, &t[0], &err), 0);
+}
+
+static void emit(const char *type, const char *data_json)
+{
+	cJSON *data = data_json ? cJSON_Parse(data_json) : NULL;
+
+	ck_assert_int_eq(sbx_emit(core, type, NULL, data), 0);
+}
+
+static void flush(void)
+{
+	struct sbxloop_error err = {0, ""};
+
+	ck_assert_msg(sbx_bus_flush(core, &err) == 0, "%s", err.message);
+}
+
+static void set_run_state(const char *run_id, const char *state)
+{
+	struct sbxloop_run_update upd;
+	struct sbxloop_error err = {0, ""};
+
+	memset(&upd, 0, sizeof(upd));
+	upd.struct_size = sizeof(upd);
+	upd.run_id = run_id;
+	upd.fields = SBXLOOP_RUN_STATE;
+	upd.state = state;
+	ck_assert_int_eq(sops()->run_update(store.ctx, &upd, NULL, 0, &err),
+			 0);
+}
+
+/* ---------------------------------------------------- running sbxloop */
+
+struct result {
+	int status;
+	char *out;
+	char *err;
+};
+
+static void result_free(struct result *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+static char *slurp(const char *path)
+{
+	size_t len;
+	char *s = sbx_read_file(path, &len, 64u << 20);
+
+	return s ? s : sbx_xstrdup("");
+}
+
+/* Run sbxloop --config <cfg> args... and collect its output. */
+static struct result run_sbxloop(const char *const *args)
+{
+	const char *bin = getenv("SBXLOOP_BIN");
+	char *out_path = sbx_xasprintf("%s/cmd.out", dir);
+	char *err_path = sbx_xasprintf("%s/cmd.err", dir);
+	const char *argv[32];
+	struct result r;
+	size_t n = 0;
+	pid_t pid;
+	int st;
+
+	ck_assert_msg(bin != NULL, "SBXLOOP_BIN is not set");
+	argv[n++] = bin;
+	argv[n++] = "--config";
+	argv[n++] = cfg_path;
+	while (*args && n < 30)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	r.out = slurp(out_path);
+	r.err = slurp(err_path);
+	free(out_path);
+	free(err_path);
+	return r;
+}
+
+#define RUN(...)                                                               \
+	run_sbxloop((const char *const[]){__VA_ARGS__, NULL})
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		if (*s == '\n')
+			n++;
+	return n;
+}
+
+/* ------------------------------------------------------------- status */
+
+START_TEST(test_status_lists_runs_newest_first_with_clipped_outcome)
+{
+	struct result r;
+	char long_outcome[200];
+	const char *pos_new, *pos_old;
+
+	memset(long_outcome, 'x', sizeof(long_outcome) - 1);
+	long_outcome[sizeof(long_outcome) - 1] = '\0';
+	memcpy(long_outcome + 60, "TAIL", 4);
+	make_run("r-old", "completed", "an older run", sbx_now() - 600);
+	make_run("r-new", "running", long_outcome, sbx_now() - 60);
+	make_tasks("r-new");
+	flush();
+	r = RUN("status");
+	ck_assert_int_eq(r.status, 0);
+	pos_new = strstr(r.out, "r-new");
+	pos_old = strstr(r.out, "r-old");
+	ck_assert_ptr_nonnull(pos_new);
+	ck_assert_ptr_nonnull(pos_old);
+	ck_assert(pos_new < pos_old);
+	ck_assert_ptr_nonnull(strstr(r.out, "1/2"));
+	ck_assert_ptr_null(strstr(r.out, "TAIL"));
+	ck_assert_ptr_nonnull(strstr(r.out, "completed"));
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_status_of_one_run_shows_its_tasks)
+{
+	struct result r;
+
+	make_run("r1", "running", "build a parser", 0);
+	make_tasks("r1");
+	r = RUN("status", "r1");
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "run r1  state: running"));
+	ck_assert_ptr_nonnull(strstr(r.out, "outcome: build a parser"));
+	ck_assert_ptr_nonnull(strstr(r.out, "write the parser"));
+	ck_assert_ptr_nonnull(strstr(r.out, "tests were missing"));
+	ck_assert_ptr_nonnull(strstr(r.out, "phase attempts recorded"));
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_status_json_for_all_runs_and_for_one)
+{
+	struct result r;
+	cJSON *root, *t;
+
+	make_run("r-a", "completed", "first", sbx_now() - 100);
+	make_run("r-b", "running", "second", sbx_now() - 10);
+	make_tasks("r-b");
+	r = RUN("status", "--json");
+	ck_assert_int_eq(r.status, 0);
+	root = cJSON_Parse(r.out);
+	ck_assert(cJSON_IsArray(root));
+	ck_assert_int_eq(cJSON_GetArraySize(root), 2);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(
+				 cJSON_GetArrayItem(root, 0), "run_id")),
+			 "r-b");
+	ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItem(
+				 cJSON_GetArrayItem(root, 0), "tasks_total")),
+			 2);
+	cJSON_Delete(root);
+	result_free(&r);
+
+	r = RUN("status", "r-b", "--json");
+	ck_assert_int_eq(r.status, 0);
+	root = cJSON_Parse(r.out);
+	ck_assert_ptr_nonnull(root);
+	t = cJSON_GetObjectItem(root, "tasks");
+	ck_assert_int_eq(cJSON_GetArraySize(t), 2);
+	t = cJSON_GetArrayItem(t, 0);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(t, "state")),
+			 "done");
+	ck_assert_int_eq(
+		(int)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "revisions")),
+		2);
+	cJSON_Delete(root);
+	result_free(&r);
+}
+END_TEST
+
+/* --------------------------------------------------------------- logs */
+
+static void fill_typed_events(void)
+{
+	make_run("r1", "running", "filters", 0);
+	sbx_core_set_run(core, "r1");
+	emit("a_b.one", "{\"task_id\":\"t1\",\"message\":\"underscore\"}");
+	emit("axb.two", "{\"task_id\":\"t2\",\"message\":\"lookalike\"}");
+	emit("a%c.three", "{\"task_id\":\"t1\",\"message\":\"percent\"}");
+	emit("abc.four", "{\"message\":\"plain\"}");
+	flush();
+}
+
+START_TEST(test_logs_type_prefix_is_literal)
+{
+	struct result r;
+
+	fill_typed_events();
+	r = RUN("logs", "r1", "--type", "a_b");
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_int_eq(count_lines(r.out), 1);
+	ck_assert_ptr_nonnull(strstr(r.out, "a_b.one"));
+	result_free(&r);
+
+	r = RUN("logs", "r1", "--type", "a%");
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_int_eq(count_lines(r.out), 1);
+	ck_assert_ptr_nonnull(strstr(r.out, "a%c.three"));
+	result_free(&r);
+
+	r = RUN("logs", "r1");
+	ck_assert_int_eq(count_lines(r.out), 4);
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_logs_task_filter_matches_data_task_id)
+{
+	struct result r;
+
+	fill_typed_events();
+	r = RUN("logs", "r1", "--task", "t1");
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_int_eq(count_lines(r.out), 2);
+	ck_assert_ptr_null(strstr(r.out, "lookalike"));
+	result_free(&r);
+}
+END_TEST
+
+struct seqs {
+	int64_t seq[16];
+	int n;
+};
+
+static int seq_cb(void *user, const struct sbxloop_event *ev)
+{
+	struct seqs *s = user;
+
+	if (s->n < 16)
+		s->seq[s->n++] = ev->seq;
+	return 0;
+}
+
+static struct seqs stored_seqs(const char *run_id)
+{
+	struct sbxloop_event_query q;
+	struct sbxloop_error err = {0, ""};
+	struct seqs s;
+
+	memset(&s, 0, sizeof(s));
+	memset(&q, 0, sizeof(q));
+	q.struct_size = sizeof(q);
+	q.run_id = run_id;
+	ck_assert_int_eq(sops()->events_query(store.ctx, &q, seq_cb, &s, &err),
+			 0);
+	return s;
+}
+
+START_TEST(test_logs_since_prints_only_later_events)
+{
+	struct result r;
+	struct seqs s;
+	char since[32];
+
+	fill_typed_events();
+	s = stored_seqs("r1");
+	ck_assert_int_eq(s.n, 4);
+	snprintf(since, sizeof(since), "%lld", (long long)s.seq[1]);
+	r = RUN("logs", "r1", "--since", since);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_int_eq(count_lines(r.out), 2);
+	ck_assert_ptr_nonnull(strstr(r.out, "a%c.three"));
+	ck_assert_ptr_nonnull(strstr(r.out, "abc.four"));
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_logs_json_prints_sorted_compact_envelopes)
+{
+	struct result r;
+	char *line, *save = NULL;
+	int n = 0;
+
+	fill_typed_events();
+	r = RUN("logs", "r1", "--json");
+	ck_assert_int_eq(r.status, 0);
+	for (line = strtok_r(r.out, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		cJSON *ev = cJSON_Parse(line);
+
+		ck_assert_ptr_nonnull(ev);
+		ck_assert(strncmp(line, "{\"data\":{", 9) == 0);
+		ck_assert_ptr_nonnull(strstr(line, "\"run_id\":\"r1\""));
+		ck_assert_ptr_nonnull(strstr(line, ",\"v\":1}"));
+		ck_assert_ptr_null(strchr(line, ' ') ? strstr(line, "\": ")
+						      : NULL);
+		cJSON_Delete(ev);
+		n++;
+	}
+	ck_assert_int_eq(n, 4);
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_logs_dense_line_has_task_agent_summary_args_error)
+{
+	struct result r;
+
+	make_run("r1", "running", "dense", 0);
+	sbx_core_set_run(core, "r1");
+	emit("agent.tool_end",
+	     "{\"task_id\":\"t7\",\"agent\":\"executor\",\"tool\":\"bash\","
+	     "\"args\":\"make   \\n  check\",\"error\":\"exit 2\"}");
+	emit("sandbox.resources",
+	     "{\"disk_used_pct\":41.6,\"mem_used_pct\":12.2,\"load1\":0.5,"
+	     "\"level\":\"ok\",\"role\":\"agent\"}");
+	flush();
+	r = RUN("logs", "r1");
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_msg(strstr(r.out, " agent.tool_end t7 executor bash "
+				    "make check exit 2\n") != NULL,
+		      "got: %s", r.out);
+	ck_assert_msg(strstr(r.out, " sandbox.resources disk=42% mem=12% "
+				    "load=0.50 ok\n") != NULL,
+		      "got: %s", r.out);
+	/* HH:MM:SS first, no colour through a pipe */
+	ck_assert(r.out[2] == ':' && r.out[5] == ':' && r.out[8] == ' ');
+	ck_assert_ptr_null(strchr(r.out, '\033'));
+	result_free(&r);
+}
+END_TEST
+
+/* Read from fd until `needle` has arrived or 10 s passed. */
+static int wait_for(int fd, struct sbx_buf *got, const char *needle)
+{
+	double until = sbx_monotonic() + 10;
+
+	while (!strstr(sbx_buf_str(got), needle)) {
+		struct pollfd p = {fd, POLLIN, 0};
+		char buf[4096];
+		ssize_t n;
+
+		if (sbx_monotonic() > until)
+			return -1;
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		n = read(fd, buf, sizeof(buf));
+		if (n <= 0)
+			return strstr(sbx_buf_str(got), needle) ? 0 : -1;
+		sbx_buf_add(got, buf, (size_t)n);
+	}
+	return 0;
+}
+
+START_TEST(test_logs_follow_streams_until_the_run_ends)
+{
+	const char *bin = getenv("SBXLOOP_BIN");
+	struct sbx_buf got = SBX_BUF_INIT;
+	int fds[2], st;
+	pid_t pid;
+
+	make_run("r1", "running", "follow", 0);
+	sbx_core_set_run(core, "r1");
+	emit("task.start", "{\"task_id\":\"t1\",\"title\":\"first\"}");
+	flush();
+	ck_assert_int_eq(pipe(fds), 0);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		execl(bin, bin, "--config", cfg_path, "logs", "r1", "--follow",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	ck_assert_int_eq(wait_for(fds[0], &got, "task.start t1"), 0);
+	/* a line appended now shows up while the command still runs */
+	emit("task.state", "{\"task_id\":\"t1\",\"state\":\"planning\"}");
+	flush();
+	ck_assert_int_eq(wait_for(fds[0], &got, "planning"), 0);
+	ck_assert_int_eq(waitpid(pid, &st, WNOHANG), 0);
+	emit("run.end", "{\"state\":\"completed\"}");
+	set_run_state("r1", "completed");
+	ck_assert_int_eq(wait_for(fds[0], &got, "run.end completed"), 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(fds[0]);
+	sbx_buf_release(&got);
+}
+END_TEST
+
+START_TEST(test_logs_follow_gives_up_on_a_stale_run)
+{
+	struct result r;
+
+	make_run("r1", "running", "stale", sbx_now() - 7200);
+	r = RUN("logs", "r1", "--follow", "--stale-after", "1");
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(r.err, "warning: run r1 has shown no "
+					    "activity"));
+	ck_assert_ptr_nonnull(strstr(r.err, "--stale-after 0"));
+	result_free(&r);
+}
+END_TEST
+
+/* ------------------------------------------------------------- cancel */
+
+START_TEST(test_cancel_then_cancel_again_refuses)
+{
+	struct result r;
+
+	make_run("r1", "running", "to cancel", 0);
+	r = RUN("cancel", "r1");
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, "run r1 cancelled\n");
+	result_free(&r);
+
+	r = RUN("status", "r1");
+	ck_assert_ptr_nonnull(strstr(r.out, "state: cancelled"));
+	result_free(&r);
+
+	r = RUN("cancel", "r1");
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(
+		r.err, "run r1 is already cancelled; nothing to cancel"));
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_unknown_run_exits_2_on_every_command)
+{
+	static const char *const cmds[] = {"status", "logs", "cancel"};
+	size_t i;
+
+	make_run("r1", "running", "known", 0);
+	for (i = 0; i < 3; i++) {
+		struct result r = RUN(cmds[i], "nope");
+
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(strstr(r.err, "error: unknown run 'nope'"),
+			      "%s: %s", cmds[i], r.err);
+		result_free(&r);
+	}
+}
+END_TEST
+
+START_TEST(test_corrupt_database_is_reported_with_its_path)
+{
+	struct result r;
+	char *db = sbx_xasprintf("%s/state/state.db", dir);
+	char *wal = sbx_xasprintf("%s-wal", db);
+	FILE *f;
+	int i;
+
+	core_down();
+	unlink(wal);
+	free(wal);
+	f = fopen(db, "w");
+	ck_assert_ptr_nonnull(f);
+	for (i = 0; i < 512; i++)
+		fputs("this is not a database ", f);
+	fclose(f);
+	r = RUN("status");
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, db) != NULL, "%s", r.err);
+	ck_assert_msg(strstr(r.err, "not a database") != NULL, "%s", r.err);
+	result_free(&r);
+	free(db);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- bus */
+
+static int file_has(const char *path, const char *needle)
+{
+	size_t len = 0;
+	char *s = sbx_read_file(path, &len, 256u << 20);
+	int hit;
+
+	if (!s)
+		return 0;
+	hit = memmem(s, len, needle, strlen(needle)) != NULL;
+	free(s);
+	return hit;
+}
+
+START_TEST(test_secret_reaches_neither_database_nor_sink_nor_output)
+{
+	struct sbx_instance jsonl;
+	struct sbxloop_error err = {0, ""};
+	struct result r;
+	char token[64], *data, *path;
+	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+	int i;
+
+	for (i = 0; i < 40; i++)
+		token[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[rand_r(&seed) %
+							       36];
+	token[40] = '\0';
+	setenv("COPILOT_GITHUB_TOKEN", token, 1);
+	sbx_secret_register_env();
+	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK,
+					      "jsonl", &jsonl, &err),
+			 0);
+	sbx_bus_add_sink(bus, &jsonl);
+	make_run("r1", "running", "secrets", 0);
+	sbx_core_set_run(core, "r1");
+	data = sbx_xasprintf("{\"message\":\"token is %s\",\"nested\":"
+			     "{\"args\":[\"--token=%s\"]}}",
+			     token, token);
+	emit("agent.tool_start", data);
+	ck_assert_int_eq(core->host.emit(&core->host, "worker.error", token,
+					 data),
+			 0);
+	ck_assert_int_eq(sbx_bus_relay_worker_line(core, data, strlen(data),
+						   NULL, NULL),
+			 0);
+	free(data);
+	flush();
+	ck_assert_int_eq(stored_seqs("r1").n, 3);
+
+	r = RUN("logs", "r1");
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_null(strstr(r.out, token));
+	ck_assert_ptr_nonnull(strstr(r.out, "***"));
+	result_free(&r);
+	r = RUN("logs", "r1", "--json");
+	ck_assert_int_eq(count_lines(r.out), 3);
+	ck_assert_ptr_null(strstr(r.out, token));
+	result_free(&r);
+	r = RUN("status", "r1", "--json");
+	ck_assert_ptr_null(strstr(r.out, token));
+	result_free(&r);
+
+	sbx_bus_close(bus);
+	bus = NULL;
+	sbx_instance_destroy(&jsonl);
+	core_down();
+	ck_assert(!file_has(jsonl_path, token));
+	ck_assert(file_has(jsonl_path, "token is ***"));
+	path = sbx_xasprintf("%s/state/state.db", dir);
+	ck_assert(!file_has(path, token));
+	free(path);
+	path = sbx_xasprintf("%s/state/state.db-wal", dir);
+	ck_assert(!file_has(path, token));
+	free(path);
+}
+END_TEST
+
+START_TEST(test_failing_sink_is_detached_once_and_events_still_stored)
+{
+	struct sbx_instance bad;
+	struct sbxloop_error err = {0, ""};
+	char *log_path = sbx_xasprintf("%s/stderr.log", dir);
+	char *log;
+	const char *first;
+	int saved, fd, i;
+
+	core_down();
+	write_config("/dev/full");
+	core_up();
+	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK,
+					      "jsonl", &bad, &err),
+			 0);
+	sbx_bus_add_sink(bus, &bad);
+	make_run("r1", "running", "bad sink", 0);
+	sbx_core_set_run(core, "r1");
+	fflush(stderr);
+	saved = dup(2);
+	fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	dup2(fd, 2);
+	close(fd);
+	for (i = 0; i < 5; i++)
+		emit("task.state", "{\"state\":\"planning\"}");
+	flush();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	ck_assert_int_eq(stored_seqs("r1").n, 5);
+	log = slurp(log_path);
+	first = strstr(log, "sink 'jsonl' failed and was detached");
+	ck_assert_msg(first != NULL, "log: %s", log);
+	ck_assert_ptr_null(strstr(first + 1, "sink 'jsonl' failed"));
+	free(log);
+	free(log_path);
+	sbx_bus_close(bus);
+	bus = NULL;
+	sbx_instance_destroy(&bad);
+	core_down();
+}
+END_TEST
+
+START_TEST(test_worker_lines_are_relayed_enriched_or_wrapped)
+{
+	static const char envelope[] =
+		"{\"v\":1,\"ts\":1733150000.5,\"type\":\"agent.message\","
+		"\"job_id\":\"j1\",\"data\":{\"content\":\"hi\"}}";
+	static const char final[] =
+		"{\"sbxloop_result\":1,\"result\":{\"status\":\"ok\"}}";
+	static const char junk[] = "Cloning into 'repo'...";
+	cJSON *enrich = cJSON_CreateObject(), *result = NULL;
+	struct result r;
+
+	cJSON_AddStringToObject(enrich, "agent", "planner");
+	cJSON_AddStringToObject(enrich, "role", "agent");
+	make_run("r1", "running", "relay", 0);
+	sbx_core_set_run(core, "r1");
+	ck_assert_int_eq(sbx_bus_relay_worker_line(core, envelope,
+						   strlen(envelope), enrich,
+						   &result),
+			 0);
+	ck_assert_int_eq(sbx_bus_relay_worker_line(core, final, strlen(final),
+						   enrich, &result),
+			 1);
+	ck_assert_str_eq(cJSON_GetStringValue(
+				 cJSON_GetObjectItem(result, "status")),
+			 "ok");
+	cJSON_Delete(result);
+	ck_assert_int_eq(sbx_bus_relay_worker_line(core, junk, strlen(junk),
+						   enrich, NULL),
+			 0);
+	cJSON_Delete(enrich);
+	flush();
+	r = RUN("logs", "r1", "--json");
+	ck_assert_int_eq(count_lines(r.out), 2);
+	ck_assert_msg(strstr(r.out, "{\"data\":{\"agent\":\"planner\","
+				    "\"content\":\"hi\"},\"job_id\":\"j1\","
+				    "\"run_id\":\"r1\",\"ts\":1733150000.5") !=
+			      NULL,
+		      "%s", r.out);
+	ck_assert_ptr_null(strstr(r.out, "\"role\""));
+	ck_assert_ptr_nonnull(strstr(
+		r.out, "{\"data\":{\"line\":\"Cloning into 'repo'...\"}"));
+	ck_assert_ptr_null(strstr(r.out, "sbxloop_result"));
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_emit_sorts_data_keys_recursively)
+{
+	struct result r;
+
+	make_run("r1", "running", "sorting", 0);
+	sbx_core_set_run(core, "r1");
+	emit("run.tasks", "{\"z\":1,\"a\":{\"y\":2,\"b\":[{\"d\":1,\"c\":2}]}}");
+	flush();
+	r = RUN("logs", "r1", "--json");
+	ck_assert_msg(strstr(r.out, "{\"data\":{\"a\":{\"b\":[{\"c\":2,"
+				    "\"d\":1}],\"y\":2},\"z\":1}") != NULL,
+		      "%s", r.out);
+	result_free(&r);
+}
+END_TEST
+
+static Suite *events_suite(void)
+{
+	Suite *s = suite_create("events");
+	TCase *tc;
+
+	tc = tcase_create("status");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc,
+		       test_status_lists_runs_newest_first_with_clipped_outcome);
+	tcase_add_test(tc, test_status_of_one_run_shows_its_tasks);
+	tcase_add_test(tc, test_status_json_for_all_runs_and_for_one);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("logs");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_logs_type_prefix_is_literal);
+	tcase_add_test(tc, test_logs_task_filter_matches_data_task_id);
+	tcase_add_test(tc, test_logs_since_prints_only_later_events);
+	tcase_add_test(tc, test_logs_json_prints_sorted_compact_envelopes);
+	tcase_add_test(tc,
+		       test_logs_dense_line_has_task_agent_summary_args_error);
+	tcase_add_test(tc, test_logs_follow_streams_until_the_run_ends);
+	tcase_add_test(tc, test_logs_follow_gives_up_on_a_stale_run);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("cancel and errors");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_cancel_then_cancel_again_refuses);
+	tcase_add_test(tc, test_unknown_run_exits_2_on_every_command);
+	tcase_add_test(tc, test_corrupt_database_is_reported_with_its_path);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("bus");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc,
+		       test_secret_reaches_neither_database_nor_sink_nor_output);
+	tcase_add_test(tc,
+		       test_failing_sink_is_detached_once_and_events_still_stored);
+	tcase_add_test(tc, test_worker_lines_are_relayed_enriched_or_wrapped);
+	tcase_add_test(tc, test_emit_sorts_data_keys_recursively);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(events_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
