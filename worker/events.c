@@ -151,7 +151,8 @@ void wk_json_sort(cJSON *item)
 	cJSON *c, **v;
 	size_t n = 0, i;
 
-	if (!item)
+	/* a reference shares its children with the original: sort that */
+	if (!item || (item->type & cJSON_IsReference))
 		return;
 	for (c = item->child; c; c = c->next) {
 		wk_json_sort(c);
@@ -238,6 +239,7 @@ static char *encode(struct wk_ctx *ctx, const char *type, cJSON *data)
 	else
 		cJSON_AddNullToObject(ev, "job_id");
 	cJSON_AddStringToObject(ev, "type", type);
+	wk_json_sort(data);
 	cJSON_AddItemReferenceToObject(ev, "data", data);
 	{
 		char *s = wk_json_print_sorted(ev);
