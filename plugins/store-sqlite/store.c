@@ -34,6 +34,7 @@
 #define STORE_BUFFER_MAX 512   /* events held before a forced write */
 #define STORE_BUFFER_AGE 0.100 /* seconds an event may wait in memory */
 #define STORE_STATE_MAX 64
+#define STORE_STMT_CACHE 48    /* prepared statements kept per store */
 
 /* One buffered event; its strings live in the same allocation. */
 struct store_pending {
@@ -42,6 +43,13 @@ struct store_pending {
 	const char *job_id; /* NULL when none */
 	const char *type;
 	const char *data_json;
+};
+
+/* A prepared statement kept for reuse; `busy` while checked out. */
+struct store_stmt {
+	char *sql;
+	sqlite3_stmt *st;
+	int busy;
 };
 
 /* A growable text buffer for the envelopes handed to query callbacks. */
@@ -63,6 +71,8 @@ struct store {
 	double pending_since; /* monotonic time of the oldest */
 
 	sqlite3_stmt *insert_event; /* kept prepared: the hot path */
+	struct store_stmt stmts[STORE_STMT_CACHE];
+	size_t n_stmts;
 	struct store_text envelope;
 };
 
@@ -122,14 +132,70 @@ static int db_exec(struct store *s, const char *sql, const char *what,
 	return 0;
 }
 
+/*
+ * A prepared statement for `sql`, from the cache when one is free (a
+ * callback may re-enter the store while a statement is out). Give it back
+ * with db_release(). Statements are reused because a transition costs a
+ * handful of them and parsing was a visible share of its time.
+ */
 static int db_prepare(struct store *s, const char *sql, sqlite3_stmt **st,
 		      struct sbxloop_error *err)
 {
-	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK) {
+	struct store_stmt *c;
+	size_t i;
+
+	for (i = 0; i < s->n_stmts; i++) {
+		c = &s->stmts[i];
+		if (!c->busy && strcmp(c->sql, sql) == 0) {
+			c->busy = 1;
+			*st = c->st;
+			return 0;
+		}
+	}
+	if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st,
+			       NULL) != SQLITE_OK) {
 		*st = NULL;
 		return db_fail(s, err, "prepare a query on");
 	}
+	if (s->n_stmts < STORE_STMT_CACHE &&
+	    (s->stmts[s->n_stmts].sql = strdup(sql)) != NULL) {
+		c = &s->stmts[s->n_stmts++];
+		c->st = *st;
+		c->busy = 1;
+	}
 	return 0;
+}
+
+static void db_release(struct store *s, sqlite3_stmt *st)
+{
+	size_t i;
+
+	if (st == NULL)
+		return;
+	for (i = 0; i < s->n_stmts; i++) {
+		if (s->stmts[i].st == st) {
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			s->stmts[i].busy = 0;
+			return;
+		}
+	}
+	sqlite3_finalize(st);
+}
+
+/* Run a statement that returns no rows, e.g. BEGIN or COMMIT. */
+static int db_run(struct store *s, const char *sql, const char *what,
+		  struct sbxloop_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = db_prepare(s, sql, &st, err);
+
+	if (rc)
+		return rc;
+	if (sqlite3_step(st) != SQLITE_DONE)
+		rc = db_fail(s, err, what);
+	db_release(s, st);
+	return rc;
 }
 
 static void bind_text(sqlite3_stmt *st, int i, const char *v)
@@ -199,7 +265,7 @@ static void tx_rollback(struct store *s)
 /* Open a write transaction and put the buffered events in it first. */
 static int tx_begin(struct store *s, struct sbxloop_error *err)
 {
-	int rc = db_exec(s, "BEGIN IMMEDIATE", "start a transaction on", err);
+	int rc = db_run(s, "BEGIN IMMEDIATE", "start a transaction on", err);
 
 	if (rc)
 		return rc;
@@ -220,11 +286,9 @@ static int tx_end(struct store *s, int rc, struct sbxloop_error *err)
 	if (rc == 0 || rc == SBXLOOP_ENOTFOUND || rc == SBXLOOP_ESTATE ||
 	    rc == SBXLOOP_EEXIST) {
 		struct sbxloop_error cerr;
+		int crc = db_run(s, "COMMIT", "commit to", &cerr);
 
-		if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) !=
-		    SQLITE_OK) {
-			int crc = db_fail(s, &cerr, "commit to");
-
+		if (crc) {
 			tx_rollback(s);
 			if (err)
 				*err = cerr;
@@ -288,7 +352,7 @@ static int read_user_version(struct store *s, int *version,
 	}
 	*version = sqlite3_column_int(st, 0);
 out:
-	sqlite3_finalize(st);
+	db_release(s, st);
 	return rc;
 }
 
@@ -363,7 +427,7 @@ static int set_wal(struct store *s, struct sbxloop_error *err)
 					"journal mode is '%s'",
 					s->path, mode ? mode : "?");
 out:
-	sqlite3_finalize(st);
+	db_release(s, st);
 	return rc;
 }
 
@@ -453,6 +517,7 @@ static void store_destroy(void *ctx)
 {
 	struct store *s = ctx;
 	struct sbxloop_error err;
+	size_t i;
 
 	if (s == NULL)
 		return;
@@ -463,7 +528,11 @@ static void store_destroy(void *ctx)
 			     err.message);
 	pending_clear(s);
 	free(s->pending);
-	sqlite3_finalize(s->insert_event);
+	/* insert_event lives in the cache, checked out for good. */
+	for (i = 0; i < s->n_stmts; i++) {
+		sqlite3_finalize(s->stmts[i].st);
+		free(s->stmts[i].sql);
+	}
 	if (s->db)
 		sqlite3_close(s->db);
 	pthread_mutex_destroy(&s->lock);
@@ -552,7 +621,7 @@ static int store_run_create(void *ctx, const struct sbxloop_run_row *run,
 			rc = db_fail(s, err, "insert a run into");
 	}
 end:
-	sqlite3_finalize(st);
+	db_release(s, st);
 	rc = tx_end(s, rc, err);
 out:
 	pthread_mutex_unlock(&s->lock);
@@ -589,7 +658,7 @@ static int run_state_read(struct store *s, const char *run_id, char *buf,
 	default:
 		rc = db_fail(s, err, "read a run from");
 	}
-	sqlite3_finalize(st);
+	db_release(s, st);
 	return rc;
 }
 
@@ -657,7 +726,7 @@ static int store_run_update(void *ctx, const struct sbxloop_run_update *upd,
 	if (sqlite3_step(st) != SQLITE_DONE)
 		rc = db_fail(s, err, "update a run in");
 end:
-	sqlite3_finalize(st);
+	db_release(s, st);
 	rc = tx_end(s, rc, err);
 out:
 	pthread_mutex_unlock(&s->lock);
@@ -692,7 +761,7 @@ static int store_run_get(void *ctx, const char *run_id,
 		rc = db_fail(s, err, "read a run from");
 	}
 out:
-	sqlite3_finalize(st);
+	db_release(s, st);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -721,7 +790,7 @@ static int store_run_list(void *ctx,
 	if (step != SQLITE_ROW && step != SQLITE_DONE)
 		rc = db_fail(s, err, "list the runs of");
 out:
-	sqlite3_finalize(st);
+	db_release(s, st);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -805,8 +874,8 @@ static int store_tasks_save(void *ctx, const char *run_id,
 		}
 	}
 end:
-	sqlite3_finalize(del);
-	sqlite3_finalize(ins);
+	db_release(s, del);
+	db_release(s, ins);
 	rc = tx_end(s, rc, err);
 out:
 	pthread_mutex_unlock(&s->lock);
@@ -854,7 +923,7 @@ static int store_task_update(void *ctx, const struct sbxloop_task_row *task,
 					"unknown task '%s' in run '%s'",
 					task->task_id, task->run_id);
 end:
-	sqlite3_finalize(st);
+	db_release(s, st);
 	rc = tx_end(s, rc, err);
 out:
 	pthread_mutex_unlock(&s->lock);
@@ -905,7 +974,7 @@ static int store_tasks_list(void *ctx, const char *run_id,
 	if (step != SQLITE_ROW && step != SQLITE_DONE)
 		rc = db_fail(s, err, "list the tasks in");
 out:
-	sqlite3_finalize(st);
+	db_release(s, st);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -952,7 +1021,7 @@ static int store_attempt_record(void *ctx, struct sbxloop_attempt_row *a,
 	else
 		a->id = sqlite3_last_insert_rowid(s->db);
 end:
-	sqlite3_finalize(st);
+	db_release(s, st);
 	rc = tx_end(s, rc, err);
 out:
 	pthread_mutex_unlock(&s->lock);
@@ -1028,7 +1097,7 @@ static int store_attempt_latest(void *ctx, const char *run_id,
 					task_id ? "task" : "run",
 					task_id ? task_id : run_id);
 out:
-	sqlite3_finalize(st);
+	db_release(s, st);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -1062,7 +1131,7 @@ static int store_attempts_list(void *ctx, const char *run_id,
 		bind_text(st, 2, task_id);
 	rc = attempts_each(s, st, cb, user, &seen, err);
 out:
-	sqlite3_finalize(st);
+	db_release(s, st);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -1351,7 +1420,7 @@ static int store_events_query(void *ctx, const struct sbxloop_event_query *q,
 	if (step != SQLITE_ROW && step != SQLITE_DONE)
 		rc = db_fail(s, err, "read events from");
 out:
-	sqlite3_finalize(st);
+	db_release(s, st);
 	pthread_mutex_unlock(&s->lock);
 	free(upper);
 	return rc;
@@ -1389,7 +1458,7 @@ static int store_event_last_ts(void *ctx, const char *run_id, double *ts,
 		rc = db_fail(s, err, "read events from");
 	}
 out:
-	sqlite3_finalize(st);
+	db_release(s, st);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
