@@ -39,6 +39,17 @@ const struct sbx_command sbx_commands[] = {
 	 "  -f, --follow       keep printing new events until the run ends\n"
 	 "  --stale-after MIN  with --follow, stop after MIN idle minutes\n"
 	 "                     (default 10; 0 = never)\n"},
+	{"run", sbx_cmd_run,
+	 "sbxloop run OUTCOME [--model ID] [--[no-]keep-sandboxes] "
+	 "[--[no-]keep-on-failure] [--no-tui]",
+	 "drive agents through the loop until OUTCOME is done",
+	 "  --model ID                     the model the agents use\n"
+	 "  --keep-sandboxes               never remove the run's sandboxes\n"
+	 "  --keep-on-failure              keep them when the run fails\n"
+	 "  --no-tui                       plain transcript, no dashboard\n"},
+	{"resume", sbx_cmd_resume, "sbxloop resume RUN [--no-tui]",
+	 "continue a run from its last committed step on fresh sandboxes",
+	 "  --no-tui   plain transcript, no dashboard\n"},
 	{"cancel", sbx_cmd_cancel, "sbxloop cancel RUN",
 	 "ask a run to stop at its next phase boundary", ""},
 	{NULL, NULL, NULL, NULL, NULL},

@@ -48,5 +48,7 @@ int sbx_cmd_init(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_status(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv);
+int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv);
+int sbx_cmd_resume(struct sbx_cli *cli, int argc, char **argv);
 
 #endif

@@ -1,0 +1,1313 @@
+/*
+ * The run driver and the per-task state machine (single lane). Owns run
+ * and task states, budgets, revisions and replans, cancellation and the
+ * wall clock, provisioning and teardown of the run's agent sandbox, and
+ * what is persisted when. Phase work is delegated to phases.c. Called
+ * by the `run` and `resume` commands (cmd_run.c).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sbxloop/sandbox.h>
+
+#include "engine.h"
+#include "events.h"
+#include "phases.h"
+#include "prompt.h"
+#include "redact.h"
+#include "util.h"
+
+#define STATE_LEN 24
+
+struct task {
+	cJSON *spec;
+	const char *id;        /* borrowed from spec */
+	const char *title;
+	char state[STATE_LEN];
+	cJSON *plan;
+	int revisions;
+	int replans;
+	char *feedback;
+	char *session_id;
+	int order;
+};
+
+struct sbx_engine {
+	struct sbx_core *core;
+	const struct sbxloop_store_ops *st;
+	void *sctx;
+	const struct sbxloop_sandbox_ops *box;
+	char run_id[32];
+	char *outcome;
+	char *workspace;
+	char state[STATE_LEN];
+	struct sbxloop_sandbox_info info;
+	char box_name[SBXLOOP_NAME_MAX];
+	int have_box;
+	const char *kept_reason;
+	struct task *tasks;
+	size_t n_tasks;
+	double deadline;
+	double started;
+	volatile sig_atomic_t cancel;
+	char **live;           /* session ids this process created */
+	size_t n_live;
+	char *prompts_dir;
+};
+
+static const char *const terminal_task[] = {"done", "failed", "skipped"};
+
+static int task_terminal(const struct task *t)
+{
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		if (strcmp(t->state, terminal_task[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static const char *jstr(const cJSON *o, const char *key, const char *dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+static void task_clear(struct task *t)
+{
+	cJSON_Delete(t->spec);
+	cJSON_Delete(t->plan);
+	free(t->feedback);
+	free(t->session_id);
+	memset(t, 0, sizeof(*t));
+}
+
+static void tasks_clear(struct sbx_engine *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->n_tasks; i++)
+		task_clear(&e->tasks[i]);
+	free(e->tasks);
+	e->tasks = NULL;
+	e->n_tasks = 0;
+}
+
+struct sbx_engine *sbx_engine_new(struct sbx_core *core,
+				  struct sbx_instance *store)
+{
+	struct sbx_engine *e = sbx_xcalloc(1, sizeof(*e));
+
+	e->core = core;
+	e->st = store->ops;
+	e->sctx = store->ctx;
+	e->box = core->sandbox.ops;
+	e->started = sbx_monotonic();
+	snprintf(e->state, sizeof(e->state), "created");
+	e->prompts_dir = sbx_xstrdup(sbx_prompt_dir(core->cfg));
+	return e;
+}
+
+void sbx_engine_free(struct sbx_engine *e)
+{
+	size_t i;
+
+	if (!e)
+		return;
+	tasks_clear(e);
+	for (i = 0; i < e->n_live; i++)
+		free(e->live[i]);
+	free(e->live);
+	free(e->outcome);
+	free(e->workspace);
+	free(e->prompts_dir);
+	free(e);
+}
+
+void sbx_engine_request_cancel(struct sbx_engine *e)
+{
+	e->cancel = 1;
+}
+
+const char *sbx_engine_state(const struct sbx_engine *e)
+{
+	return e->state;
+}
+
+/* ---- persistence -------------------------------------------------------- */
+
+static int emit(struct sbx_engine *e, const char *type, cJSON *data)
+{
+	return sbx_emit(e->core, type, NULL, data);
+}
+
+static int run_set_state(struct sbx_engine *e, const char *state,
+			 const char *reason, struct sbxloop_error *err)
+{
+	struct sbxloop_run_update u;
+	cJSON *d;
+	int rc;
+
+	memset(&u, 0, sizeof(u));
+	u.struct_size = sizeof(u);
+	u.run_id = e->run_id;
+	u.fields = SBXLOOP_RUN_STATE;
+	u.state = state;
+	u.reason = reason;
+	rc = e->st->run_update(e->sctx, &u, NULL, 0, err);
+	if (rc < 0)
+		return rc;
+	snprintf(e->state, sizeof(e->state), "%s", state);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "state", state);
+	if (reason)
+		cJSON_AddStringToObject(d, "reason", reason);
+	emit(e, SBX_EV_RUN_STATE, d);
+	return 0;
+}
+
+static int task_persist(struct sbx_engine *e, const struct task *t,
+			struct sbxloop_error *err)
+{
+	struct sbxloop_task_row row;
+	char *spec = cJSON_PrintUnformatted(t->spec);
+	char *plan = t->plan ? cJSON_PrintUnformatted(t->plan) : NULL;
+	int rc;
+
+	memset(&row, 0, sizeof(row));
+	row.struct_size = sizeof(row);
+	row.run_id = e->run_id;
+	row.task_id = t->id;
+	row.order_idx = t->order;
+	row.state = t->state;
+	row.spec_json = spec;
+	row.plan_json = plan;
+	row.revisions = t->revisions;
+	row.replans = t->replans;
+	row.last_feedback = t->feedback ? t->feedback : "";
+	row.session_id = t->session_id;
+	rc = e->st->task_update(e->sctx, &row, err);
+	free(spec);
+	free(plan);
+	return rc;
+}
+
+static cJSON *task_event(const struct task *t, int with_title)
+{
+	cJSON *d = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(d, "task_id", t->id);
+	if (with_title)
+		cJSON_AddStringToObject(d, "title", t->title);
+	cJSON_AddStringToObject(d, "state", t->state);
+	cJSON_AddNumberToObject(d, "revisions", t->revisions);
+	cJSON_AddNumberToObject(d, "replans", t->replans);
+	return d;
+}
+
+static int task_set_state(struct sbx_engine *e, struct task *t,
+			  const char *state, struct sbxloop_error *err)
+{
+	int rc;
+
+	snprintf(t->state, sizeof(t->state), "%s", state);
+	rc = task_persist(e, t, err);
+	if (rc < 0)
+		return rc;
+	if (strcmp(state, "skipped") == 0) {
+		cJSON *d = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(d, "task_id", t->id);
+		cJSON_AddStringToObject(d, "title", t->title);
+		cJSON_AddStringToObject(d, "state", state);
+		emit(e, SBX_EV_TASK_END, d);
+	} else {
+		emit(e, SBX_EV_TASK_STATE, task_event(t, 0));
+	}
+	return 0;
+}
+
+static void set_feedback(struct task *t, const char *fb)
+{
+	free(t->feedback);
+	t->feedback = sbx_xstrdup(fb ? fb : "");
+}
+
+static void discard_plan(struct task *t)
+{
+	cJSON_Delete(t->plan);
+	t->plan = NULL;
+	t->revisions = 0;
+	free(t->session_id);
+	t->session_id = NULL;
+}
+
+static int record_attempt(struct sbx_engine *e, const char *task_id,
+			  const char *phase, int attempt, const char *status,
+			  const cJSON *output, double started,
+			  struct sbxloop_error *err)
+{
+	struct sbxloop_attempt_row a;
+	char *text = output ? cJSON_PrintUnformatted(output) :
+		sbx_xstrdup("{}");
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.struct_size = sizeof(a);
+	a.run_id = e->run_id;
+	a.task_id = task_id;
+	a.phase = phase;
+	a.attempt = attempt;
+	a.status = status;
+	a.output_json = text;
+	a.started_at = started;
+	a.ended_at = sbx_now();
+	rc = e->st->attempt_record(e->sctx, &a, err);
+	free(text);
+	return rc;
+}
+
+struct latest {
+	int found;
+	int attempt;
+	char *status;
+	cJSON *output;
+};
+
+static int latest_cb(void *user, const struct sbxloop_attempt_row *a)
+{
+	struct latest *l = user;
+
+	l->found = 1;
+	l->attempt = a->attempt;
+	l->status = sbx_xstrdup(a->status);
+	l->output = a->output_json ? cJSON_Parse(a->output_json) : NULL;
+	return 1;
+}
+
+/* The newest attempt of `phase` for a task; l->found 0 when none. */
+static int latest_attempt(struct sbx_engine *e, const char *task_id,
+			  const char *phase, struct latest *l,
+			  struct sbxloop_error *err)
+{
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	rc = e->st->attempt_latest(e->sctx, e->run_id, task_id, phase,
+				   latest_cb, l, err);
+	if (rc == SBXLOOP_ENOTFOUND)
+		return 0;
+	return rc;
+}
+
+static void latest_clear(struct latest *l)
+{
+	free(l->status);
+	cJSON_Delete(l->output);
+	memset(l, 0, sizeof(*l));
+}
+
+static int load_task_cb(void *user, const struct sbxloop_task_row *row)
+{
+	struct sbx_engine *e = user;
+	struct task *t;
+
+	e->tasks = sbx_xrealloc(e->tasks, (e->n_tasks + 1) * sizeof(*t));
+	t = &e->tasks[e->n_tasks];
+	memset(t, 0, sizeof(*t));
+	t->spec = row->spec_json ? cJSON_Parse(row->spec_json) : NULL;
+	if (!t->spec)
+		t->spec = cJSON_CreateObject();
+	if (!cJSON_GetObjectItemCaseSensitive(t->spec, "id"))
+		cJSON_AddStringToObject(t->spec, "id", row->task_id);
+	t->id = jstr(t->spec, "id", "?");
+	t->title = jstr(t->spec, "title", t->id);
+	snprintf(t->state, sizeof(t->state), "%s", row->state);
+	t->plan = row->plan_json ? cJSON_Parse(row->plan_json) : NULL;
+	t->revisions = row->revisions;
+	t->replans = row->replans;
+	t->feedback = sbx_xstrdup(row->last_feedback ? row->last_feedback :
+				  "");
+	t->session_id = sbx_xstrdup(row->session_id);
+	t->order = row->order_idx;
+	e->n_tasks++;
+	return 0;
+}
+
+static int load_tasks(struct sbx_engine *e, struct sbxloop_error *err)
+{
+	tasks_clear(e);
+	return e->st->tasks_list(e->sctx, e->run_id, load_task_cb, e, err);
+}
+
+static struct task *find_task(struct sbx_engine *e, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < e->n_tasks; i++)
+		if (strcmp(e->tasks[i].id, id) == 0)
+			return &e->tasks[i];
+	return NULL;
+}
+
+/* ---- the phase boundary ------------------------------------------------- */
+
+struct state_probe {
+	char state[STATE_LEN];
+};
+
+static int probe_cb(void *user, const struct sbxloop_run_row *run)
+{
+	struct state_probe *p = user;
+
+	snprintf(p->state, sizeof(p->state), "%s", run->state);
+	return 0;
+}
+
+static int boundary(struct sbx_engine *e, struct sbxloop_error *err)
+{
+	struct state_probe p = {""};
+	int rc;
+
+	if (e->cancel)
+		return sbx_error(err, SBXLOOP_ECANCELLED,
+				 "run %s interrupted; resume with `sbxloop "
+				 "resume %s`", e->run_id, e->run_id);
+	rc = e->st->run_get(e->sctx, e->run_id, probe_cb, &p, err);
+	if (rc < 0)
+		return rc;
+	if (strcmp(p.state, "cancelled") == 0) {
+		snprintf(e->state, sizeof(e->state), "cancelled");
+		return sbx_error(err, SBXLOOP_ECANCELLED,
+				 "run %s was cancelled", e->run_id);
+	}
+	if (sbx_monotonic() > e->deadline) {
+		double budget = sbx_config_double(e->core->cfg,
+						  "budgets.max_wall_clock_s",
+						  7200.0);
+		char *why = sbx_xasprintf("exceeded max_wall_clock_s=%g",
+					  budget);
+
+		run_set_state(e, "failed", why, err);
+		rc = sbx_error(err, SBXLOOP_ETIMEDOUT, "%s", why);
+		free(why);
+		return rc;
+	}
+	return 0;
+}
+
+/* ---- the task state machine --------------------------------------------- */
+
+static int session_live(const struct sbx_engine *e, const char *sid)
+{
+	size_t i;
+
+	for (i = 0; sid && i < e->n_live; i++)
+		if (strcmp(e->live[i], sid) == 0)
+			return 1;
+	return 0;
+}
+
+static int budget(const struct sbx_engine *e, const char *key, int dflt)
+{
+	return (int)sbx_config_int(e->core->cfg, key, dflt);
+}
+
+static int register_revision(struct sbx_engine *e, struct task *t,
+			     const char *feedback, int verify_failure,
+			     struct sbxloop_error *err)
+{
+	int max_rev = budget(e, "budgets.max_revisions_per_task", 2);
+	int max_replans = budget(e, "budgets.max_replans_per_task", 1);
+
+	t->revisions++;
+	set_feedback(t, feedback);
+	if (t->revisions <= max_rev)
+		return task_set_state(e, t, "executing", err);
+	if (verify_failure && t->replans < max_replans) {
+		char *fb = sbx_xasprintf(
+			"every revision failed the same verify commands; "
+			"write a plan whose steps and verify_commands agree "
+			"on file locations and setup:\n\n%s", feedback);
+
+		t->replans++;
+		discard_plan(t);
+		set_feedback(t, fb);
+		free(fb);
+		return task_set_state(e, t, "planning", err);
+	}
+	return task_set_state(e, t, "failed", err);
+}
+
+static void phase_ctx(struct sbx_engine *e, const struct task *t,
+		      struct sbx_phase_ctx *pc)
+{
+	memset(pc, 0, sizeof(*pc));
+	pc->core = e->core;
+	pc->info = &e->info;
+	pc->outcome = e->outcome;
+	pc->prompts_dir = e->prompts_dir;
+	pc->workspace = e->workspace;
+	pc->task_id = t ? t->id : NULL;
+}
+
+static void emit_verdict(struct sbx_engine *e, const struct task *t,
+			 const char *phase, const cJSON *v)
+{
+	cJSON *d = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(d, "task_id", t->id);
+	cJSON_AddStringToObject(d, "phase", phase);
+	cJSON_AddStringToObject(d, "verdict", jstr(v, "verdict", ""));
+	cJSON_AddStringToObject(d, "feedback", jstr(v, "feedback", ""));
+	cJSON_AddItemToObject(d, "issues",
+			      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+						      v, "issues"),
+					      1));
+	emit(e, SBX_EV_PHASE_VERDICT, d);
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "downgraded"))) {
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "task_id", t->id);
+		cJSON_AddStringToObject(d, "phase", phase);
+		cJSON_AddStringToObject(d, "status", "degraded");
+		cJSON_AddStringToObject(d, "message",
+					"the reviewer's tools failed; its "
+					"clean verdict was downgraded");
+		emit(e, SBX_EV_PHASE_END, d);
+	}
+}
+
+static int step_plan(struct sbx_engine *e, struct task *t,
+		     struct sbxloop_error *err)
+{
+	struct sbx_phase_ctx pc;
+	double t0 = sbx_now();
+	cJSON *plan = NULL, *d;
+	const cJSON *steps;
+	int rc;
+
+	phase_ctx(e, t, &pc);
+	rc = sbx_phase_plan(&pc, t->spec, t->feedback, &plan, err);
+	if (rc < 0)
+		return rc;
+	cJSON_Delete(t->plan);
+	t->plan = plan;
+	steps = cJSON_GetObjectItemCaseSensitive(plan, "steps");
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "task_id", t->id);
+	cJSON_AddNumberToObject(d, "attempt", t->replans + 1);
+	{
+		char *m = sbx_xasprintf("%d step(s)",
+					cJSON_GetArraySize(steps));
+
+		cJSON_AddStringToObject(d, "message", m);
+		free(m);
+	}
+	cJSON_AddItemToObject(d, "steps", cJSON_Duplicate(steps, 1));
+	cJSON_AddItemToObject(d, "expected_artifacts",
+			      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+						      plan,
+						      "expected_artifacts"),
+					      1));
+	cJSON_AddItemToObject(d, "verify_commands",
+			      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+						      plan, "verify_commands"),
+					      1));
+	cJSON_AddItemToObject(d, "egress",
+			      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+						      plan, "egress"),
+					      1));
+	emit(e, SBX_EV_PHASE_PLAN, d);
+	rc = record_attempt(e, t->id, "plan", t->replans + 1, "ok", plan, t0,
+			    err);
+	if (rc < 0)
+		return rc;
+	return task_set_state(e, t, "executing", err);
+}
+
+/* verify_suspect (3.11): 1 when honoured (the task was re-planned). */
+static int verify_suspect(struct sbx_engine *e, struct task *t,
+			  const cJSON *v, struct sbxloop_error *err)
+{
+	int max_replans = budget(e, "budgets.max_replans_per_task", 1);
+	const char *verdict = jstr(v, "verdict", "");
+	const char *reason = jstr(v, "verify_suspect_reason", "");
+	struct latest l;
+	const char *message;
+	int evidence, honored, rc;
+	cJSON *d;
+
+	rc = latest_attempt(e, t->id, "verify", &l, err);
+	if (rc < 0)
+		return rc;
+	evidence = l.found && l.status && strcmp(l.status, "failed") == 0 &&
+		l.attempt == t->revisions;
+	honored = strcmp(verdict, "pass") == 0 && evidence &&
+		t->replans < max_replans;
+	if (honored)
+		message = "the reviewer judged the work right and the check "
+			  "wrong; re-planning the verify commands";
+	else if (strcmp(verdict, "pass") != 0)
+		message = "not honoured: the verdict was revise";
+	else if (!evidence)
+		message = "not honoured: the check has not failed yet";
+	else
+		message = "not honoured: no replan budget left";
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "task_id", t->id);
+	cJSON_AddStringToObject(d, "phase", "scrutinize");
+	cJSON_AddStringToObject(d, "status", "verify_suspect");
+	cJSON_AddBoolToObject(d, "honored", honored);
+	cJSON_AddStringToObject(d, "message", message);
+	emit(e, SBX_EV_PHASE_END, d);
+	if (honored) {
+		char *fb = sbx_xasprintf(
+			"The reviewer judged the work correct and the verify "
+			"check wrong: %s\nWrite verify commands that test "
+			"what the task requires (prefer the project's own "
+			"test runner).\n\nThe failing check:\n%s",
+			reason, jstr(l.output, "feedback", ""));
+
+		t->replans++;
+		discard_plan(t);
+		set_feedback(t, fb);
+		free(fb);
+		rc = task_set_state(e, t, "planning", err);
+	}
+	latest_clear(&l);
+	return rc < 0 ? rc : honored;
+}
+
+static int step_execute(struct sbx_engine *e, struct task *t,
+			struct sbxloop_error *err)
+{
+	struct sbx_phase_ctx pc;
+	struct latest prior;
+	char *report = NULL, *sid = NULL;
+	const char *resume = NULL;
+	cJSON *out = NULL, *verdict = NULL;
+	double t0 = sbx_now();
+	int rc;
+
+	phase_ctx(e, t, &pc);
+	if (t->session_id && session_live(e, t->session_id))
+		resume = t->session_id;
+	rc = latest_attempt(e, t->id, "execute", &prior, err);
+	if (rc < 0)
+		return rc;
+	rc = sbx_phase_execute(&pc, t->spec, t->plan, t->feedback,
+			       jstr(prior.output, "report", ""), resume,
+			       &report, &sid, err);
+	latest_clear(&prior);
+	if (rc < 0)
+		goto out;
+	free(t->session_id);
+	t->session_id = sid;
+	if (sid && !session_live(e, sid)) {
+		e->live = sbx_xrealloc(e->live,
+				       (e->n_live + 1) * sizeof(*e->live));
+		e->live[e->n_live++] = sbx_xstrdup(sid);
+	}
+	sid = NULL;
+	out = cJSON_CreateObject();
+	cJSON_AddStringToObject(out, "report", report);
+	if (t->session_id)
+		cJSON_AddStringToObject(out, "session_id", t->session_id);
+	else
+		cJSON_AddNullToObject(out, "session_id");
+	rc = record_attempt(e, t->id, "execute", t->revisions + 1, "ok", out,
+			    t0, err);
+	if (rc < 0)
+		goto out;
+	rc = task_set_state(e, t, "scrutinizing", err);
+	if (rc < 0)
+		goto out;
+
+	t0 = sbx_now();
+	rc = sbx_phase_scrutinize(&pc, t->spec, t->plan, t->feedback, report,
+				  &verdict, err);
+	if (rc < 0)
+		goto out;
+	rc = record_attempt(e, t->id, "scrutinize", t->revisions + 1,
+			    jstr(verdict, "verdict", "?"), verdict, t0, err);
+	if (rc < 0)
+		goto out;
+	emit_verdict(e, t, "scrutinize", verdict);
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(verdict,
+							  "verify_suspect"))) {
+		rc = verify_suspect(e, t, verdict, err);
+		if (rc != 0)
+			goto out;
+	}
+	if (strcmp(jstr(verdict, "verdict", ""), "revise") == 0) {
+		const char *fb = jstr(verdict, "feedback", "");
+
+		rc = register_revision(e, t, *fb ? fb :
+				       "scrutiny found issues", 0, err);
+	} else {
+		set_feedback(t, "");
+		rc = task_set_state(e, t, "verifying", err);
+	}
+out:
+	if (rc > 0)
+		rc = 0;
+	free(report);
+	free(sid);
+	cJSON_Delete(out);
+	cJSON_Delete(verdict);
+	return rc;
+}
+
+static int step_verify(struct sbx_engine *e, struct task *t,
+		       struct sbxloop_error *err)
+{
+	struct sbx_phase_ctx pc;
+	double t0 = sbx_now();
+	cJSON *out = NULL, *d;
+	int rc, passed;
+
+	phase_ctx(e, t, &pc);
+	rc = sbx_phase_verify(&pc, t->spec, t->plan, &out, err);
+	if (rc < 0)
+		return rc;
+	passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(out, "passed"));
+	rc = record_attempt(e, t->id, "verify", t->revisions + 1,
+			    passed ? "ok" : "failed", out, t0, err);
+	if (rc < 0)
+		goto out;
+	if (passed) {
+		rc = task_set_state(e, t, "validating", err);
+		goto out;
+	}
+	{
+		const char *fb = jstr(out, "feedback", "");
+		const char *nl;
+		int failed = cJSON_GetObjectItemCaseSensitive(out, "failed") ?
+			cJSON_GetObjectItemCaseSensitive(out, "failed")
+				->valueint : 1;
+		char *msg;
+
+		if (strncmp(fb, "...(clipped)...\n", 16) == 0)
+			fb += 16;
+		nl = strchr(fb, '\n');
+		msg = failed > 1 ?
+			sbx_xasprintf("%.*s (+%d more)",
+				      (int)(nl ? nl - fb : (long)strlen(fb)),
+				      fb, failed - 1) :
+			sbx_xasprintf("%.*s",
+				      (int)(nl ? nl - fb : (long)strlen(fb)),
+				      fb);
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "task_id", t->id);
+		cJSON_AddStringToObject(d, "phase", "verify");
+		cJSON_AddStringToObject(d, "status", "failed");
+		cJSON_AddStringToObject(d, "message", msg);
+		free(msg);
+		emit(e, SBX_EV_PHASE_END, d);
+	}
+	rc = register_revision(e, t, jstr(out, "feedback", ""), 1, err);
+out:
+	cJSON_Delete(out);
+	return rc;
+}
+
+static int step_validate(struct sbx_engine *e, struct task *t,
+			 struct sbxloop_error *err)
+{
+	struct sbx_phase_ctx pc;
+	struct latest l;
+	double t0 = sbx_now();
+	cJSON *verdict = NULL;
+	int rc;
+
+	rc = latest_attempt(e, t->id, "verify", &l, err);
+	if (rc < 0)
+		return rc;
+	if (!l.found || !l.output) {
+		latest_clear(&l);
+		return task_set_state(e, t, "verifying", err);
+	}
+	phase_ctx(e, t, &pc);
+	rc = sbx_phase_validate(&pc, t->spec, jstr(l.output, "results", ""),
+				&verdict, err);
+	latest_clear(&l);
+	if (rc < 0)
+		return rc;
+	rc = record_attempt(e, t->id, "validate", t->replans + 1,
+			    jstr(verdict, "verdict", "?"), verdict, t0, err);
+	if (rc < 0)
+		goto out;
+	emit_verdict(e, t, "validate", verdict);
+	if (strcmp(jstr(verdict, "verdict", ""), "accept") == 0) {
+		rc = task_set_state(e, t, "done", err);
+	} else {
+		const char *fb = jstr(verdict, "feedback", "");
+
+		t->replans++;
+		if (t->replans > budget(e, "budgets.max_replans_per_task", 1)) {
+			set_feedback(t, fb);
+			rc = task_set_state(e, t, "failed", err);
+		} else {
+			set_feedback(t, *fb ? fb :
+				     "validation rejected the result");
+			discard_plan(t);
+			rc = task_set_state(e, t, "planning", err);
+		}
+	}
+out:
+	cJSON_Delete(verdict);
+	return rc;
+}
+
+static int run_task(struct sbx_engine *e, struct task *t,
+		    struct sbxloop_error *err)
+{
+	cJSON *d;
+	int rc = 0;
+
+	if (strcmp(t->state, "pending") == 0) {
+		rc = task_set_state(e, t, "planning", err);
+		if (rc < 0)
+			return rc;
+	}
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "task_id", t->id);
+	cJSON_AddStringToObject(d, "title", t->title);
+	emit(e, SBX_EV_TASK_START, d);
+	if (!t->plan && (!strcmp(t->state, "executing") ||
+			 !strcmp(t->state, "scrutinizing") ||
+			 !strcmp(t->state, "verifying") ||
+			 !strcmp(t->state, "validating")))
+		rc = task_set_state(e, t, "planning", err);
+	else if (!strcmp(t->state, "scrutinizing"))
+		rc = task_set_state(e, t, "executing", err);
+	if (rc < 0)
+		return rc;
+
+	while (!task_terminal(t)) {
+		rc = boundary(e, err);
+		if (rc < 0)
+			return rc;
+		if (!strcmp(t->state, "planning"))
+			rc = step_plan(e, t, err);
+		else if (!strcmp(t->state, "executing"))
+			rc = step_execute(e, t, err);
+		else if (!strcmp(t->state, "verifying"))
+			rc = step_verify(e, t, err);
+		else if (!strcmp(t->state, "validating"))
+			rc = step_validate(e, t, err);
+		else
+			rc = sbx_error(err, SBXLOOP_ECORRUPT,
+				       "task %s has the unknown state '%s'",
+				       t->id, t->state);
+		if (rc < 0)
+			return rc;
+	}
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "task_id", t->id);
+	cJSON_AddStringToObject(d, "title", t->title);
+	cJSON_AddStringToObject(d, "state", t->state);
+	emit(e, SBX_EV_TASK_END, d);
+	return 0;
+}
+
+/* ---- the run ------------------------------------------------------------ */
+
+static int decompose(struct sbx_engine *e, struct sbxloop_error *err)
+{
+	struct sbx_phase_ctx pc;
+	struct sbxloop_task_row *rows = NULL;
+	double t0 = sbx_now();
+	cJSON *graph = NULL, *list;
+	char **specs = NULL;
+	long long max_tasks = sbx_config_int(e->core->cfg,
+					     "budgets.max_tasks", 20);
+	size_t n, i;
+	int rc;
+
+	rc = run_set_state(e, "decomposing", NULL, err);
+	if (rc < 0)
+		return rc;
+	phase_ctx(e, NULL, &pc);
+	rc = sbx_phase_decompose(&pc, &graph, err);
+	if (rc < 0)
+		return rc;
+	list = cJSON_GetObjectItemCaseSensitive(graph, "tasks");
+	n = (size_t)cJSON_GetArraySize(list);
+	if ((long long)n > max_tasks) {
+		rc = sbx_error(err, SBXLOOP_EINVAL,
+			       "decomposition produced %zu tasks, more than "
+			       "budgets.max_tasks=%lld", n, max_tasks);
+		goto out;
+	}
+	rows = sbx_xcalloc(n, sizeof(*rows));
+	specs = sbx_xcalloc(n, sizeof(*specs));
+	for (i = 0; i < n; i++) {
+		specs[i] = cJSON_PrintUnformatted(
+			cJSON_GetArrayItem(list, (int)i));
+		rows[i].struct_size = sizeof(rows[i]);
+		rows[i].run_id = e->run_id;
+		rows[i].task_id = jstr(cJSON_GetArrayItem(list, (int)i), "id",
+				       "?");
+		rows[i].order_idx = (int)i;
+		rows[i].state = "pending";
+		rows[i].spec_json = specs[i];
+		rows[i].last_feedback = "";
+	}
+	rc = e->st->tasks_save(e->sctx, e->run_id, rows, n, err);
+	if (rc < 0)
+		goto out;
+	rc = record_attempt(e, NULL, "decompose", 1, "ok", graph, t0, err);
+	if (rc < 0)
+		goto out;
+	rc = load_tasks(e, err);
+out:
+	for (i = 0; specs && i < n; i++)
+		free(specs[i]);
+	free(specs);
+	free(rows);
+	cJSON_Delete(graph);
+	return rc;
+}
+
+static void announce_roster(struct sbx_engine *e)
+{
+	cJSON *d = cJSON_CreateObject(), *arr;
+	size_t i;
+	char *msg;
+
+	for (i = 0; i < e->n_tasks; i++)
+		emit(e, SBX_EV_TASK_STATE, task_event(&e->tasks[i], 1));
+	msg = sbx_xasprintf("%zu task(s)", e->n_tasks);
+	cJSON_AddStringToObject(d, "message", msg);
+	free(msg);
+	arr = cJSON_AddArrayToObject(d, "tasks");
+	for (i = 0; i < e->n_tasks; i++) {
+		const struct task *t = &e->tasks[i];
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "id", t->id);
+		cJSON_AddStringToObject(o, "title", t->title);
+		cJSON_AddStringToObject(o, "state", t->state);
+		cJSON_AddItemToObject(
+			o, "depends_on",
+			cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+						t->spec, "depends_on"),
+					1));
+		cJSON_AddItemToArray(arr, o);
+	}
+	emit(e, SBX_EV_RUN_TASKS, d);
+}
+
+static int schedule(struct sbx_engine *e, struct sbxloop_error *err)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < e->n_tasks; i++) {
+		struct task *t = &e->tasks[i];
+		const cJSON *dep;
+		int blocked = 0;
+
+		if (task_terminal(t))
+			continue;
+		cJSON_ArrayForEach(dep, cJSON_GetObjectItemCaseSensitive(
+						t->spec, "depends_on")) {
+			struct task *d = find_task(e, dep->valuestring);
+
+			if (d && (!strcmp(d->state, "failed") ||
+				  !strcmp(d->state, "skipped")))
+				blocked = 1;
+		}
+		if (blocked) {
+			rc = boundary(e, err);
+			if (rc < 0)
+				return rc;
+			rc = task_set_state(e, t, "skipped", err);
+		} else {
+			rc = run_task(e, t, err);
+		}
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+char *sbx_worker_path(const struct sbx_core *core)
+{
+	const char *p = sbx_config_str(core->cfg, "worker_path");
+	char self[PATH_MAX], *slash, *cand;
+	static const char *const rel[] = {"sbxloop-worker",
+					  "worker/sbxloop-worker",
+					  "../worker/sbxloop-worker"};
+	ssize_t n;
+	size_t i;
+
+	if (p && *p)
+		return sbx_xstrdup(p);
+	p = getenv("SBXLOOP_WORKER");
+	if (p && *p)
+		return sbx_xstrdup(p);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash)
+			*slash = '\0';
+		for (i = 0; i < 3; i++) {
+			cand = sbx_xasprintf("%s/%s", self, rel[i]);
+			if (access(cand, X_OK) == 0)
+				return cand;
+			free(cand);
+		}
+	}
+	return sbx_xstrdup(SBXLOOP_LIBEXECDIR "/sbxloop-worker");
+}
+
+static char *choose_workspace(struct sbx_engine *e, const char *pinned,
+			      struct sbxloop_error *err)
+{
+	const char *ws = sbx_config_str(e->core->cfg, "sandbox.workspace");
+	const char *sd;
+	char *path, *abs;
+	int rc;
+
+	if (pinned && *pinned) {
+		path = sbx_xstrdup(pinned);
+	} else if (ws && *ws) {
+		path = sbx_xstrdup(ws);
+	} else {
+		sd = sbx_core_state_dir(e->core);
+		if (!sd) {
+			sbx_error(err, SBXLOOP_EINFRA,
+				  "cannot create the state directory");
+			return NULL;
+		}
+		path = sbx_xasprintf("%s/runs/%s/workspace", sd, e->run_id);
+	}
+	rc = sbx_mkdirs(path, 0755);
+	if (rc < 0) {
+		sbx_error(err, SBXLOOP_EINFRA,
+			  "cannot create workspace '%s': %s", path,
+			  strerror(-rc));
+		free(path);
+		return NULL;
+	}
+	abs = realpath(path, NULL);
+	if (abs) {
+		free(path);
+		path = abs;
+	}
+	if (pinned && *pinned && strcmp(path, pinned) != 0) {
+		sbx_error(err, SBXLOOP_ESTATE,
+			  "workspace mismatch: the run used '%s' but it now "
+			  "resolves to '%s'; refusing to continue in a "
+			  "relocated workspace", pinned, path);
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+static int provision(struct sbx_engine *e, const char *pinned,
+		     struct sbxloop_error *err)
+{
+	struct sbxloop_sandbox_spec spec;
+	struct sbxloop_run_update u;
+	char *worker = NULL;
+	cJSON *d;
+	int rc;
+
+	if (!e->box)
+		return sbx_error(err, SBXLOOP_EINFRA,
+				 "no sandbox provider is active");
+	e->workspace = choose_workspace(e, pinned, err);
+	if (!e->workspace)
+		return err->code ? err->code : SBXLOOP_EINFRA;
+	snprintf(e->box_name, sizeof(e->box_name), "sbxloop-%s-agent",
+		 e->run_id);
+	worker = sbx_worker_path(e->core);
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.name = e->box_name;
+	spec.role = "agent";
+	spec.run_id = e->run_id;
+	spec.workspace = e->workspace;
+	spec.worker_path = worker;
+	memset(&e->info, 0, sizeof(e->info));
+	e->info.struct_size = sizeof(e->info);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "name", e->box_name);
+	cJSON_AddStringToObject(d, "role", "agent");
+	emit(e, SBX_EV_SANDBOX_PROVISION_START, d);
+	rc = e->box->sandbox_create(e->core->sandbox.ctx, &spec, &e->info,
+				    err);
+	free(worker);
+	if (rc < 0) {
+		char msg[SBXLOOP_ERROR_MAX];
+
+		snprintf(msg, sizeof(msg), "%s", err->message);
+		return sbx_error(err, rc, "cannot create sandbox '%s': %s",
+				 e->box_name, msg);
+	}
+	e->have_box = 1;
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "name", e->box_name);
+	cJSON_AddStringToObject(d, "role", "agent");
+	cJSON_AddStringToObject(d, "workdir", e->info.workdir);
+	cJSON_AddBoolToObject(d, "mounted", e->info.mounted);
+	emit(e, SBX_EV_SANDBOX_READY, d);
+
+	memset(&u, 0, sizeof(u));
+	u.struct_size = sizeof(u);
+	u.run_id = e->run_id;
+	u.fields = SBXLOOP_RUN_WORKSPACE;
+	u.workspace = e->workspace;
+	u.mounted = e->info.mounted;
+	if (sbx_config_bool(e->core->cfg, "keep_sandboxes", 0)) {
+		u.fields |= SBXLOOP_RUN_KEPT;
+		u.kept_reason = "manual";
+		e->kept_reason = "manual";
+	}
+	return e->st->run_update(e->sctx, &u, NULL, 0, err);
+}
+
+static void keep_on_failure(struct sbx_engine *e)
+{
+	struct sbxloop_run_update u;
+	struct sbxloop_error err = {0, ""};
+	cJSON *d;
+
+	if (e->kept_reason || !e->have_box ||
+	    !sbx_config_bool(e->core->cfg, "keep_on_failure", 0))
+		return;
+	e->kept_reason = "debug";
+	memset(&u, 0, sizeof(u));
+	u.struct_size = sizeof(u);
+	u.run_id = e->run_id;
+	u.fields = SBXLOOP_RUN_KEPT;
+	u.kept_reason = "debug";
+	e->st->run_update(e->sctx, &u, NULL, 0, &err);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "reason", "debug");
+	cJSON_AddItemToObject(d, "sandboxes", cJSON_CreateStringArray(
+				      (const char *const[]){e->box_name}, 1));
+	emit(e, SBX_EV_RUN_KEEP, d);
+}
+
+void sbx_engine_teardown(struct sbx_engine *e)
+{
+	struct sbxloop_error err = {0, ""};
+	cJSON *d;
+
+	if (!e->have_box || e->kept_reason)
+		return;
+	e->have_box = 0;
+	if (e->box->sandbox_remove(e->core->sandbox.ctx, e->box_name,
+				   &err) < 0) {
+		sbx_log(SBXLOOP_LOG_WARN, "cannot remove sandbox '%s': %s",
+			e->box_name, err.message);
+		return;
+	}
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "name", e->box_name);
+	emit(e, SBX_EV_SANDBOX_REMOVED, d);
+}
+
+static int drive(struct sbx_engine *e, const char *pinned,
+		 struct sbxloop_error *err)
+{
+	const char *final;
+	size_t i;
+	int rc, failed = 0;
+	cJSON *d;
+
+	e->deadline = sbx_monotonic() +
+		sbx_config_double(e->core->cfg, "budgets.max_wall_clock_s",
+				  7200.0);
+	rc = run_set_state(e, "provisioning", NULL, err);
+	if (rc < 0)
+		return rc;
+	rc = provision(e, pinned, err);
+	if (rc < 0)
+		goto fail;
+	rc = load_tasks(e, err);
+	if (rc < 0)
+		goto fail;
+	if (e->n_tasks == 0) {
+		rc = boundary(e, err);
+		if (rc < 0)
+			goto fail;
+		rc = decompose(e, err);
+		if (rc < 0)
+			goto fail;
+	}
+	rc = run_set_state(e, "running", NULL, err);
+	if (rc < 0)
+		goto fail;
+	announce_roster(e);
+	rc = schedule(e, err);
+	if (rc < 0)
+		goto fail;
+	rc = run_set_state(e, "finalizing", NULL, err);
+	if (rc < 0)
+		goto fail;
+	for (i = 0; i < e->n_tasks; i++)
+		if (strcmp(e->tasks[i].state, "done") != 0)
+			failed = 1;
+	final = failed ? "failed" : "completed";
+	if (failed)
+		keep_on_failure(e);
+	sbx_engine_teardown(e);
+	rc = run_set_state(e, final, failed ? "some tasks did not finish" :
+			   NULL, err);
+	if (rc < 0)
+		return rc;
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "state", final);
+	emit(e, SBX_EV_RUN_END, d);
+	sbx_bus_flush(e->core, err);
+	return 0;
+fail:
+	if (rc != SBXLOOP_ECANCELLED || !e->cancel)
+		keep_on_failure(e);
+	sbx_engine_teardown(e);
+	{
+		struct sbxloop_error ferr = {0, ""};
+
+		sbx_bus_flush(e->core, &ferr);
+	}
+	return rc;
+}
+
+int sbx_engine_start(struct sbx_engine *e, const char *run_id,
+		     const char *outcome, struct sbxloop_error *err)
+{
+	struct sbxloop_run_row row;
+	char *cfg = sbx_config_to_json(e->core->cfg);
+	cJSON *d;
+	int rc;
+
+	snprintf(e->run_id, sizeof(e->run_id), "%s", run_id);
+	e->outcome = sbx_xstrdup(outcome);
+	memset(&row, 0, sizeof(row));
+	row.struct_size = sizeof(row);
+	row.run_id = e->run_id;
+	row.outcome = outcome;
+	row.state = "created";
+	row.config_json = cfg;
+	row.created_at = row.updated_at = sbx_now();
+	row.guidance_json = "[]";
+	rc = e->st->run_create(e->sctx, &row, err);
+	free(cfg);
+	if (rc < 0)
+		return rc;
+	sbx_core_set_run(e->core, e->run_id);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "outcome", outcome);
+	emit(e, SBX_EV_RUN_START, d);
+	return drive(e, NULL, err);
+}
+
+struct run_info {
+	int found;
+	char state[STATE_LEN];
+	char *outcome;
+	char *workspace;
+};
+
+static int run_info_cb(void *user, const struct sbxloop_run_row *run)
+{
+	struct run_info *ri = user;
+
+	ri->found = 1;
+	snprintf(ri->state, sizeof(ri->state), "%s", run->state);
+	ri->outcome = sbx_xstrdup(run->outcome);
+	ri->workspace = sbx_xstrdup(run->workspace);
+	return 0;
+}
+
+int sbx_engine_resume(struct sbx_engine *e, const char *run_id,
+		      struct sbxloop_error *err)
+{
+	static const char *const again[] = {"failed", "cancelled", NULL};
+	struct run_info ri;
+	cJSON *d;
+	int rc;
+
+	memset(&ri, 0, sizeof(ri));
+	snprintf(e->run_id, sizeof(e->run_id), "%s", run_id);
+	rc = e->st->run_get(e->sctx, run_id, run_info_cb, &ri, err);
+	if (rc == SBXLOOP_ENOTFOUND || (rc == 0 && !ri.found)) {
+		rc = sbx_error(err, SBXLOOP_ENOTFOUND, "unknown run %s",
+			       run_id);
+		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	snprintf(e->state, sizeof(e->state), "%s", ri.state);
+	if (strcmp(ri.state, "completed") == 0) {
+		rc = sbx_error(err, SBXLOOP_ESTATE,
+			       "run %s is already completed; nothing to "
+			       "resume", run_id);
+		goto out;
+	}
+	if (!strcmp(ri.state, "failed") || !strcmp(ri.state, "cancelled")) {
+		struct sbxloop_run_update u;
+		char prev[STATE_LEN] = "";
+
+		memset(&u, 0, sizeof(u));
+		u.struct_size = sizeof(u);
+		u.run_id = run_id;
+		u.fields = SBXLOOP_RUN_STATE;
+		u.state = "provisioning";
+		u.only_if_state = again;
+		rc = e->st->run_update(e->sctx, &u, prev, sizeof(prev), err);
+		if (rc == SBXLOOP_ESTATE) {
+			rc = sbx_error(err, SBXLOOP_ESTATE,
+				       "run %s changed to '%s' meanwhile; "
+				       "not resuming", run_id, prev);
+			goto out;
+		}
+		if (rc < 0)
+			goto out;
+	}
+	e->outcome = ri.outcome;
+	ri.outcome = NULL;
+	sbx_core_set_run(e->core, e->run_id);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "outcome", e->outcome);
+	cJSON_AddBoolToObject(d, "resumed", 1);
+	emit(e, SBX_EV_RUN_START, d);
+	rc = drive(e, ri.workspace, err);
+out:
+	free(ri.outcome);
+	free(ri.workspace);
+	return rc;
+}
+
+void sbx_engine_print_summary(struct sbx_engine *e, FILE *out)
+{
+	size_t i;
+	double secs = sbx_monotonic() - e->started;
+
+	fprintf(out, "run %s finished: %s\n", e->run_id, e->state);
+	for (i = 0; i < e->n_tasks; i++)
+		fprintf(out, "  %s: %s  (%s)\n", e->tasks[i].id,
+			e->tasks[i].state, e->tasks[i].title);
+	fprintf(out, "duration: %.1fs\n", secs);
+	if (e->workspace)
+		fprintf(out, "workspace: %s\n", e->workspace);
+	if (e->kept_reason)
+		fprintf(out, "kept sandbox: %s (sbxloop shell %s; sbxloop "
+			"sandbox rm --run %s)\n", e->box_name, e->run_id,
+			e->run_id);
+	fprintf(out, "events: sbxloop logs %s\n", e->run_id);
+}

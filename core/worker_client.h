@@ -1,0 +1,33 @@
+/*
+ * Submitting one job to the sbxloop-worker inside the active sandbox and
+ * collecting its JobResult. Used by the phase runners.
+ */
+#ifndef SBX_WORKER_CLIENT_H
+#define SBX_WORKER_CLIENT_H
+
+#include <cjson/cJSON.h>
+
+#include <sbxloop/sandbox.h>
+
+#include "core.h"
+
+struct sbx_job_tags {
+	const char *role;     /* "agent" */
+	const char *persona;  /* "planner", "executor", ..., or NULL */
+	const char *task_id;  /* or NULL */
+};
+
+/*
+ * Run `job` (borrowed; v, job_id and run_id are filled in here) in the
+ * sandbox described by `info`. Every stdout line of the worker is relayed
+ * to the event bus. On 0, *result (caller frees) is the JobResult object,
+ * whatever its status. A job that produced no usable result is
+ * SBXLOOP_EINFRA (or SBXLOOP_ETIMEDOUT past the host deadline) with the
+ * diagnostics in `err`.
+ */
+int sbx_worker_submit(struct sbx_core *core,
+		      const struct sbxloop_sandbox_info *info, cJSON *job,
+		      const struct sbx_job_tags *tags, cJSON **result,
+		      struct sbxloop_error *err);
+
+#endif
