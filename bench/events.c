@@ -15,6 +15,7 @@
 
 #include <sbxloop/store.h>
 
+#include <ftw.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +219,12 @@ static int phase_status(void)
 	return 0;
 }
 
+static int remove_one(const char *path, const struct stat *sb, int flag,
+		      struct FTW *ftw)
+{
+	return remove(path);
+}
+
 /* Run `phase` in a child; print its peak RSS. */
 static void in_child(const char *name, int (*phase)(void))
 {
@@ -250,6 +257,7 @@ int main(int argc, char **argv)
 	const char *base = getenv("TMPDIR");
 	char path[600];
 	struct stat sb;
+	int keep = argc > 2;
 
 	ops = sbxloop_plugin_descriptor.components[0].ops;
 	if (argc > 1)
@@ -273,5 +281,8 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/state.db", dir);
 	if (stat(path, &sb) == 0)
 		printf("database: %.1f MiB\n", (double)sb.st_size / 1048576);
+	/* A temporary directory goes; one named on the command line stays. */
+	if (!keep)
+		nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 	return 0;
 }
