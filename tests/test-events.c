@@ -833,7 +833,6 @@ static Suite *events_suite(void)
 
 	tc = tcase_create("logs");
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_logs_type_prefix_is_literal);
 	tcase_add_test(tc, test_logs_task_filter_matches_data_task_id);
 	tcase_add_test(tc, test_logs_since_prints_only_later_events);
