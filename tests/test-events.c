@@ -818,6 +818,96 @@ START_TEST(test_emit_sorts_data_keys_recursively)
 }
 END_TEST
 
+/* Run `fn` with stdout going to a file; returns what it printed. */
+static char *capture_stdout(void (*fn)(void *), void *arg)
+{
+	char *path = sbx_xasprintf("%s/stdout.txt", dir);
+	char *text;
+	int saved, fd;
+
+	fflush(stdout);
+	saved = dup(1);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	dup2(fd, 1);
+	close(fd);
+	fn(arg);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	text = slurp(path);
+	free(path);
+	return text;
+}
+
+static void emit_transcript_events(void *arg)
+{
+	(void)arg;
+	emit("worker.heartbeat", NULL);
+	emit("agent.message_delta", "{\"delta\":\"partial\"}");
+	emit("agent.tool_start", "{\"tool\":\"bash\",\"args\":\"ls  -la\"}");
+	emit("agent.tool_end", "{\"tool\":\"bash\",\"success\":true}");
+	emit("agent.tool_end",
+	     "{\"tool\":\"bash\",\"exit_code\":3,\"args\":\"make\","
+	     "\"output\":\"one\\ntwo\\nboom\"}");
+	emit("task.state", "{\"task_id\":\"t1\",\"state\":\"executing\"}");
+	emit("agent.permission_denied", "{\"kind\":\"shell\"}");
+	flush();
+}
+
+START_TEST(test_plain_sink_prints_the_transcript_a_person_watches)
+{
+	struct sbx_instance plain;
+	struct sbxloop_error err = {0, ""};
+	char *out, *cfg_err = NULL;
+
+	ck_assert_int_eq(sbx_config_set(core->cfg, "plain.color", "always",
+					&cfg_err),
+			 0);
+	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK,
+					      "plain", &plain, &err),
+			 0);
+	sbx_bus_add_sink(bus, &plain);
+	make_run("r1", "running", "transcript", 0);
+	sbx_core_set_run(core, "r1");
+	out = capture_stdout(emit_transcript_events, NULL);
+	ck_assert_ptr_null(strstr(out, "heartbeat"));
+	ck_assert_ptr_null(strstr(out, "partial"));
+	ck_assert_ptr_null(strstr(out, "permission_denied"));
+	ck_assert_msg(strstr(out, "\xe2\x9a\x99 bash $ ls -la") != NULL, "%s",
+		      out);
+	ck_assert_ptr_nonnull(strstr(out, "\xe2\x9c\x93 bash"));
+	ck_assert_ptr_nonnull(strstr(out, "\xe2\x9c\x97 bash exit 3 $ make"));
+	ck_assert_ptr_nonnull(strstr(out, "\n    boom"));
+	ck_assert_ptr_nonnull(strstr(out, "task.state t1 executing"));
+	/* colour was forced on: executing is cyan */
+	ck_assert_ptr_nonnull(strstr(out, "\033[36m"));
+	free(out);
+	sbx_bus_close(bus);
+	bus = NULL;
+	sbx_instance_destroy(&plain);
+}
+END_TEST
+
+START_TEST(test_secret_registered_by_a_plugin_is_masked)
+{
+	const char *secret = "plugin-registered-value-81f3";
+	struct result r;
+
+	core->host.secret_register(&core->host, secret);
+	make_run("r1", "running", "plugin secret", 0);
+	sbx_core_set_run(core, "r1");
+	ck_assert_int_eq(core->host.emit(&core->host, "sandbox.ready", NULL,
+					 "{\"name\":\"plugin-registered-"
+					 "value-81f3\"}"),
+			 0);
+	flush();
+	r = RUN("logs", "r1", "--json");
+	ck_assert_ptr_null(strstr(r.out, secret));
+	ck_assert_ptr_nonnull(strstr(r.out, "{\"data\":{\"name\":\"***\"}"));
+	result_free(&r);
+}
+END_TEST
+
 static Suite *events_suite(void)
 {
 	Suite *s = suite_create("events");
@@ -858,6 +948,9 @@ static Suite *events_suite(void)
 		       test_failing_sink_is_detached_once_and_events_still_stored);
 	tcase_add_test(tc, test_worker_lines_are_relayed_enriched_or_wrapped);
 	tcase_add_test(tc, test_emit_sorts_data_keys_recursively);
+	tcase_add_test(tc,
+		       test_plain_sink_prints_the_transcript_a_person_watches);
+	tcase_add_test(tc, test_secret_registered_by_a_plugin_is_masked);
 	suite_add_tcase(s, tc);
 	return s;
 }
