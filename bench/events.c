@@ -249,7 +249,10 @@ static void in_child(const char *name, int (*phase)(void))
 		fprintf(stderr, "bench/events: the %s phase failed\n", name);
 		exit(1);
 	}
-	printf("%s: peak RSS %.1f MiB\n", name, (double)ru.ru_maxrss / 1024);
+	printf("%s: peak RSS %.1f MiB, CPU %.2f s user %.2f s sys\n", name,
+	       (double)ru.ru_maxrss / 1024,
+	       (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
 }
 
 int main(int argc, char **argv)
