@@ -197,7 +197,8 @@ static void run_worker(struct run *r, const char *job, ...)
 	r->elapsed = now() - t0;
 	for (k = 0; k < nextra; k++)
 		free(extra[k]);
-	r->rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	r->rc = WIFEXITED(status) ? WEXITSTATUS(status) :
+		128 + WTERMSIG(status);
 	r->out = slurp(path_in("stdout"));
 	r->err = slurp(path_in("stderr"));
 	r->events = slurp(path_in("ev.jsonl"));
@@ -347,7 +348,7 @@ START_TEST(test_shell_check_nonzero_exit_is_ok_result)
 }
 END_TEST
 
-START_TEST(test_events_are_sorted_enveloped_and_mirrored_to_stdout)
+START_TEST(test_events_sorted_enveloped_mirrored_to_stdout)
 {
 	struct run r;
 	const cJSON *ev;
@@ -360,10 +361,8 @@ START_TEST(test_events_are_sorted_enveloped_and_mirrored_to_stdout)
 	cJSON_ArrayForEach(ev, r.events_list) {
 		ck_assert_int_eq(cJSON_GetObjectItem(ev, "v")->valueint, 1);
 		ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(ev, "ts")));
-		ck_assert_str_eq(cJSON_GetObjectItem(ev, "run_id")->valuestring,
-				 "run-1");
-		ck_assert_str_eq(cJSON_GetObjectItem(ev, "job_id")->valuestring,
-				 "job-1");
+		ck_assert_str_eq(dstr(ev, "run_id"), "run-1");
+		ck_assert_str_eq(dstr(ev, "job_id"), "job-1");
 		ck_assert(cJSON_IsObject(cJSON_GetObjectItem(ev, "data")));
 	}
 	/* compact, keys sorted: every line opens with "data" */
@@ -471,7 +470,7 @@ START_TEST(test_shell_check_missing_program_is_error_result)
 }
 END_TEST
 
-START_TEST(test_shell_batch_runs_in_order_and_reports_first_failure)
+START_TEST(test_batch_runs_in_order_reports_first_failure)
 {
 	struct run r;
 	const cJSON *list, *c;
@@ -537,7 +536,8 @@ START_TEST(test_shell_batch_job_timeout_bounds_all_commands)
 	struct run r;
 
 	run_worker(&r, JOB_HEAD "\"kind\":\"shell.batch\",\"timeout_s\":0.5,"
-		   "\"commands\":[\"sleep 0.3\",\"sleep 0.3\",\"touch never\"]}",
+		   "\"commands\":[\"sleep 0.3\",\"sleep 0.3\","
+		   "\"touch never\"]}",
 		   NULL);
 	ck_assert_str_eq(rstr(&r, "status"), "timeout");
 	ck_assert(r.elapsed < 3);
@@ -587,8 +587,9 @@ START_TEST(test_malformed_jobs_exit_64_with_a_reason)
 	expect_usage_error(JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
 			   "\"x\",\"permission_mode\":\"god\"}",
 			   "'permission_mode'");
-	expect_usage_error("{\"v\":1,\"run_id\":\"r\",\"kind\":\"shell.check\","
-			   "\"argv\":[\"true\"]}", "field 'job_id' is required");
+	expect_usage_error("{\"v\":1,\"run_id\":\"r\","
+			   "\"kind\":\"shell.check\",\"argv\":[\"true\"]}",
+			   "field 'job_id' is required");
 }
 END_TEST
 
@@ -596,28 +597,13 @@ START_TEST(test_oversized_job_is_refused)
 {
 	struct run r;
 	FILE *f = fopen(path_in("job.json"), "w");
+	char chunk[1024];
 	int i;
 
+	memset(chunk, 'x', sizeof(chunk));
 	fputs(JOB_HEAD "\"kind\":\"shell.check\",\"argv\":[\"", f);
 	for (i = 0; i < 5 * 1024; i++)
-		fputs("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		      "xxxxxx", f);
+		fwrite(chunk, 1, sizeof(chunk), f);
 	fputs("\"]}", f);
 	fclose(f);
 	run_worker(&r, NULL, NULL);
@@ -700,11 +686,12 @@ END_TEST
 static void agent_job(char *buf, size_t n, const char *extra)
 {
 	snprintf(buf, n, JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
-		 "\"do the thing\",\"backend\":\"script\",\"script\":\"%s\"%s}",
+		 "\"do the thing\",\"backend\":\"script\","
+		 "\"script\":\"%s\"%s}",
 		 path_in("scenario.json"), extra);
 }
 
-START_TEST(test_script_replies_are_consumed_in_order_across_processes)
+START_TEST(test_script_replies_in_order_across_processes)
 {
 	struct run r;
 	char job[1024];
@@ -793,7 +780,7 @@ START_TEST(test_script_reply_acts_on_the_workspace_first)
 }
 END_TEST
 
-START_TEST(test_script_fail_and_unsafe_paths_are_error_results)
+START_TEST(test_script_fail_and_unsafe_paths_are_errors)
 {
 	struct run r;
 	char job[1024];
@@ -850,9 +837,11 @@ END_TEST
 START_TEST(test_expect_json_extraction_cases)
 {
 	static const char *const cases[][2] = {
-		{ "a ```json\\n{\\\"x\\\":1}\\n``` b ```\\n{\\\"x\\\":2}\\n```",
+		{ "a ```json\\n{\\\"x\\\":1}\\n``` b "
+		  "```\\n{\\\"x\\\":2}\\n```",
 		  "{\"x\":2}" },
-		{ "```json\\n{\\\"x\\\":1}\\n``` then ```json\\nnot json\\n```",
+		{ "```json\\n{\\\"x\\\":1}\\n``` then "
+		  "```json\\nnot json\\n```",
 		  "{\"x\":1}" },
 		{ "  [1, 2, 3]  ", "[1,2,3]" },
 		{ "I think {\\\"a\\\":1} and finally {\\\"b\\\":[2]} ok",
@@ -1007,8 +996,8 @@ START_TEST(test_claude_preset_maps_stream_json)
 	ck_assert_int_eq(count_events(&r, "agent.usage", NULL), 1);
 	u = cJSON_GetObjectItem(r.result, "usage");
 	ck_assert_int_eq(cJSON_GetObjectItem(u, "input_tokens")->valueint, 10);
-	ck_assert_int_eq(cJSON_GetObjectItem(u, "cache_write_tokens")->valueint,
-			 2);
+	ck_assert_int_eq(
+		cJSON_GetObjectItem(u, "cache_write_tokens")->valueint, 2);
 	ck_assert(cJSON_GetObjectItem(u, "cost")->valuedouble == 0.25);
 	h = cJSON_GetObjectItem(r.result, "health");
 	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(
@@ -1121,7 +1110,7 @@ START_TEST(test_agent_sees_only_allowlisted_environment)
 }
 END_TEST
 
-START_TEST(test_env_file_overrides_only_unset_or_sentinel_values)
+START_TEST(test_env_file_fills_only_unset_or_sentinel_vars)
 {
 	struct run r;
 
@@ -1319,7 +1308,7 @@ static Suite *worker_suite(void)
 	tc = tcase_create("protocol");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_version_prints_program_and_package_version);
-	tcase_add_test(tc, test_events_are_sorted_enveloped_and_mirrored_to_stdout);
+	tcase_add_test(tc, test_events_sorted_enveloped_mirrored_to_stdout);
 	tcase_add_test(tc, test_job_from_stdin);
 	tcase_add_test(tc, test_malformed_jobs_exit_64_with_a_reason);
 	tcase_add_test(tc, test_oversized_job_is_refused);
@@ -1338,7 +1327,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, test_timeout_kills_forked_sleeper);
 	tcase_add_test(tc, test_timeout_escalates_to_sigkill_after_grace);
 	tcase_add_test(tc, test_background_leftovers_die_with_the_command);
-	tcase_add_test(tc, test_shell_batch_runs_in_order_and_reports_first_failure);
+	tcase_add_test(tc, test_batch_runs_in_order_reports_first_failure);
 	tcase_add_test(tc, test_shell_batch_clips_output_head_and_tail);
 	tcase_add_test(tc, test_shell_batch_command_timeout_times_out_the_job);
 	tcase_add_test(tc, test_shell_batch_job_timeout_bounds_all_commands);
@@ -1346,10 +1335,10 @@ static Suite *worker_suite(void)
 
 	tc = tcase_create("script");
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_script_replies_are_consumed_in_order_across_processes);
+	tcase_add_test(tc, test_script_replies_in_order_across_processes);
 	tcase_add_test(tc, test_script_cursor_holds_under_concurrent_workers);
 	tcase_add_test(tc, test_script_reply_acts_on_the_workspace_first);
-	tcase_add_test(tc, test_script_fail_and_unsafe_paths_are_error_results);
+	tcase_add_test(tc, test_script_fail_and_unsafe_paths_are_errors);
 	tcase_add_test(tc, test_script_sleep_past_timeout_is_timeout);
 	tcase_add_test(tc, test_script_backend_from_environment);
 	tcase_add_test(tc, test_expect_json_extraction_cases);
@@ -1368,7 +1357,7 @@ static Suite *worker_suite(void)
 
 	tc = tcase_create("environment");
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_env_file_overrides_only_unset_or_sentinel_values);
+	tcase_add_test(tc, test_env_file_fills_only_unset_or_sentinel_vars);
 	tcase_add_test(tc, test_resource_sample_at_start_is_classified);
 	tcase_add_test(tc, test_memory_abort_names_memory);
 	tcase_add_test(tc, test_heartbeat_escalation_and_abort_rewrite);

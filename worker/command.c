@@ -287,7 +287,8 @@ static void on_line(void *arg, const char *line, size_t len)
 	}
 	cJSON_ArrayForEach(rule, st->rules) {
 		const cJSON *each = cJSON_GetObjectItem(rule, "each");
-		const cJSON *item_match = cJSON_GetObjectItem(rule, "item_match");
+		const cJSON *item_match =
+			cJSON_GetObjectItem(rule, "item_match");
 		const cJSON *e;
 
 		if (!matches(root, cJSON_GetObjectItem(rule, "match")))
@@ -428,7 +429,8 @@ static char **build_argv(const cJSON *tpl, const struct wk_job *job,
 			continue;
 		}
 		x = cJSON_GetObjectItem(a, "if");
-		if (!cJSON_IsString(x) || !condition_holds(job, x->valuestring))
+		if (!cJSON_IsString(x) ||
+		    !condition_holds(job, x->valuestring))
 			continue;
 		cJSON_ArrayForEach(x, cJSON_GetObjectItem(a, "args"))
 			if (cJSON_IsString(x))

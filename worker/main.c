@@ -69,7 +69,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 	int i;
 
 	for (i = 2; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		const char **str = NULL;
 		size_t k;
 		int done = 0;
@@ -189,7 +190,8 @@ static int write_result(const char *path, const char *text)
 	slash = strrchr(dir, '/');
 	if (slash) {
 		*slash = '\0';
-		fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		fd = open(*dir ? dir : "/",
+			  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	} else {
 		fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}

@@ -97,7 +97,7 @@ static int write_files(struct wk_ctx *ctx, const cJSON *files,
 
 	cJSON_ArrayForEach(f, files) {
 		char *path, *text;
-		FILE *fp;
+		FILE *fp = NULL;
 		int ok;
 
 		if (!safe_relpath(f->string)) {
@@ -111,7 +111,9 @@ static int write_files(struct wk_ctx *ctx, const cJSON *files,
 		text = cJSON_IsString(f) ? wk_strdup(f->valuestring) :
 			cJSON_PrintUnformatted(f);
 		ok = mkdirs_for(path) == 0 && (fp = fopen(path, "we")) &&
-			fputs(text, fp) >= 0 && fclose(fp) == 0;
+			fputs(text, fp) >= 0;
+		if (fp && fclose(fp) != 0)
+			ok = 0;
 		if (!ok)
 			wk_result_set_error(res, WK_ERROR, "ScriptError", NULL,
 					    "cannot write '%s': %s", path,
@@ -222,7 +224,8 @@ static cJSON *default_health(int calls)
 int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 		      struct wk_result *res)
 {
-	const char *path = job->script ? job->script : getenv("SBXLOOP_SCRIPT");
+	const char *path = job->script ? job->script :
+		getenv("SBXLOOP_SCRIPT");
 	double deadline = wk_now() + job->timeout_s;
 	cJSON *script = NULL, *reply, *v;
 	char *text = NULL;

@@ -45,8 +45,8 @@ static void claude(const char *reply)
 	      "{\"type\":\"text\",\"text\":", stdout);
 	print_json_string(reply);
 	puts("}]}}");
-	fputs("{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,"
-	      "\"result\":", stdout);
+	fputs("{\"type\":\"result\",\"subtype\":\"success\","
+	      "\"is_error\":false,\"result\":", stdout);
 	print_json_string(reply);
 	puts(",\"session_id\":\"claude-sess-1\",\"total_cost_usd\":0.25,"
 	     "\"usage\":{\"input_tokens\":10,\"output_tokens\":5,"
