@@ -663,6 +663,56 @@ START_TEST(test_unwritable_result_exits_70)
 }
 END_TEST
 
+START_TEST(test_unopenable_events_file_exits_70)
+{
+	struct run r;
+
+	put("job.json", JOB_HEAD "\"kind\":\"shell.check\",\"argv\":"
+	    "[\"true\"]}");
+	put("blocker", "a file, not a directory");
+	run_worker(&r, NULL, "--events", path_in("blocker/ev.jsonl"), NULL);
+	ck_assert_int_eq(r.rc, 70);
+	ck_assert_ptr_nonnull(strstr(r.err, "cannot open events file"));
+	ck_assert_ptr_null(r.result);
+	run_free(&r);
+}
+END_TEST
+
+START_TEST(test_sigterm_kills_the_job_and_exits_70)
+{
+	char job[512];
+	pid_t worker, sleeper;
+	int status;
+
+	snprintf(job, sizeof(job), JOB_HEAD "\"kind\":\"shell.check\","
+		 "\"argv\":[\"sh\",\"-c\",\"sleep 60 & echo $! > %s; wait\"]}",
+		 path_in("sleeper"));
+	put("job.json", "%s", job);
+	worker = fork();
+	ck_assert_int_ge(worker, 0);
+	if (worker == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		execl(getenv("SBXLOOP_WORKER"), "sbxloop-worker", "run",
+		      "--heartbeat", "0", "--job", path_in("job.json"),
+		      "--events", path_in("ev.jsonl"), "--result",
+		      path_in("res.json"), (char *)NULL);
+		_exit(127);
+	}
+	while (read_pid("sleeper") <= 0)
+		usleep(10000);
+	sleeper = read_pid("sleeper");
+	ck_assert_int_eq(kill(worker, SIGTERM), 0);
+	ck_assert_int_eq(waitpid(worker, &status, 0), worker);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 70);
+	ck_assert(wait_gone(sleeper, 3));
+	ck_assert_int_eq(access(path_in("res.json"), F_OK), -1);
+}
+END_TEST
+
 START_TEST(test_github_op_is_a_typed_not_available_error)
 {
 	struct run r;
@@ -1315,6 +1365,8 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, test_usage_errors_exit_64);
 	tcase_add_test(tc, test_bad_cwd_exits_64);
 	tcase_add_test(tc, test_unwritable_result_exits_70);
+	tcase_add_test(tc, test_unopenable_events_file_exits_70);
+	tcase_add_test(tc, test_sigterm_kills_the_job_and_exits_70);
 	tcase_add_test(tc, test_github_op_is_a_typed_not_available_error);
 	tcase_add_test(tc, test_long_event_lines_are_capped);
 	tcase_add_test(tc, test_worker_dies_with_its_parent);
