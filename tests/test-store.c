@@ -787,6 +787,56 @@ START_TEST(test_v1_database_is_migrated_in_place_with_data_intact)
 }
 END_TEST
 
+/* The original tool's layout: no version, some later columns present. */
+static const char schema_unversioned[] =
+	"CREATE TABLE runs (run_id TEXT PRIMARY KEY, outcome TEXT NOT NULL,"
+	" state TEXT NOT NULL, config_json TEXT NOT NULL DEFAULT '{}',"
+	" created_at REAL NOT NULL, updated_at REAL NOT NULL,"
+	" reason TEXT);"
+	"CREATE TABLE tasks (run_id TEXT NOT NULL, task_id TEXT NOT NULL,"
+	" order_idx INTEGER NOT NULL, state TEXT NOT NULL,"
+	" spec_json TEXT NOT NULL DEFAULT '{}', plan_json TEXT,"
+	" revisions INTEGER NOT NULL DEFAULT 0,"
+	" replans INTEGER NOT NULL DEFAULT 0,"
+	" last_feedback TEXT NOT NULL DEFAULT '', session_id TEXT,"
+	" PRIMARY KEY (run_id, task_id));"
+	"CREATE TABLE phase_attempts (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" run_id TEXT NOT NULL, task_id TEXT, phase TEXT NOT NULL,"
+	" attempt INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL,"
+	" output_json TEXT NOT NULL DEFAULT '{}', started_at REAL NOT NULL,"
+	" ended_at REAL NOT NULL);"
+	"CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" run_id TEXT NOT NULL, ts REAL NOT NULL, type TEXT NOT NULL,"
+	" job_id TEXT, data_json TEXT NOT NULL DEFAULT '{}');"
+	"INSERT INTO runs (run_id, outcome, state, created_at, updated_at,"
+	" reason) VALUES ('rup', 'x', 'failed', 1, 2, 'crashed');"
+	"INSERT INTO events (run_id, ts, type, data_json) VALUES"
+	" ('rup', 1, 'task.state', '{\"task_id\":\"t7\"}');";
+
+START_TEST(test_an_unversioned_database_gains_the_missing_columns)
+{
+	struct sbxloop_event_query q = {.struct_size = sizeof(q)};
+	struct seen s = {0};
+	sqlite3 *db = raw_open();
+
+	raw_exec(db, schema_unversioned);
+	sqlite3_close(db);
+	ck_assert_msg(ops->create(fakehost_host(fh), &store, &err) == 0, "%s",
+		      err.message);
+	ck_assert_int_eq(ops->run_get(store, "rup", seen_run, &s, &err), 0);
+	ck_assert_str_eq(s.items[0], "rup|failed|crashed|-|-|0|[]|0/0|0");
+	q.run_id = "rup";
+	q.task_id = "t7";
+	memset(&s, 0, sizeof(s));
+	ck_assert_int_eq(ops->events_query(store, &q, seen_event, &s, &err),
+			 0);
+	ck_assert_int_eq(s.n, 1);
+	db = raw_open();
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 2);
+	sqlite3_close(db);
+}
+END_TEST
+
 START_TEST(test_a_newer_schema_is_refused)
 {
 	sqlite3 *db = raw_open();
@@ -1125,6 +1175,8 @@ static Suite *schema_suite(void)
 
 	tcase_add_test(tc,
 		       test_v1_database_is_migrated_in_place_with_data_intact);
+	tcase_add_test(tc,
+		       test_an_unversioned_database_gains_the_missing_columns);
 	tcase_add_test(tc, test_a_newer_schema_is_refused);
 	tcase_add_test(tc, test_a_garbage_file_is_refused_and_left_alone);
 	tcase_add_test(tc, test_an_unreadable_state_dir_is_refused);

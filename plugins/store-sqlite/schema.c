@@ -71,10 +71,18 @@ const char store_schema_current[] =
 	" data_json TEXT NOT NULL DEFAULT '{}',"
 	" task_id TEXT);" STORE_V2_INDEXES;
 
+const struct store_column store_v2_columns[] = {
+	{"runs", "config_json", "TEXT NOT NULL DEFAULT '{}'"},
+	{"runs", "workspace", "TEXT"},
+	{"runs", "mounted", "INTEGER NOT NULL DEFAULT 0"},
+	{"runs", "kept_reason", "TEXT"},
+	{"runs", "user_guidance", "TEXT NOT NULL DEFAULT '[]'"},
+	{"runs", "reason", "TEXT"},
+	{"events", "task_id", "TEXT"},
+	{NULL, NULL, NULL},
+};
+
 static const char store_upgrade_v1[] =
-	"ALTER TABLE runs ADD COLUMN kept_reason TEXT;"
-	"ALTER TABLE runs ADD COLUMN reason TEXT;"
-	"ALTER TABLE events ADD COLUMN task_id TEXT;"
 	"UPDATE events SET task_id = json_extract(data_json, '$.task_id')"
 	" WHERE json_valid(data_json);" STORE_V2_INDEXES;
 

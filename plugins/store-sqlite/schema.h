@@ -11,9 +11,24 @@
 /* A whole schema of the current version, for an empty database. */
 extern const char store_schema_current[];
 
+/* A column a version needs, added when an older table lacks it. */
+struct store_column {
+	const char *table;
+	const char *name;
+	const char *decl; /* "TEXT", "INTEGER NOT NULL DEFAULT 0", ... */
+};
+
+/*
+ * The columns v2 needs beyond the oldest layouts; NULL-ended. Added one by
+ * one, only when missing, so a pre-versioned database from the original
+ * tool (user_version 0, some of them present) upgrades too.
+ */
+extern const struct store_column store_v2_columns[];
+
 /*
  * Migration steps: store_schema_upgrade[v] turns version v into v + 1.
- * Entries 0 and STORE_SCHEMA_VERSION are NULL.
+ * Entries 0 and STORE_SCHEMA_VERSION are NULL. The v1 step runs after
+ * store_v2_columns are in place.
  */
 extern const char *const store_schema_upgrade[STORE_SCHEMA_VERSION + 1];
 

@@ -356,6 +356,47 @@ out:
 	return rc;
 }
 
+/* `*n` = the integer the one-row query `sql` gives with `a` and `b`. */
+static int query_int(struct store *s, const char *sql, const char *a,
+		     const char *b, int *n, struct sbxloop_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = db_prepare(s, sql, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, a);
+	bind_text(st, 2, b);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*n = sqlite3_column_int(st, 0);
+	else
+		rc = db_fail(s, err, "read the schema of");
+	db_release(s, st);
+	return rc;
+}
+
+/* Add each column of `cols` its table lacks. */
+static int add_missing_columns(struct store *s,
+			       const struct store_column *cols,
+			       struct sbxloop_error *err)
+{
+	char sql[256];
+	int n = 0, rc = 0;
+
+	for (; cols->table && rc == 0; cols++) {
+		rc = query_int(s,
+			       "SELECT count(*) FROM pragma_table_info(?1)"
+			       " WHERE name = ?2",
+			       cols->table, cols->name, &n, err);
+		if (rc || n > 0)
+			continue;
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s",
+			 cols->table, cols->name, cols->decl);
+		rc = db_exec(s, sql, "migrate the schema of", err);
+	}
+	return rc;
+}
+
 /* Create or upgrade the schema to STORE_SCHEMA_VERSION, atomically. */
 static int schema_apply(struct store *s, struct sbxloop_error *err)
 {
@@ -381,6 +422,18 @@ static int schema_apply(struct store *s, struct sbxloop_error *err)
 		goto out;
 	}
 	if (version == 0) {
+		int n = 0;
+
+		/* Tables without a version: the original tool's layout. */
+		rc = query_int(s,
+			       "SELECT count(*) FROM sqlite_master"
+			       " WHERE type = 'table' AND name = ?1",
+			       "runs", NULL, &n, err);
+		if (rc)
+			goto out;
+		version = n ? 1 : 0;
+	}
+	if (version == 0) {
 		rc = db_exec(s, store_schema_current, "create the schema in",
 			     err);
 		if (rc)
@@ -388,6 +441,10 @@ static int schema_apply(struct store *s, struct sbxloop_error *err)
 		version = STORE_SCHEMA_VERSION;
 	}
 	for (; version < STORE_SCHEMA_VERSION; version++) {
+		if (version == 1)
+			rc = add_missing_columns(s, store_v2_columns, err);
+		if (rc)
+			goto out;
 		rc = db_exec(s, store_schema_upgrade[version],
 			     "migrate the schema of", err);
 		if (rc)
