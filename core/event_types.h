@@ -18,6 +18,7 @@
 #define SBX_EV_RUN_ARTIFACTS "run.artifacts"
 #define SBX_EV_RUN_KEEP "run.keep"
 #define SBX_EV_RUN_END "run.end"
+#define SBX_EV_RUN_RECONCILED "run.reconciled"
 
 /* tasks and phases */
 #define SBX_EV_TASK_START "task.start"
@@ -35,6 +36,8 @@
 /* sandboxes */
 #define SBX_EV_SANDBOX_PROVISION_START "sandbox.provision_start"
 #define SBX_EV_SANDBOX_READY "sandbox.ready"
+#define SBX_EV_SANDBOX_PREBAKED "sandbox.prebaked"
+#define SBX_EV_SANDBOX_REUSED "sandbox.reused"
 #define SBX_EV_SANDBOX_REMOVED "sandbox.removed"
 #define SBX_EV_SANDBOX_WORKSPACE_CLONE "sandbox.workspace_clone"
 #define SBX_EV_SANDBOX_WORKSPACE_MOUNT "sandbox.workspace_mount"
@@ -58,6 +61,11 @@
 #define SBX_EV_AGENT_USAGE "agent.usage"
 #define SBX_EV_AGENT_PERMISSION_DENIED "agent.permission_denied"
 #define SBX_EV_AGENT_TOOL_CAP "agent.tool_cap"
+#define SBX_EV_AGENT_TOOL_REQUEST "agent.tool_request"
+#define SBX_EV_AGENT_TOOL_RESPONSE "agent.tool_response"
+#define SBX_EV_GH_OP_START "gh.op_start"
+#define SBX_EV_GH_OP_PROGRESS "gh.op_progress"
+#define SBX_EV_GH_OP_END "gh.op_end"
 
 /* chat (reserved for steering) */
 #define SBX_EV_CHAT_MESSAGE "chat.message"

@@ -73,7 +73,8 @@ static void sort_keys(cJSON *node)
 		v[i++] = c;
 	qsort(v, n, sizeof(*v), key_cmp);
 	for (i = 0; i < n; i++) {
-		v[i]->prev = i ? v[i - 1] : v[n - 1]; /* cJSON: head->prev=tail */
+		/* cJSON keeps the tail in the head's prev */
+		v[i]->prev = i ? v[i - 1] : v[n - 1];
 		v[i]->next = i + 1 < n ? v[i + 1] : NULL;
 	}
 	node->child = v[0];
@@ -223,8 +224,9 @@ static int bus_publish(struct sbx_bus *bus, double ts, const char *type,
 
 		rc = ops->event_append(bus->store->ctx, &ev, &seq, &err);
 		if (rc) {
-			sbx_log(SBXLOOP_LOG_ERROR, "cannot store event '%s': %s",
-				ev.type, err.message);
+			sbx_log(SBXLOOP_LOG_ERROR,
+				"cannot store event '%s': %s", ev.type,
+				err.message);
 			goto out;
 		}
 		ev.seq = seq;
@@ -344,8 +346,8 @@ static void add_target(struct sbx_bus *bus, struct sbx_instance *inst,
 	if (!bus || !inst || !inst->ops)
 		return;
 	pthread_mutex_lock(&bus->lock);
-	bus->targets = sbx_xrealloc(bus->targets, (bus->n_targets + 1) *
-							  sizeof(*bus->targets));
+	bus->targets = sbx_xrealloc(
+		bus->targets, (bus->n_targets + 1) * sizeof(*bus->targets));
 	bus->targets[bus->n_targets].inst = inst;
 	bus->targets[bus->n_targets].is_reporter = is_reporter;
 	bus->targets[bus->n_targets].detached = 0;

@@ -244,7 +244,7 @@ static struct result run_sbxloop(const char *const *args)
 	return r;
 }
 
-#define RUN(...)                                                               \
+#define RUN(...) \
 	run_sbxloop((const char *const[]){__VA_ARGS__, NULL})
 
 static int count_lines(const char *s)
@@ -259,7 +259,7 @@ static int count_lines(const char *s)
 
 /* ------------------------------------------------------------- status */
 
-START_TEST(test_status_lists_runs_newest_first_with_clipped_outcome)
+START_TEST(test_status_lists_runs_newest_first_clipped)
 {
 	struct result r;
 	char long_outcome[200];
@@ -650,18 +650,18 @@ static int file_has(const char *path, const char *needle)
 	return hit;
 }
 
-START_TEST(test_secret_reaches_neither_database_nor_sink_nor_output)
+START_TEST(test_secret_reaches_no_database_sink_or_output)
 {
 	struct sbx_instance jsonl;
 	struct sbxloop_error err = {0, ""};
 	struct result r;
 	char token[64], *data, *path;
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
 	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
 	int i;
 
 	for (i = 0; i < 40; i++)
-		token[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[rand_r(&seed) %
-							       36];
+		token[i] = alphabet[rand_r(&seed) % 36];
 	token[40] = '\0';
 	setenv("COPILOT_GITHUB_TOKEN", token, 1);
 	sbx_secret_register_env();
@@ -713,7 +713,7 @@ START_TEST(test_secret_reaches_neither_database_nor_sink_nor_output)
 }
 END_TEST
 
-START_TEST(test_failing_sink_is_detached_once_and_events_still_stored)
+START_TEST(test_failing_sink_is_detached_events_stored)
 {
 	struct sbx_instance bad;
 	struct sbxloop_error err = {0, ""};
@@ -808,7 +808,8 @@ START_TEST(test_emit_sorts_data_keys_recursively)
 
 	make_run("r1", "running", "sorting", 0);
 	sbx_core_set_run(core, "r1");
-	emit("run.tasks", "{\"z\":1,\"a\":{\"y\":2,\"b\":[{\"d\":1,\"c\":2}]}}");
+	emit("run.tasks",
+	     "{\"z\":1,\"a\":{\"y\":2,\"b\":[{\"d\":1,\"c\":2}]}}");
 	flush();
 	r = RUN("logs", "r1", "--json");
 	ck_assert_msg(strstr(r.out, "{\"data\":{\"a\":{\"b\":[{\"c\":2,"
@@ -916,7 +917,7 @@ static Suite *events_suite(void)
 	tc = tcase_create("status");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc,
-		       test_status_lists_runs_newest_first_with_clipped_outcome);
+		       test_status_lists_runs_newest_first_clipped);
 	tcase_add_test(tc, test_status_of_one_run_shows_its_tasks);
 	tcase_add_test(tc, test_status_json_for_all_runs_and_for_one);
 	suite_add_tcase(s, tc);
@@ -943,9 +944,9 @@ static Suite *events_suite(void)
 	tc = tcase_create("bus");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc,
-		       test_secret_reaches_neither_database_nor_sink_nor_output);
+		       test_secret_reaches_no_database_sink_or_output);
 	tcase_add_test(tc,
-		       test_failing_sink_is_detached_once_and_events_still_stored);
+		       test_failing_sink_is_detached_events_stored);
 	tcase_add_test(tc, test_worker_lines_are_relayed_enriched_or_wrapped);
 	tcase_add_test(tc, test_emit_sorts_data_keys_recursively);
 	tcase_add_test(tc,

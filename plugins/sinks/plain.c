@@ -18,6 +18,8 @@
 #include <cjson/cJSON.h>
 
 #include "sinks.h"
+/* macros only: the one place each event type is spelled */
+#include "../../core/event_types.h"
 
 #define SUMMARY_MAX 160
 #define ARGS_MAX 120
@@ -342,14 +344,15 @@ static const char *dense_style(const char *type, const cJSON *data)
 {
 	const char *status = field_str(data, "status");
 
-	if (!strcmp(type, "task.state"))
+	if (!strcmp(type, SBX_EV_TASK_STATE))
 		return task_state_color(field_str(data, "state"));
-	if (!strcmp(type, "phase.end") && status && !strcmp(status, "failed"))
+	if (!strcmp(type, SBX_EV_PHASE_END) && status &&
+	    !strcmp(status, "failed"))
 		return C_RED;
-	if ((!strcmp(type, "phase.end") && status &&
+	if ((!strcmp(type, SBX_EV_PHASE_END) && status &&
 	     !strcmp(status, "verify_suspect")) ||
 	    strstr(type, "fallback") || strstr(type, "missing") ||
-	    strstr(type, "warning") || !strcmp(type, "policy.deny"))
+	    strstr(type, "warning") || !strcmp(type, SBX_EV_POLICY_DENY))
 		return C_YELLOW;
 	return C_DIM;
 }
@@ -362,9 +365,15 @@ static int has_prefix(const char *s, const char *prefix)
 /* ------------------------------------------------------ transcript */
 
 static const char *const skipped_types[] = {
-	"agent.message_delta", "worker.stdout", "worker.heartbeat",
-	"worker.start",	       "worker.result", "worker.end",
-	"agent.usage",	       "sandbox.resources", NULL,
+	SBX_EV_AGENT_MESSAGE_DELTA,
+	SBX_EV_WORKER_STDOUT,
+	SBX_EV_WORKER_HEARTBEAT,
+	SBX_EV_WORKER_START,
+	SBX_EV_WORKER_RESULT,
+	SBX_EV_WORKER_END,
+	SBX_EV_AGENT_USAGE,
+	SBX_EV_SANDBOX_RESOURCES,
+	NULL,
 };
 
 static const char *const dense_prefixes[] = {
@@ -462,7 +471,7 @@ static void add_transcript(struct plain *p, const struct sbxloop_event *ev,
 	for (i = 0; skipped_types[i]; i++)
 		if (!strcmp(t, skipped_types[i]))
 			return;
-	if (!strcmp(t, "agent.message")) {
+	if (!strcmp(t, SBX_EV_AGENT_MESSAGE)) {
 		const char *content = field_str(data, "content");
 		const char *model = field_str(data, "model");
 
@@ -475,14 +484,14 @@ static void add_transcript(struct plain *p, const struct sbxloop_event *ev,
 		if (model && *model)
 			addf(p, " \xc2\xb7 %s", model);
 		add_block(p, content, CONTENT_MAX);
-	} else if (!strcmp(t, "worker.error")) {
+	} else if (!strcmp(t, SBX_EV_WORKER_ERROR)) {
 		*style = C_RED;
 		add_clock(p, ev->ts);
 		s = field_str(data, "message");
 		if (!s || !*s)
 			s = field_str(data, "error_type");
 		addf(p, " error: %s", s ? s : "the worker failed");
-	} else if (!strcmp(t, "agent.tool_start")) {
+	} else if (!strcmp(t, SBX_EV_AGENT_TOOL_START)) {
 		*style = C_YELLOW;
 		add_clock(p, ev->ts);
 		s = field_str(data, "tool");
@@ -492,7 +501,7 @@ static void add_transcript(struct plain *p, const struct sbxloop_event *ev,
 			add_shaped(p, field(data, "args"), TOOL_ARGS_MAX, 1,
 				   1);
 		}
-	} else if (!strcmp(t, "agent.tool_cap")) {
+	} else if (!strcmp(t, SBX_EV_AGENT_TOOL_CAP)) {
 		const cJSON *cap = field(data, "cap");
 
 		*style = C_YELLOW;
@@ -500,14 +509,14 @@ static void add_transcript(struct plain *p, const struct sbxloop_event *ev,
 		addf(p, "  tool-call ceiling (%.0f) reached: further calls "
 			"are turned away and the agent was told to wrap up",
 		     cJSON_IsNumber(cap) ? cap->valuedouble : 0.0);
-	} else if (!strcmp(t, "agent.tool_end")) {
+	} else if (!strcmp(t, SBX_EV_AGENT_TOOL_END)) {
 		add_tool_end(p, ev, data, style);
-	} else if (!strcmp(t, "chat.message")) {
+	} else if (!strcmp(t, SBX_EV_CHAT_MESSAGE)) {
 		*style = C_GREEN;
 		add_clock(p, ev->ts);
 		s = field_str(data, "text");
 		addf(p, " you: %s", s ? s : "");
-	} else if (!strcmp(t, "chat.reply")) {
+	} else if (!strcmp(t, SBX_EV_CHAT_REPLY)) {
 		add_clock(p, ev->ts);
 		s = field_str(data, "error");
 		if (s && *s) {
@@ -519,7 +528,7 @@ static void add_transcript(struct plain *p, const struct sbxloop_event *ev,
 			addf(p, " agent \xc2\xb7 reply: %s",
 			     s && *s ? s : "(no reply)");
 		}
-	} else if (!strcmp(t, "chat.action")) {
+	} else if (!strcmp(t, SBX_EV_CHAT_ACTION)) {
 		*style = C_BOLD C_YELLOW;
 		add_clock(p, ev->ts);
 		s = field_str(data, "message");
