@@ -1,0 +1,652 @@
+/*
+ * The secret strategies of the sbx module (UPSTREAM.md 8.5):
+ *
+ *   sbx-proxy  registers the credential with sbx's proxy (a custom
+ *              secret bound to a host, or a built-in service such as
+ *              `github` with the value on stdin), with the
+ *              replace-on-exists ladder, then probes whether exec'd
+ *              processes see it. A clean "unset" or "sentinel" answer
+ *              hands over to the next strategy (SBXLOOP_EUNSUPPORTED);
+ *              two unclean answers fail provisioning.
+ *   plain-env  writes /home/agent/.sbxloop/env.sh (0600) inside the
+ *              sandbox; the worker loads it.
+ *
+ * The core reaches both through their ops tables only.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx.h"
+
+/* ---- sbx-proxy ------------------------------------------------------- */
+
+struct proxy {
+	struct sbxp sbx;
+};
+
+static int proxy_create(const struct sbxloop_host *host, void **ctx,
+			struct sbxloop_error *err)
+{
+	struct proxy *p = calloc(1, sizeof(*p));
+
+	*ctx = p;
+	if (!p)
+		return host->error_set(host, err, SBXLOOP_ENOMEM,
+				       "sbx-proxy: out of memory");
+	sbxp_init(&p->sbx, host);
+	return 0;
+}
+
+static void proxy_destroy(void *ctx)
+{
+	free(ctx);
+}
+
+/* Did `sbx secret rm` delete something? rc 0 and (no output or
+ * "Deleted"); sbx without -f prints a prompt and exits 0. */
+static int removed(const struct sbxloop_proc_result *res)
+{
+	return res->exit_code == 0 &&
+	       (res->out_len == 0 || strstr(res->out, "Deleted"));
+}
+
+/* One `secret rm ... -f` rung; 1 when it deleted, 0 otherwise. */
+static int rm_rung(struct proxy *p, const struct sbxloop_secret_req *req,
+		   const char *scope, int with_host)
+{
+	struct sbxloop_error err = {0, ""};
+	struct sbxloop_proc_result res;
+	struct sbxp_call call;
+	const char *args[12];
+	size_t n = 0;
+	int ok = 0;
+
+	args[n++] = "secret";
+	args[n++] = "rm";
+	if (req->service) {
+		args[n++] = req->service;
+	} else {
+		if (with_host && req->bind_host) {
+			args[n++] = "--host";
+			args[n++] = req->bind_host;
+		}
+		args[n++] = "--env";
+		args[n++] = req->env_name;
+	}
+	if (!strcmp(scope, "global")) {
+		args[n++] = "-g";
+	} else {
+		args[n++] = "--sandbox";
+		args[n++] = scope;
+	}
+	args[n++] = "-f";
+	args[n] = NULL;
+	memset(&call, 0, sizeof(call));
+	call.args = args;
+	if (sbxp_run(&p->sbx, &call, &res, &err) == 0)
+		ok = removed(&res);
+	p->sbx.host->proc_result_clear(&res);
+	return ok;
+}
+
+/* The owner scope named in an exists-error: `in scope "?<name>"?`. */
+static void parse_scope(const char *text, char *buf, size_t size)
+{
+	const char *s = text ? strstr(text, "in scope ") : NULL;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (!s)
+		return;
+	s += strlen("in scope ");
+	if (*s == '"')
+		s++;
+	while (s[n] && s[n] != '"' && s[n] != ' ' && s[n] != '\n' &&
+	       n + 1 < size)
+		n++;
+	/* a sentence's full stop is not part of the name */
+	if (n && s[n - 1] == '.' && (s[n] == ' ' || s[n] == '\n' || !s[n]))
+		n--;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (!strcmp(buf, "-g"))
+		snprintf(buf, size, "global");
+}
+
+/* `secret set` or `secret set-custom` once. */
+static int set_once(struct proxy *p, const struct sbxloop_secret_req *req,
+		    struct sbxloop_proc_result *res, struct sbxloop_error *err)
+{
+	struct sbxp_call call;
+	const char *args[16];
+	size_t n = 0;
+
+	args[n++] = "secret";
+	memset(&call, 0, sizeof(call));
+	if (req->service) {
+		/* the value travels on stdin, never in argv */
+		args[n++] = "set";
+		args[n++] = req->sandbox;
+		args[n++] = req->service;
+		call.stdin_data = req->value;
+		call.stdin_len = strlen(req->value);
+	} else {
+		/* sbx has no stdin path here: the one documented argv case */
+		args[n++] = "set-custom";
+		args[n++] = "--sandbox";
+		args[n++] = req->sandbox;
+		args[n++] = "--host";
+		args[n++] = req->bind_host;
+		args[n++] = "--env";
+		args[n++] = req->env_name;
+		args[n++] = "--value";
+		args[n++] = req->value;
+	}
+	args[n] = NULL;
+	call.args = args;
+	return sbxp_run(&p->sbx, &call, res, err);
+}
+
+static int is_exists(const struct sbxloop_proc_result *res)
+{
+	return res->exit_code != 0 && res->err &&
+	       (strstr(res->err, "exist") || strstr(res->err, "already"));
+}
+
+/*
+ * Register, replacing a leftover registration when sbx says one exists:
+ * walk [owner scope, this sandbox, global], each with host+env then env
+ * alone, retrying the set after every removal. A registration nothing
+ * can remove is kept with a warning: it must not fail provisioning.
+ */
+static int register_secret(struct proxy *p,
+			   const struct sbxloop_secret_req *req,
+			   struct sbxloop_error *err)
+{
+	const struct sbxloop_host *h = p->sbx.host;
+	struct sbxloop_proc_result res;
+	char owner[SBXLOOP_NAME_MAX], tail[256];
+	const char *scopes[3];
+	size_t ns = 0, i, k;
+	int rc, with_host;
+
+	rc = set_once(p, req, &res, err);
+	if (rc < 0 || res.exit_code == 0)
+		goto out;
+	if (!is_exists(&res)) {
+		snprintf(tail, sizeof(tail), "%s", res.err ? res.err : "");
+		tail[strcspn(tail, "\n")] = '\0';
+		rc = h->error_set(h, err, SBXLOOP_EINFRA,
+				  "cannot register %s for sandbox '%s' "
+				  "(exit %d): %s",
+				  req->service ? req->service : req->env_name,
+				  req->sandbox, res.exit_code, tail);
+		goto out;
+	}
+	parse_scope(res.err, owner, sizeof(owner));
+	if (*owner)
+		scopes[ns++] = owner;
+	scopes[ns++] = req->sandbox;
+	scopes[ns++] = "global";
+	for (i = 0; i < ns; i++) {
+		for (k = 0; k < i; k++)
+			if (!strcmp(scopes[k], scopes[i]))
+				break;
+		if (k < i)
+			continue;
+		for (with_host = 1; with_host >= 0; with_host--) {
+			if (req->service && !with_host)
+				break;
+			if (!rm_rung(p, req, scopes[i], with_host))
+				continue;
+			h->proc_result_clear(&res);
+			rc = set_once(p, req, &res, err);
+			if (rc < 0 || res.exit_code == 0)
+				goto out;
+		}
+	}
+	h->log(h, SBXLOOP_LOG_WARN,
+	       "%s is already registered with sbx and could not be "
+	       "replaced; keeping the existing registration (it may be "
+	       "stale)", req->service ? req->service : req->env_name);
+	rc = 0;
+out:
+	h->proc_result_clear(&res);
+	return rc;
+}
+
+static void emit_named(struct proxy *p, const char *type,
+		       const struct sbxloop_secret_req *req, const char *msg)
+{
+	const struct sbxloop_host *h = p->sbx.host;
+	char *qn = sbxp_json_str(req->sandbox);
+	char *qe = sbxp_json_str(req->env_name);
+	char *qm = sbxp_json_str(msg);
+	char *data = NULL;
+
+	if (qn && qe && qm)
+		data = sbxp_printf("{\"name\":%s,\"env\":%s,\"message\":%s}",
+				   qn, qe, qm);
+	if (data)
+		h->emit(h, type, NULL, data);
+	free(data);
+	free(qn);
+	free(qe);
+	free(qm);
+}
+
+/*
+ * Probe whether exec'd processes see a real token: 0 visible, 1 unset,
+ * 3 set but not token-shaped (the proxy sentinel). -1: unclean answer.
+ */
+static int probe_visibility(struct proxy *p, const char *sandbox,
+			    const char *env, char *why, size_t size)
+{
+	struct sbxloop_error err = {0, ""};
+	struct sbxloop_proc_result res;
+	struct sbxp_call call;
+	char *script;
+	int rc, answer = -1;
+
+	script = sbxp_printf(
+		"v=\"${%s}\"; [ -n \"$v\" ] || exit 1; case \"$v\" in "
+		"gho_*|ghu_*|ghp_*|ghs_*|github_pat_*) exit 0 ;; "
+		"*) exit 3 ;; esac",
+		env);
+	if (!script) {
+		snprintf(why, size, "out of memory");
+		return -1;
+	}
+	{
+		const char *args[] = {"exec", sandbox, "sh", "-lc", script,
+				      NULL};
+
+		memset(&call, 0, sizeof(call));
+		call.args = args;
+		rc = sbxp_run(&p->sbx, &call, &res, &err);
+	}
+	if (rc < 0) {
+		snprintf(why, size, "%s", err.message);
+	} else if (res.exit_code == 0 || res.exit_code == 1 ||
+		   res.exit_code == 3) {
+		answer = res.exit_code;
+		if (answer && sbxp_exec_infra_failure(res.err))
+			answer = -1;
+	}
+	if (answer < 0 && rc == 0)
+		snprintf(why, size, "probe exit %d%s%.160s", res.exit_code,
+			 res.err_len ? ": " : "", res.err ? res.err : "");
+	p->sbx.host->proc_result_clear(&res);
+	free(script);
+	return answer;
+}
+
+static int proxy_revoke(void *ctx, const struct sbxloop_secret_req *req,
+			struct sbxloop_error *err)
+{
+	struct proxy *p = ctx;
+
+	(void)err;
+	if (!req || !req->sandbox || (!req->service && !req->env_name))
+		return 0;
+	if (req->service || req->bind_host)
+		rm_rung(p, req, req->sandbox, 1);
+	return 0;
+}
+
+static int proxy_provide(void *ctx, const struct sbxloop_secret_req *req,
+			 struct sbxloop_secret_outcome *out,
+			 struct sbxloop_error *err)
+{
+	struct proxy *p = ctx;
+	const struct sbxloop_host *h = p->sbx.host;
+	char why[SBXLOOP_ERROR_MAX], *msg;
+	int rc, answer = -1, tries;
+
+	if (!req || !req->sandbox || !req->env_name || !req->value)
+		return h->error_set(h, err, SBXLOOP_EINVAL,
+				    "sbx-proxy: incomplete secret request");
+	if (!req->service && !req->bind_host)
+		return h->error_set(h, err, SBXLOOP_EUNSUPPORTED,
+				    "sbx-proxy: %s has neither a service nor "
+				    "a host to bind it to", req->env_name);
+	/* set-custom puts it in argv: masked everywhere from here on */
+	h->secret_register(h, req->value);
+	rc = register_secret(p, req, err);
+	if (rc < 0)
+		return rc;
+
+	why[0] = '\0';
+	for (tries = 0; tries < 2 && answer < 0; tries++)
+		answer = probe_visibility(p, req->sandbox, req->env_name, why,
+					  sizeof(why));
+	if (answer < 0) {
+		msg = sbxp_printf("cannot tell whether %s is visible in "
+				  "sandbox '%s': %s",
+				  req->env_name, req->sandbox, why);
+		emit_named(p, "sandbox.secret_probe_error", req,
+			   msg ? msg : why);
+		rc = h->error_set(h, err, SBXLOOP_EINFRA, "%s",
+				  msg ? msg : why);
+		free(msg);
+		proxy_revoke(p, req, NULL);
+		return rc;
+	}
+	if (answer != 0) {
+		msg = sbxp_printf(
+			"%s is %s under sbx exec in sandbox '%s'; falling "
+			"back to plain-env (set plugins.secrets to "
+			"[plain-env] to silence this)",
+			req->env_name,
+			answer == 1 ? "invisible" : "a proxy sentinel",
+			req->sandbox);
+		emit_named(p, "sandbox.secret_env_fallback", req,
+			   msg ? msg : "falling back to plain-env");
+		h->log(h, SBXLOOP_LOG_INFO, "%s", msg ? msg : "fallback");
+		free(msg);
+		/* the next strategy owns it now; leave no registration */
+		proxy_revoke(p, req, NULL);
+		return h->error_set(h, err, SBXLOOP_EUNSUPPORTED,
+				    "sbx-proxy: %s %s under exec",
+				    req->env_name,
+				    answer == 1 ? "invisible" : "sentinel");
+	}
+	if (out) {
+		snprintf(out->strategy, sizeof(out->strategy), "sbx-proxy");
+		/* a token visible to exec'd processes is inside the VM */
+		out->never_in_sandbox = 0;
+		snprintf(out->detail, sizeof(out->detail),
+			 "registered with sbx (%s); visible under exec",
+			 req->service ? req->service : "custom");
+	}
+	return 0;
+}
+
+struct list_ctx {
+	void (*cb)(void *user, const char *env_name, const char *scope,
+		   const char *detail);
+	void *user;
+};
+
+static int proxy_list(void *ctx,
+		      void (*cb)(void *user, const char *env_name,
+				 const char *scope, const char *detail),
+		      void *user, struct sbxloop_error *err)
+{
+	struct proxy *p = ctx;
+	const char *args[] = {"secret", "ls", NULL};
+	struct sbxloop_proc_result res;
+	struct sbxp_call call;
+	char *copy, *line, *save;
+	int rc;
+
+	memset(&call, 0, sizeof(call));
+	call.args = args;
+	rc = sbxp_check(&p->sbx, &call, &res, err);
+	if (rc < 0)
+		goto out;
+	copy = strdup(res.out ? res.out : "");
+	for (line = copy ? strtok_r(copy, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char scope[SBXLOOP_NAME_MAX], what[SBXLOOP_NAME_MAX];
+		char hosts[256];
+
+		hosts[0] = '\0';
+		if (sscanf(line, "%127s %127s %255s", scope, what, hosts) < 2)
+			continue;
+		if (!strcmp(scope, "SCOPE"))
+			continue;
+		cb(user, what, scope, hosts);
+	}
+	free(copy);
+out:
+	p->sbx.host->proc_result_clear(&res);
+	return rc;
+}
+
+const struct sbxloop_secret_ops sbxp_proxy_ops = {
+	.struct_size = sizeof(struct sbxloop_secret_ops),
+	.create = proxy_create,
+	.destroy = proxy_destroy,
+	.provide = proxy_provide,
+	.revoke = proxy_revoke,
+	.list = proxy_list,
+};
+
+/* ---- plain-env ------------------------------------------------------- */
+
+/* One exported variable of one sandbox; the value is wiped on free. */
+struct env_var {
+	struct env_var *next;
+	char *sandbox;
+	char *name;
+	char *value;
+};
+
+struct plain {
+	const struct sbxloop_host *host;
+	struct env_var *vars;
+};
+
+static int plain_create(const struct sbxloop_host *host, void **ctx,
+			struct sbxloop_error *err)
+{
+	struct plain *p = calloc(1, sizeof(*p));
+
+	*ctx = p;
+	if (!p)
+		return host->error_set(host, err, SBXLOOP_ENOMEM,
+				       "plain-env: out of memory");
+	p->host = host;
+	return 0;
+}
+
+static void var_free(struct env_var *v)
+{
+	if (v->value) {
+		volatile char *s = v->value;
+
+		while (*s)
+			*s++ = '\0';
+	}
+	free(v->value);
+	free(v->name);
+	free(v->sandbox);
+	free(v);
+}
+
+static void plain_destroy(void *ctx)
+{
+	struct plain *p = ctx;
+	struct env_var *v, *next;
+
+	if (!p)
+		return;
+	for (v = p->vars; v; v = next) {
+		next = v->next;
+		var_free(v);
+	}
+	free(p);
+}
+
+static void var_drop(struct plain *p, const char *sandbox, const char *name)
+{
+	struct env_var **pp = &p->vars, *v;
+
+	while (*pp) {
+		v = *pp;
+		if (!strcmp(v->sandbox, sandbox) &&
+		    (!name || !strcmp(v->name, name))) {
+			*pp = v->next;
+			var_free(v);
+		} else {
+			pp = &v->next;
+		}
+	}
+}
+
+static int var_set(struct plain *p, const char *sandbox, const char *name,
+		   const char *value)
+{
+	struct env_var *v = calloc(1, sizeof(*v)), **pp;
+
+	var_drop(p, sandbox, name);
+	if (!v)
+		return -1;
+	v->sandbox = strdup(sandbox);
+	v->name = strdup(name);
+	v->value = strdup(value);
+	if (!v->sandbox || !v->name || !v->value) {
+		var_free(v);
+		return -1;
+	}
+	/* sorted by name, so the file reads the same every time */
+	for (pp = &p->vars; *pp && strcmp((*pp)->name, name) < 0;
+	     pp = &(*pp)->next)
+		;
+	v->next = *pp;
+	*pp = v;
+	return 0;
+}
+
+/* (Re)write the sandbox's env file from the variables it holds. */
+static int write_env_file(struct plain *p, const char *sandbox,
+			  struct sbxloop_error *err)
+{
+	const struct sbxloop_host *h = p->host;
+	struct sbxloop_proc_result res;
+	struct env_var *v;
+	size_t len = 64, n = 0;
+	char *text, *q;
+	int rc, any = 0;
+
+	if (!h->sandbox_write_file || !h->sandbox_exec)
+		return h->error_set(h, err, SBXLOOP_EUNSUPPORTED,
+				    "plain-env: the host cannot write files "
+				    "into sandboxes");
+	for (v = p->vars; v; v = v->next)
+		if (!strcmp(v->sandbox, sandbox))
+			len += strlen(v->name) + 4 * strlen(v->value) + 16;
+	text = malloc(len);
+	if (!text)
+		return h->error_set(h, err, SBXLOOP_ENOMEM,
+				    "plain-env: out of memory");
+	n = (size_t)snprintf(text, len, "# written by sbxloop plain-env\n");
+	for (v = p->vars; v; v = v->next) {
+		if (strcmp(v->sandbox, sandbox))
+			continue;
+		q = sbxp_shell_quote(v->value);
+		if (!q) {
+			free(text);
+			return h->error_set(h, err, SBXLOOP_ENOMEM,
+					    "plain-env: out of memory");
+		}
+		n += (size_t)snprintf(text + n, len - n, "export %s=%s\n",
+				      v->name, q);
+		memset(q, 0, strlen(q));
+		free(q);
+		any = 1;
+	}
+	if (!any) {
+		const char *argv[] = {"rm", "-f", SBXP_ENV_FILE, NULL};
+
+		memset(text, 0, len);
+		free(text);
+		memset(&res, 0, sizeof(res));
+		rc = h->sandbox_exec(h, sandbox, argv, SBXP_CALL_TIMEOUT, &res,
+				     err);
+		h->proc_result_clear(&res);
+		return rc;
+	}
+	rc = h->sandbox_write_file(h, sandbox, SBXP_ENV_FILE, text, n, 0600,
+				   err);
+	memset(text, 0, len);
+	free(text);
+	if (rc < 0)
+		return rc;
+	{
+		/* sbx cp does not keep the mode */
+		const char *argv[] = {"chmod", "600", SBXP_ENV_FILE, NULL};
+
+		memset(&res, 0, sizeof(res));
+		rc = h->sandbox_exec(h, sandbox, argv, SBXP_CALL_TIMEOUT, &res,
+				     err);
+		if (rc == 0 && res.exit_code != 0)
+			rc = h->error_set(h, err, SBXLOOP_EINFRA,
+					  "cannot chmod %s in sandbox '%s'",
+					  SBXP_ENV_FILE, sandbox);
+		h->proc_result_clear(&res);
+	}
+	return rc;
+}
+
+static int plain_provide(void *ctx, const struct sbxloop_secret_req *req,
+			 struct sbxloop_secret_outcome *out,
+			 struct sbxloop_error *err)
+{
+	struct plain *p = ctx;
+	const struct sbxloop_host *h = p->host;
+	int rc;
+
+	if (!req || !req->sandbox || !req->env_name || !req->value)
+		return h->error_set(h, err, SBXLOOP_EINVAL,
+				    "plain-env: incomplete secret request");
+	h->secret_register(h, req->value);
+	if (var_set(p, req->sandbox, req->env_name, req->value) < 0)
+		return h->error_set(h, err, SBXLOOP_ENOMEM,
+				    "plain-env: out of memory");
+	/* gh reads either name; the github sandbox gets both */
+	if (!strcmp(req->env_name, "GH_TOKEN") &&
+	    var_set(p, req->sandbox, "GITHUB_TOKEN", req->value) < 0)
+		return h->error_set(h, err, SBXLOOP_ENOMEM,
+				    "plain-env: out of memory");
+	rc = write_env_file(p, req->sandbox, err);
+	if (rc < 0) {
+		var_drop(p, req->sandbox, NULL);
+		return rc;
+	}
+	if (out) {
+		snprintf(out->strategy, sizeof(out->strategy), "plain-env");
+		out->never_in_sandbox = 0;
+		snprintf(out->detail, sizeof(out->detail),
+			 "exported from %s (mode 0600) in its own sandbox",
+			 SBXP_ENV_FILE);
+	}
+	return 0;
+}
+
+static int plain_revoke(void *ctx, const struct sbxloop_secret_req *req,
+			struct sbxloop_error *err)
+{
+	struct plain *p = ctx;
+	struct sbxloop_error ignored = {0, ""};
+	struct env_var *v;
+	int held = 0;
+
+	(void)err;
+	if (!req || !req->sandbox)
+		return 0;
+	for (v = p->vars; v; v = v->next)
+		if (!strcmp(v->sandbox, req->sandbox))
+			held = 1;
+	if (!held)
+		return 0;
+	var_drop(p, req->sandbox, req->env_name);
+	if (req->env_name && !strcmp(req->env_name, "GH_TOKEN"))
+		var_drop(p, req->sandbox, "GITHUB_TOKEN");
+	/* the sandbox may already be gone: nothing left to revoke then */
+	write_env_file(p, req->sandbox, &ignored);
+	return 0;
+}
+
+const struct sbxloop_secret_ops sbxp_plain_env_ops = {
+	.struct_size = sizeof(struct sbxloop_secret_ops),
+	.create = plain_create,
+	.destroy = plain_destroy,
+	.provide = plain_provide,
+	.revoke = plain_revoke,
+	.list = NULL,
+};
