@@ -97,7 +97,8 @@ static int phase_append(void)
 			ev.type = i % 2 ? "agent.delta" : "sandbox.heartbeat";
 			snprintf(data, sizeof(data),
 				 "{\"task_id\":\"t1\",\"text\":\"a line of "
-				 "agent output of a typical length\",\"n\":%ld}",
+				 "agent output of a typical length\","
+				 "\"n\":%ld}",
 				 i);
 		}
 		if (ops->event_append(store, &ev, NULL, &err))
@@ -168,15 +169,18 @@ static void fill_runs(void)
 	sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
 	for (i = 0; i < BENCH_STATUS_RUNS; i++) {
 		snprintf(sql, sizeof(sql),
-			 "INSERT INTO runs (run_id, outcome, state, created_at,"
-			 " updated_at) VALUES ('rs%07d', 'an outcome of"
+			 "INSERT INTO runs (run_id, outcome, state,"
+			 " created_at, updated_at)"
+			 " VALUES ('rs%07d', 'an outcome of"
 			 " some length for the status table', '%s', %d, %d)",
-			 i, i % 3 ? "completed" : "failed", 1000 + i, 2000 + i);
+			 i, i % 3 ? "completed" : "failed", 1000 + i,
+			 2000 + i);
 		sqlite3_exec(db, sql, NULL, NULL, NULL);
 		for (j = 0; j < 3; j++) {
 			snprintf(sql, sizeof(sql),
-				 "INSERT INTO tasks (run_id, task_id, order_idx,"
-				 " state) VALUES ('rs%07d', 't%d', %d, '%s');"
+				 "INSERT INTO tasks (run_id, task_id,"
+				 " order_idx, state)"
+				 " VALUES ('rs%07d', 't%d', %d, '%s');"
 				 "INSERT INTO phase_attempts (run_id, task_id,"
 				 " phase, status, started_at, ended_at) VALUES"
 				 " ('rs%07d', 't%d', 'plan', 'ok', 1, 2);",

@@ -91,7 +91,8 @@ static void writer(const char *dbdir, const char *side, const char *run_id)
 				die("event_append", &err);
 		}
 		if (i % 2 == 0) {
-			struct sbxloop_run_update upd = {.struct_size = sizeof(upd)};
+			struct sbxloop_run_update upd = {
+				.struct_size = sizeof(upd)};
 
 			snprintf(state, sizeof(state), "s%d", i);
 			upd.run_id = run_id;
@@ -100,7 +101,8 @@ static void writer(const char *dbdir, const char *side, const char *run_id)
 			if (ops->run_update(store, &upd, NULL, 0, &err))
 				die("run_update", &err);
 		} else {
-			struct sbxloop_attempt_row a = {.struct_size = sizeof(a)};
+			struct sbxloop_attempt_row a = {
+				.struct_size = sizeof(a)};
 
 			a.run_id = run_id;
 			a.task_id = "t1";

@@ -143,7 +143,8 @@ static int seen_run(void *user, const struct sbxloop_run_row *r)
 
 	snprintf(s->items[s->n], sizeof(s->items[0]),
 		 "%s|%s|%s|%s|%s|%d|%s|%d/%d|%d", r->run_id, r->state,
-		 r->reason ? r->reason : "-", r->workspace ? r->workspace : "-",
+		 r->reason ? r->reason : "-",
+		 r->workspace ? r->workspace : "-",
 		 r->kept_reason ? r->kept_reason : "-", r->mounted,
 		 r->guidance_json, r->tasks_done, r->tasks_total, r->attempts);
 	s->num[s->n] = r->updated_at;
@@ -292,7 +293,8 @@ START_TEST(test_run_update_sets_only_flagged_fields)
 	ck_assert_int_eq(ops->run_update(store, &u, NULL, 0, &err), 0);
 	ck_assert_int_eq(ops->run_get(store, "r1", seen_run, &s, &err), 0);
 	ck_assert_str_eq(s.items[1],
-			 "r1|failed|budget|/w/r1|debug|1|[\"be brief\"]|0/0|0");
+			 "r1|failed|budget|/w/r1|debug|1|[\"be brief\"]|"
+			 "0/0|0");
 	ck_assert(s.num[1] == before);
 }
 END_TEST
@@ -626,7 +628,8 @@ START_TEST(test_buffered_events_are_durable_with_the_next_transition)
 				     " WHERE type = 'before'"),
 			 1);
 	ck_assert_int_eq(
-		raw_int(db, "SELECT count(*) FROM runs WHERE state = 'running'"),
+		raw_int(db,
+			"SELECT count(*) FROM runs WHERE state = 'running'"),
 		1);
 	append("r1", "later", NULL);
 	ck_assert_int_eq(ops->flush(store, &err), 0);
@@ -909,7 +912,8 @@ START_TEST(test_every_command_query_uses_an_index)
 		    " ORDER BY seq DESC LIMIT 1",
 		    "idx_events_run");
 	assert_plan(db,
-		    "SELECT * FROM tasks WHERE run_id = 'r' ORDER BY order_idx",
+		    "SELECT * FROM tasks WHERE run_id = 'r'"
+		    " ORDER BY order_idx",
 		    "idx_tasks_order");
 	assert_plan(db,
 		    "SELECT * FROM phase_attempts WHERE run_id = 'r'"
@@ -1130,8 +1134,8 @@ static Suite *runs_suite(void)
 	tcase_add_test(tc, test_unknown_run_is_enotfound_everywhere);
 	tcase_add_test(tc, test_run_list_is_newest_first_and_stops_on_request);
 	tcase_add_test(tc, test_run_update_sets_only_flagged_fields);
-	tcase_add_test(tc,
-		       test_conditional_update_refused_reports_the_state_found);
+	tcase_add_test(
+		tc, test_conditional_update_refused_reports_the_state_found);
 	tcase_add_test(tc,
 		       test_conditional_update_applies_in_an_allowed_state);
 	return s;
@@ -1159,9 +1163,10 @@ static Suite *events_suite(void)
 	tcase_add_test(tc, test_type_prefix_is_literal_underscore_and_percent);
 	tcase_add_test(tc, test_task_filter_matches_data_task_id_exactly);
 	tcase_add_test(tc, test_event_envelope_is_the_sorted_compact_line);
+	tcase_add_test(
+		tc, test_buffered_events_are_durable_with_the_next_transition);
 	tcase_add_test(tc,
-		       test_buffered_events_are_durable_with_the_next_transition);
-	tcase_add_test(tc, test_a_refused_update_still_commits_buffered_events);
+		       test_a_refused_update_still_commits_buffered_events);
 	tcase_add_test(tc, test_a_full_buffer_is_written_without_a_transition);
 	tcase_add_test(tc, test_an_old_buffer_is_written_on_the_next_append);
 	tcase_add_test(tc, test_event_last_ts_is_the_newest_event);
@@ -1197,7 +1202,8 @@ static Suite *sharing_suite(void)
 	tcase_add_test(tc, test_two_instances_interleave_writes);
 	tcase_add_test(tc,
 		       test_concurrent_processes_never_see_a_locked_database);
-	tcase_add_test(tc, test_sigkilled_writer_loses_no_committed_transition);
+	tcase_add_test(tc,
+		       test_sigkilled_writer_loses_no_committed_transition);
 	return s;
 }
 

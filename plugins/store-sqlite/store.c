@@ -649,7 +649,8 @@ static int store_run_create(void *ctx, const struct sbxloop_run_row *run,
 	if (rc)
 		goto out;
 	rc = db_prepare(s,
-			"INSERT INTO runs (run_id, outcome, state, config_json,"
+			"INSERT INTO runs (run_id, outcome, state,"
+			" config_json,"
 			" created_at, updated_at, workspace, mounted,"
 			" kept_reason, user_guidance, reason)"
 			" VALUES (?1, ?2, coalesce(?3, 'created'),"
@@ -791,7 +792,8 @@ out:
 }
 
 static int store_run_get(void *ctx, const char *run_id,
-			 int (*cb)(void *user, const struct sbxloop_run_row *run),
+			 int (*cb)(void *user,
+				   const struct sbxloop_run_row *run),
 			 void *user, struct sbxloop_error *err)
 {
 	struct store *s = ctx;
@@ -824,7 +826,8 @@ out:
 }
 
 static int store_run_list(void *ctx,
-			  int (*cb)(void *user, const struct sbxloop_run_row *run),
+			  int (*cb)(void *user,
+				    const struct sbxloop_run_row *run),
 			  void *user, struct sbxloop_error *err)
 {
 	struct store *s = ctx;
@@ -1051,7 +1054,8 @@ static int store_attempt_record(void *ctx, struct sbxloop_attempt_row *a,
 	if (a == NULL || a->run_id == NULL || a->phase == NULL ||
 	    a->status == NULL)
 		return bad_argument(s,
-				    "attempt_record needs run_id, phase, status",
+				    "attempt_record needs run_id, phase,"
+				    " status",
 				    err);
 	pthread_mutex_lock(&s->lock);
 	rc = tx_begin(s, err);
