@@ -54,7 +54,7 @@ struct session {
 	size_t n_sinks;
 	struct sbx_bus *bus;
 	struct sbx_engine *engine;
-	const char *verb;          /* "run" or "resume" */
+	const char *verb; /* "run" or "resume" */
 	char run_id[32];
 	const char *outcome;
 	int resume;
@@ -145,18 +145,20 @@ static int rehydrate(struct session *s)
 	if (!cJSON_IsObject(stored)) {
 		cJSON *d = cJSON_CreateObject();
 
-		cJSON_AddStringToObject(d, "message",
-					"the run's stored config is unreadable; "
-					"resuming with the current config");
+		cJSON_AddStringToObject(
+			d, "message",
+			"the run's stored config is unreadable; "
+			"resuming with the current config");
 		sbx_emit(s->core, SBX_EV_RUN_CONFIG_DRIFT, NULL, d);
 		rc = 0;
 		goto out;
 	}
 	cur_text = sbx_config_to_json(s->core->cfg);
 	cur = cJSON_Parse(cur_text);
-	cJSON_ArrayForEach(it, stored) {
-		const cJSON *now = cJSON_GetObjectItemCaseSensitive(cur,
-								    it->string);
+	cJSON_ArrayForEach(it, stored)
+	{
+		const cJSON *now =
+			cJSON_GetObjectItemCaseSensitive(cur, it->string);
 		char *a, *b = NULL, *error = NULL;
 		size_t k;
 		int skip = 0;
@@ -178,7 +180,8 @@ static int rehydrate(struct session *s)
 					   &error) < 0)
 				sbx_log(SBXLOOP_LOG_WARN,
 					"cannot restore '%s' from the run's "
-					"config: %s", it->string,
+					"config: %s",
+					it->string,
 					error ? error : "rejected");
 			free(error);
 		}
@@ -212,8 +215,8 @@ static void open_sinks(struct session *s)
 	int have_plain = 0;
 
 	for (i = 0; i < n && s->n_sinks < MAX_SINKS; i++) {
-		const char *name = sbx_config_list_item(s->core->cfg,
-							"plugins.sinks", i);
+		const char *name =
+			sbx_config_list_item(s->core->cfg, "plugins.sinks", i);
 		struct sbxloop_error err = {0, ""};
 
 		if (s->no_tui && strcmp(name, "tui") == 0) {
@@ -225,8 +228,10 @@ static void open_sinks(struct session *s)
 			have_plain = 1;
 		if (sbx_core_instantiate(s->core, SBXLOOP_KIND_SINK, name,
 					 &s->sinks[s->n_sinks], &err) < 0) {
-			sbx_log(SBXLOOP_LOG_WARN, "event sink '%s' is "
-				"unavailable: %s", name, err.message);
+			sbx_log(SBXLOOP_LOG_WARN,
+				"event sink '%s' is "
+				"unavailable: %s",
+				name, err.message);
 			continue;
 		}
 		sbx_bus_add_sink(s->bus, &s->sinks[s->n_sinks++]);
@@ -308,14 +313,16 @@ static int drive(struct session *s)
 			interrupted = 1;
 			since = sbx_monotonic();
 			sbx_engine_request_cancel(s->engine);
-			fprintf(stderr, "interrupted: removing sandboxes (Ctrl+C "
+			fprintf(stderr,
+				"interrupted: removing sandboxes (Ctrl+C "
 				"again to force quit)\n");
 		}
 		if (interrupted && sbx_monotonic() - since > QUIESCE_S) {
 			/* the job in flight dies with us (PDEATHSIG) */
 			sbx_engine_teardown(s->engine);
 			printf("run %s interrupted: resume with `sbxloop "
-			       "resume %s`\n", s->run_id, s->run_id);
+			       "resume %s`\n",
+			       s->run_id, s->run_id);
 			fflush(stdout);
 			_exit(SBX_EXIT_INTERRUPTED);
 		}
@@ -333,12 +340,14 @@ static int drive(struct session *s)
 		sbx_cli_error("%s failed: %s", s->verb, s->err.message);
 		if (s->rc != SBXLOOP_ESTATE && s->rc != SBXLOOP_ENOTFOUND)
 			sbx_cli_hint("the run can be resumed: sbxloop resume "
-				     "%s", s->run_id);
+				     "%s",
+				     s->run_id);
 		code = SBX_EXIT_USAGE;
 	} else {
 		sbx_engine_print_summary(s->engine, stdout);
-		code = strcmp(sbx_engine_state(s->engine), "completed") == 0 ?
-			SBX_EXIT_OK : SBX_EXIT_FAIL;
+		code = strcmp(sbx_engine_state(s->engine), "completed") == 0
+			       ? SBX_EXIT_OK
+			       : SBX_EXIT_FAIL;
 	}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
@@ -386,7 +395,8 @@ static int parse_options(struct session *s, int argc, char **argv,
 		case O_KEEP:
 		case O_NOKEEP:
 			ov[n++] = sbx_xstrdup("keep_sandboxes");
-			ov[n++] = sbx_xstrdup(opt == O_KEEP ? "true" : "false");
+			ov[n++] =
+				sbx_xstrdup(opt == O_KEEP ? "true" : "false");
 			break;
 		case O_KOF:
 		case O_NOKOF:
@@ -400,8 +410,7 @@ static int parse_options(struct session *s, int argc, char **argv,
 			s->no_tui = 1;
 			break;
 		default:
-			sbx_cli_error("unknown option '%s'",
-				      argv[optind - 1]);
+			sbx_cli_error("unknown option '%s'", argv[optind - 1]);
 			goto fail;
 		}
 		if (n + 2 > 8) {

@@ -14,7 +14,7 @@
 struct node {
 	const char *id;
 	const cJSON *deps;
-	int depth;      /* -1 unknown */
+	int depth; /* -1 unknown */
 	int visiting;
 	size_t pos;
 };
@@ -40,9 +40,11 @@ static int depth_of(struct node *nodes, size_t n, size_t i,
 	if (nodes[i].visiting)
 		return sbx_error(err, SBXLOOP_EINVAL,
 				 "the dependencies form a cycle through task "
-				 "'%s'", nodes[i].id);
+				 "'%s'",
+				 nodes[i].id);
 	nodes[i].visiting = 1;
-	cJSON_ArrayForEach(d, nodes[i].deps) {
+	cJSON_ArrayForEach(d, nodes[i].deps)
+	{
 		long j = find_node(nodes, n, d->valuestring);
 		int rc;
 
@@ -85,8 +87,8 @@ int sbx_dag_order(const cJSON *tasks, size_t **order, size_t *n_out,
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(t, "id");
 
 		nodes[i].id = cJSON_IsString(id) ? id->valuestring : "";
-		nodes[i].deps = cJSON_GetObjectItemCaseSensitive(t,
-								 "depends_on");
+		nodes[i].deps =
+			cJSON_GetObjectItemCaseSensitive(t, "depends_on");
 		nodes[i].depth = -1;
 		nodes[i].pos = i;
 		if (!*nodes[i].id) {
@@ -104,15 +106,17 @@ int sbx_dag_order(const cJSON *tasks, size_t **order, size_t *n_out,
 	for (i = 0; i < n; i++) {
 		const cJSON *d;
 
-		cJSON_ArrayForEach(d, nodes[i].deps) {
+		cJSON_ArrayForEach(d, nodes[i].deps)
+		{
 			if (!cJSON_IsString(d) ||
 			    find_node(nodes, n, d->valuestring) < 0) {
 				rc = sbx_error(err, SBXLOOP_EINVAL,
 					       "task '%s' depends on '%s', "
 					       "which is not a task",
 					       nodes[i].id,
-					       cJSON_IsString(d) ?
-					       d->valuestring : "?");
+					       cJSON_IsString(d)
+						       ? d->valuestring
+						       : "?");
 				goto out;
 			}
 			if (strcmp(d->valuestring, nodes[i].id) == 0) {

@@ -27,7 +27,7 @@
 
 struct task {
 	cJSON *spec;
-	const char *id;        /* borrowed from spec */
+	const char *id; /* borrowed from spec */
 	const char *title;
 	char state[STATE_LEN];
 	cJSON *plan;
@@ -56,7 +56,7 @@ struct sbx_engine {
 	double deadline;
 	double started;
 	volatile sig_atomic_t cancel;
-	char **live;           /* session ids this process created */
+	char **live; /* session ids this process created */
 	size_t n_live;
 	char *prompts_dir;
 };
@@ -255,8 +255,8 @@ static int record_attempt(struct sbx_engine *e, const char *task_id,
 			  struct sbxloop_error *err)
 {
 	struct sbxloop_attempt_row a;
-	char *text = output ? cJSON_PrintUnformatted(output) :
-		sbx_xstrdup("{}");
+	char *text =
+		output ? cJSON_PrintUnformatted(output) : sbx_xstrdup("{}");
 	int rc;
 
 	memset(&a, 0, sizeof(a));
@@ -333,8 +333,8 @@ static int load_task_cb(void *user, const struct sbxloop_task_row *row)
 	t->plan = row->plan_json ? cJSON_Parse(row->plan_json) : NULL;
 	t->revisions = row->revisions;
 	t->replans = row->replans;
-	t->feedback = sbx_xstrdup(row->last_feedback ? row->last_feedback :
-				  "");
+	t->feedback =
+		sbx_xstrdup(row->last_feedback ? row->last_feedback : "");
 	t->session_id = sbx_xstrdup(row->session_id);
 	t->order = row->order_idx;
 	e->n_tasks++;
@@ -379,7 +379,8 @@ static int boundary(struct sbx_engine *e, struct sbxloop_error *err)
 	if (e->cancel)
 		return sbx_error(err, SBXLOOP_ECANCELLED,
 				 "run %s interrupted; resume with `sbxloop "
-				 "resume %s`", e->run_id, e->run_id);
+				 "resume %s`",
+				 e->run_id, e->run_id);
 	rc = e->st->run_get(e->sctx, e->run_id, probe_cb, &p, err);
 	if (rc < 0)
 		return rc;
@@ -389,11 +390,10 @@ static int boundary(struct sbx_engine *e, struct sbxloop_error *err)
 				 "run %s was cancelled", e->run_id);
 	}
 	if (sbx_monotonic() > e->deadline) {
-		double budget = sbx_config_double(e->core->cfg,
-						  "budgets.max_wall_clock_s",
-						  7200.0);
-		char *why = sbx_xasprintf("exceeded max_wall_clock_s=%g",
-					  budget);
+		double budget = sbx_config_double(
+			e->core->cfg, "budgets.max_wall_clock_s", 7200.0);
+		char *why =
+			sbx_xasprintf("exceeded max_wall_clock_s=%g", budget);
 
 		run_set_state(e, "failed", why, err);
 		rc = sbx_error(err, SBXLOOP_ETIMEDOUT, "%s", why);
@@ -435,7 +435,8 @@ static int register_revision(struct sbx_engine *e, struct task *t,
 		char *fb = sbx_xasprintf(
 			"every revision failed the same verify commands; "
 			"write a plan whose steps and verify_commands agree "
-			"on file locations and setup:\n\n%s", feedback);
+			"on file locations and setup:\n\n%s",
+			feedback);
 
 		t->replans++;
 		discard_plan(t);
@@ -467,10 +468,19 @@ static void emit_verdict(struct sbx_engine *e, const struct task *t,
 	cJSON_AddStringToObject(d, "phase", phase);
 	cJSON_AddStringToObject(d, "verdict", jstr(v, "verdict", ""));
 	cJSON_AddStringToObject(d, "feedback", jstr(v, "feedback", ""));
-	cJSON_AddItemToObject(d, "issues",
-			      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
-						      v, "issues"),
-					      1));
+	{
+		const char *fb = jstr(v, "feedback", "");
+		char *m = sbx_xasprintf("%s: %s%s%s", phase,
+					jstr(v, "verdict", ""),
+					*fb ? ": " : "", fb);
+
+		cJSON_AddStringToObject(d, "message", m);
+		free(m);
+	}
+	cJSON_AddItemToObject(
+		d, "issues",
+		cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(v, "issues"),
+				1));
 	emit(e, SBX_EV_PHASE_VERDICT, d);
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "downgraded"))) {
 		d = cJSON_CreateObject();
@@ -504,26 +514,26 @@ static int step_plan(struct sbx_engine *e, struct task *t,
 	cJSON_AddStringToObject(d, "task_id", t->id);
 	cJSON_AddNumberToObject(d, "attempt", t->replans + 1);
 	{
-		char *m = sbx_xasprintf("%d step(s)",
-					cJSON_GetArraySize(steps));
+		char *m =
+			sbx_xasprintf("%d step(s)", cJSON_GetArraySize(steps));
 
 		cJSON_AddStringToObject(d, "message", m);
 		free(m);
 	}
 	cJSON_AddItemToObject(d, "steps", cJSON_Duplicate(steps, 1));
-	cJSON_AddItemToObject(d, "expected_artifacts",
-			      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
-						      plan,
-						      "expected_artifacts"),
-					      1));
+	cJSON_AddItemToObject(
+		d, "expected_artifacts",
+		cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+					plan, "expected_artifacts"),
+				1));
 	cJSON_AddItemToObject(d, "verify_commands",
 			      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
 						      plan, "verify_commands"),
 					      1));
-	cJSON_AddItemToObject(d, "egress",
-			      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
-						      plan, "egress"),
-					      1));
+	cJSON_AddItemToObject(
+		d, "egress",
+		cJSON_Duplicate(
+			cJSON_GetObjectItemCaseSensitive(plan, "egress"), 1));
 	emit(e, SBX_EV_PHASE_PLAN, d);
 	rc = record_attempt(e, t->id, "plan", t->replans + 1, "ok", plan, t0,
 			    err);
@@ -533,8 +543,8 @@ static int step_plan(struct sbx_engine *e, struct task *t,
 }
 
 /* verify_suspect (3.11): 1 when honoured (the task was re-planned). */
-static int verify_suspect(struct sbx_engine *e, struct task *t,
-			  const cJSON *v, struct sbxloop_error *err)
+static int verify_suspect(struct sbx_engine *e, struct task *t, const cJSON *v,
+			  struct sbxloop_error *err)
 {
 	int max_replans = budget(e, "budgets.max_replans_per_task", 1);
 	const char *verdict = jstr(v, "verdict", "");
@@ -548,9 +558,9 @@ static int verify_suspect(struct sbx_engine *e, struct task *t,
 	if (rc < 0)
 		return rc;
 	evidence = l.found && l.status && strcmp(l.status, "failed") == 0 &&
-		l.attempt == t->revisions;
+		   l.attempt == t->revisions;
 	honored = strcmp(verdict, "pass") == 0 && evidence &&
-		t->replans < max_replans;
+		  t->replans < max_replans;
 	if (honored)
 		message = "the reviewer judged the work right and the check "
 			  "wrong; re-planning the verify commands";
@@ -649,8 +659,8 @@ static int step_execute(struct sbx_engine *e, struct task *t,
 	if (strcmp(jstr(verdict, "verdict", ""), "revise") == 0) {
 		const char *fb = jstr(verdict, "feedback", "");
 
-		rc = register_revision(e, t, *fb ? fb :
-				       "scrutiny found issues", 0, err);
+		rc = register_revision(
+			e, t, *fb ? fb : "scrutiny found issues", 0, err);
 	} else {
 		set_feedback(t, "");
 		rc = task_set_state(e, t, "verifying", err);
@@ -689,21 +699,24 @@ static int step_verify(struct sbx_engine *e, struct task *t,
 	{
 		const char *fb = jstr(out, "feedback", "");
 		const char *nl;
-		int failed = cJSON_GetObjectItemCaseSensitive(out, "failed") ?
-			cJSON_GetObjectItemCaseSensitive(out, "failed")
-				->valueint : 1;
+		int failed = cJSON_GetObjectItemCaseSensitive(out, "failed")
+				     ? cJSON_GetObjectItemCaseSensitive(
+					       out, "failed")
+					       ->valueint
+				     : 1;
 		char *msg;
 
 		if (strncmp(fb, "...(clipped)...\n", 16) == 0)
 			fb += 16;
 		nl = strchr(fb, '\n');
-		msg = failed > 1 ?
-			sbx_xasprintf("%.*s (+%d more)",
-				      (int)(nl ? nl - fb : (long)strlen(fb)),
-				      fb, failed - 1) :
-			sbx_xasprintf("%.*s",
-				      (int)(nl ? nl - fb : (long)strlen(fb)),
-				      fb);
+		msg = failed > 1 ? sbx_xasprintf("%.*s (+%d more)",
+						 (int)(nl ? nl - fb
+							  : (long)strlen(fb)),
+						 fb, failed - 1)
+				 : sbx_xasprintf("%.*s",
+						 (int)(nl ? nl - fb
+							  : (long)strlen(fb)),
+						 fb);
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "task_id", t->id);
 		cJSON_AddStringToObject(d, "phase", "verify");
@@ -751,12 +764,14 @@ static int step_validate(struct sbx_engine *e, struct task *t,
 		const char *fb = jstr(verdict, "feedback", "");
 
 		t->replans++;
-		if (t->replans > budget(e, "budgets.max_replans_per_task", 1)) {
+		if (t->replans >
+		    budget(e, "budgets.max_replans_per_task", 1)) {
 			set_feedback(t, fb);
 			rc = task_set_state(e, t, "failed", err);
 		} else {
-			set_feedback(t, *fb ? fb :
-				     "validation rejected the result");
+			set_feedback(t,
+				     *fb ? fb
+					 : "validation rejected the result");
 			discard_plan(t);
 			rc = task_set_state(e, t, "planning", err);
 		}
@@ -827,8 +842,8 @@ static int decompose(struct sbx_engine *e, struct sbxloop_error *err)
 	double t0 = sbx_now();
 	cJSON *graph = NULL, *list;
 	char **specs = NULL;
-	long long max_tasks = sbx_config_int(e->core->cfg,
-					     "budgets.max_tasks", 20);
+	long long max_tasks =
+		sbx_config_int(e->core->cfg, "budgets.max_tasks", 20);
 	size_t n, i;
 	int rc;
 
@@ -844,7 +859,8 @@ static int decompose(struct sbx_engine *e, struct sbxloop_error *err)
 	if ((long long)n > max_tasks) {
 		rc = sbx_error(err, SBXLOOP_EINVAL,
 			       "decomposition produced %zu tasks, more than "
-			       "budgets.max_tasks=%lld", n, max_tasks);
+			       "budgets.max_tasks=%lld",
+			       n, max_tasks);
 		goto out;
 	}
 	rows = sbx_xcalloc(n, sizeof(*rows));
@@ -854,8 +870,8 @@ static int decompose(struct sbx_engine *e, struct sbxloop_error *err)
 			cJSON_GetArrayItem(list, (int)i));
 		rows[i].struct_size = sizeof(rows[i]);
 		rows[i].run_id = e->run_id;
-		rows[i].task_id = jstr(cJSON_GetArrayItem(list, (int)i), "id",
-				       "?");
+		rows[i].task_id =
+			jstr(cJSON_GetArrayItem(list, (int)i), "id", "?");
 		rows[i].order_idx = (int)i;
 		rows[i].state = "pending";
 		rows[i].spec_json = specs[i];
@@ -919,7 +935,8 @@ static int schedule(struct sbx_engine *e, struct sbxloop_error *err)
 		if (task_terminal(t))
 			continue;
 		cJSON_ArrayForEach(dep, cJSON_GetObjectItemCaseSensitive(
-						t->spec, "depends_on")) {
+						t->spec, "depends_on"))
+		{
 			struct task *d = find_task(e, dep->valuestring);
 
 			if (d && (!strcmp(d->state, "failed") ||
@@ -1009,7 +1026,8 @@ static char *choose_workspace(struct sbx_engine *e, const char *pinned,
 		sbx_error(err, SBXLOOP_ESTATE,
 			  "workspace mismatch: the run used '%s' but it now "
 			  "resolves to '%s'; refusing to continue in a "
-			  "relocated workspace", pinned, path);
+			  "relocated workspace",
+			  pinned, path);
 		free(path);
 		return NULL;
 	}
@@ -1047,6 +1065,13 @@ static int provision(struct sbx_engine *e, const char *pinned,
 	cJSON_AddStringToObject(d, "name", e->box_name);
 	cJSON_AddStringToObject(d, "role", "agent");
 	emit(e, SBX_EV_SANDBOX_PROVISION_START, d);
+	{
+		/* a sandbox left by a killed process is never reused */
+		struct sbxloop_error ignored = {0, ""};
+
+		e->box->sandbox_remove(e->core->sandbox.ctx, e->box_name,
+				       &ignored);
+	}
 	rc = e->box->sandbox_create(e->core->sandbox.ctx, &spec, &e->info,
 				    err);
 	free(worker);
@@ -1097,7 +1122,8 @@ static void keep_on_failure(struct sbx_engine *e)
 	e->st->run_update(e->sctx, &u, NULL, 0, &err);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "reason", "debug");
-	cJSON_AddItemToObject(d, "sandboxes", cJSON_CreateStringArray(
+	cJSON_AddItemToObject(d, "sandboxes",
+			      cJSON_CreateStringArray(
 				      (const char *const[]){e->box_name}, 1));
 	emit(e, SBX_EV_RUN_KEEP, d);
 }
@@ -1110,8 +1136,8 @@ void sbx_engine_teardown(struct sbx_engine *e)
 	if (!e->have_box || e->kept_reason)
 		return;
 	e->have_box = 0;
-	if (e->box->sandbox_remove(e->core->sandbox.ctx, e->box_name,
-				   &err) < 0) {
+	if (e->box->sandbox_remove(e->core->sandbox.ctx, e->box_name, &err) <
+	    0) {
 		sbx_log(SBXLOOP_LOG_WARN, "cannot remove sandbox '%s': %s",
 			e->box_name, err.message);
 		return;
@@ -1130,8 +1156,8 @@ static int drive(struct sbx_engine *e, const char *pinned,
 	cJSON *d;
 
 	e->deadline = sbx_monotonic() +
-		sbx_config_double(e->core->cfg, "budgets.max_wall_clock_s",
-				  7200.0);
+		      sbx_config_double(e->core->cfg,
+					"budgets.max_wall_clock_s", 7200.0);
 	rc = run_set_state(e, "provisioning", NULL, err);
 	if (rc < 0)
 		return rc;
@@ -1166,8 +1192,8 @@ static int drive(struct sbx_engine *e, const char *pinned,
 	if (failed)
 		keep_on_failure(e);
 	sbx_engine_teardown(e);
-	rc = run_set_state(e, final, failed ? "some tasks did not finish" :
-			   NULL, err);
+	rc = run_set_state(e, final,
+			   failed ? "some tasks did not finish" : NULL, err);
 	if (rc < 0)
 		return rc;
 	d = cJSON_CreateObject();
@@ -1256,7 +1282,8 @@ int sbx_engine_resume(struct sbx_engine *e, const char *run_id,
 	if (strcmp(ri.state, "completed") == 0) {
 		rc = sbx_error(err, SBXLOOP_ESTATE,
 			       "run %s is already completed; nothing to "
-			       "resume", run_id);
+			       "resume",
+			       run_id);
 		goto out;
 	}
 	if (!strcmp(ri.state, "failed") || !strcmp(ri.state, "cancelled")) {
@@ -1273,7 +1300,8 @@ int sbx_engine_resume(struct sbx_engine *e, const char *run_id,
 		if (rc == SBXLOOP_ESTATE) {
 			rc = sbx_error(err, SBXLOOP_ESTATE,
 				       "run %s changed to '%s' meanwhile; "
-				       "not resuming", run_id, prev);
+				       "not resuming",
+				       run_id, prev);
 			goto out;
 		}
 		if (rc < 0)
@@ -1306,8 +1334,9 @@ void sbx_engine_print_summary(struct sbx_engine *e, FILE *out)
 	if (e->workspace)
 		fprintf(out, "workspace: %s\n", e->workspace);
 	if (e->kept_reason)
-		fprintf(out, "kept sandbox: %s (sbxloop shell %s; sbxloop "
-			"sandbox rm --run %s)\n", e->box_name, e->run_id,
-			e->run_id);
+		fprintf(out,
+			"kept sandbox: %s (sbxloop shell %s; sbxloop "
+			"sandbox rm --run %s)\n",
+			e->box_name, e->run_id, e->run_id);
 	fprintf(out, "events: sbxloop logs %s\n", e->run_id);
 }

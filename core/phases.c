@@ -44,8 +44,7 @@ static char *clip_head_tail(const char *text, size_t budget)
 			     text, n - budget, text + n - (budget - head));
 }
 
-static const char *json_str(const cJSON *o, const char *key,
-			    const char *dflt)
+static const char *json_str(const cJSON *o, const char *key, const char *dflt)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
@@ -58,7 +57,8 @@ static char *render_list(const cJSON *list, const char *none)
 	struct sbx_buf b = SBX_BUF_INIT;
 	const cJSON *it;
 
-	cJSON_ArrayForEach(it, list) {
+	cJSON_ArrayForEach(it, list)
+	{
 		if (!cJSON_IsString(it))
 			continue;
 		if (b.len)
@@ -148,9 +148,8 @@ static cJSON *agent_job(const struct sbx_phase_ctx *pc, const char *prompt,
 	const struct sbx_config *cfg = pc->core->cfg;
 	const char *model = sbx_config_str(cfg, "model");
 	const char *backend = sbx_config_str(cfg, "agent.backend");
-	long long calls = sbx_config_int(cfg,
-					 "budgets.max_tool_calls_per_phase",
-					 40);
+	long long calls =
+		sbx_config_int(cfg, "budgets.max_tool_calls_per_phase", 40);
 	cJSON *job = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(job, "kind", "agent.session");
@@ -167,17 +166,16 @@ static cJSON *agent_job(const struct sbx_phase_ctx *pc, const char *prompt,
 	if (backend && *backend) {
 		cJSON_AddStringToObject(job, "backend", backend);
 		if (strcmp(backend, "script") == 0) {
-			char *s = resolve_script(pc->core,
-						 sbx_config_str(cfg,
-								"agent.script"));
+			char *s = resolve_script(
+				pc->core, sbx_config_str(cfg, "agent.script"));
 
 			if (s)
 				cJSON_AddStringToObject(job, "script", s);
 			free(s);
 		} else if (sbx_config_str(cfg, "agent.preset")) {
-			cJSON_AddStringToObject(job, "preset",
-						sbx_config_str(cfg,
-							       "agent.preset"));
+			cJSON_AddStringToObject(
+				job, "preset",
+				sbx_config_str(cfg, "agent.preset"));
 		}
 	}
 	return job;
@@ -192,8 +190,7 @@ static int submit(const struct sbx_phase_ctx *pc, cJSON *job,
 }
 
 /* The error type and message of a failed JobResult. */
-static void result_error(const cJSON *res, const char **type,
-			 const char **msg)
+static void result_error(const cJSON *res, const char **type, const char **msg)
 {
 	const cJSON *e = cJSON_GetObjectItemCaseSensitive(res, "error");
 
@@ -217,7 +214,8 @@ static int only_keys(const cJSON *obj, const char *const *allowed,
 		sbx_buf_addf(msg, "%s must be a JSON object", what);
 		return -1;
 	}
-	cJSON_ArrayForEach(it, obj) {
+	cJSON_ArrayForEach(it, obj)
+	{
 		const char *const *k;
 
 		for (k = allowed; *k; k++)
@@ -248,7 +246,8 @@ static int str_list(const cJSON *obj, const char *key, int required,
 			     key);
 		goto fail;
 	}
-	cJSON_ArrayForEach(it, v) {
+	cJSON_ArrayForEach(it, v)
+	{
 		if (!cJSON_IsString(it)) {
 			sbx_buf_addf(msg, "%s: '%s' must be a list of strings",
 				     what, key);
@@ -299,11 +298,11 @@ static int is_blank(const char *s)
 /* ---- verify-command lint (4.9) ------------------------------------------ */
 
 static const char *const env_mutators[] = {"sudo", "apt", "apt-get", "dnf",
-					   "yum", "apk", NULL};
-static const char *const bash_heads[] = {"[[", "source", "declare", "local",
-					 "pushd", "popd", NULL};
+					   "yum",  "apk", NULL};
+static const char *const bash_heads[] = {"[[",	  "source", "declare", "local",
+					 "pushd", "popd",   NULL};
 static const char *const python_bare[] = {"python", "python3", "pip",
-					  "pip3", "pytest", NULL};
+					  "pip3",   "pytest",  NULL};
 
 static int in_list(const char *w, const char *const *list)
 {
@@ -320,9 +319,8 @@ static int lang_selected(const struct sbx_core *core, const char *lang)
 	if (n == 0)
 		return strcmp(lang, "python") == 0;
 	for (i = 0; i < n; i++) {
-		const char *c = sbx_language_canonical(
-			sbx_config_list_item(core->cfg, "sandbox.languages",
-					     i));
+		const char *c = sbx_language_canonical(sbx_config_list_item(
+			core->cfg, "sandbox.languages", i));
 
 		if (c && strcmp(c, lang) == 0)
 			return 1;
@@ -351,15 +349,17 @@ static void lint_one(const struct sbx_core *core, const char *cmd,
 			continue;
 		}
 		if (c == '$' && cmd[i + 1] == '\'') {
-			sbx_buf_addf(out, "- %suses ANSI-C quoting ($'...'), "
-				     "which POSIX sh lacks: `%s`\n", prefix,
-				     cmd);
+			sbx_buf_addf(out,
+				     "- %suses ANSI-C quoting ($'...'), "
+				     "which POSIX sh lacks: `%s`\n",
+				     prefix, cmd);
 			return;
 		}
 		if (c == '<' && strncmp(cmd + i, "<<<", 3) == 0) {
-			sbx_buf_addf(out, "- %suses a here-string (<<<), "
-				     "which POSIX sh lacks: `%s`\n", prefix,
-				     cmd);
+			sbx_buf_addf(out,
+				     "- %suses a here-string (<<<), "
+				     "which POSIX sh lacks: `%s`\n",
+				     prefix, cmd);
 			return;
 		}
 	}
@@ -387,31 +387,39 @@ static void lint_one(const struct sbx_core *core, const char *cmd,
 				continue; /* env assignment: look further */
 			}
 			if (in_list(word, env_mutators))
-				sbx_buf_addf(out, "- %s`%s` changes the "
+				sbx_buf_addf(out,
+					     "- %s`%s` changes the "
 					     "environment (%s); verify "
 					     "commands must only check\n",
 					     prefix, cmd, word);
 			else if (in_list(word, bash_heads))
-				sbx_buf_addf(out, "- %s`%s` uses '%s', which "
-					     "POSIX sh lacks\n", prefix, cmd,
-					     word);
+				sbx_buf_addf(out,
+					     "- %s`%s` uses '%s', which "
+					     "POSIX sh lacks\n",
+					     prefix, cmd, word);
 			else if (py && in_list(word, python_bare))
-				sbx_buf_addf(out, "- %s`%s` runs a bare '%s'; "
+				sbx_buf_addf(out,
+					     "- %s`%s` runs a bare '%s'; "
 					     "use the project's environment "
 					     "(e.g. .venv/bin/%s or uv run "
-					     "%s)\n", prefix, cmd, word, word,
-					     word);
-			else if ((!strcmp(word, "sh") || !strcmp(word, "bash") ||
-				  !strcmp(word, "dash") || !strcmp(word, "zsh") ||
+					     "%s)\n",
+					     prefix, cmd, word, word, word);
+			else if ((!strcmp(word, "sh") ||
+				  !strcmp(word, "bash") ||
+				  !strcmp(word, "dash") ||
+				  !strcmp(word, "zsh") ||
 				  !strcmp(word, "/bin/sh") ||
 				  !strcmp(word, "/bin/bash")) &&
 				 i + 2 < n && cmd[i + 1] == '-' &&
 				 strchr(cmd + i + 1, 'c') &&
 				 strchr(cmd + i + 1, 'c') <
-				 cmd + i + 1 + strcspn(cmd + i + 1, " \t"))
-				sbx_buf_addf(out, "- %s`%s` nests a shell; "
+					 cmd + i + 1 +
+						 strcspn(cmd + i + 1, " \t"))
+				sbx_buf_addf(out,
+					     "- %s`%s` nests a shell; "
 					     "commands already run under "
-					     "sh -c\n", prefix, cmd);
+					     "sh -c\n",
+					     prefix, cmd);
 		}
 		/* skip to the next separator */
 		quote = 0;
@@ -437,9 +445,8 @@ void sbx_verify_lint(const struct sbx_core *core, const cJSON *commands,
 {
 	const cJSON *c;
 
-	cJSON_ArrayForEach(c, commands)
-		if (cJSON_IsString(c))
-			lint_one(core, c->valuestring, prefix, out);
+	cJSON_ArrayForEach(c, commands) if (cJSON_IsString(c))
+		lint_one(core, c->valuestring, prefix, out);
 }
 
 /* ---- the two-attempt JSON loop (4.1) ------------------------------------ */
@@ -451,8 +458,8 @@ void sbx_verify_lint(const struct sbx_core *core, const cJSON *commands,
  */
 static int json_phase(const struct sbx_phase_ctx *pc, const char *phase,
 		      const char *persona, int read_only, cJSON *vars,
-		      const char *preamble, validate_fn *validate,
-		      cJSON **out, cJSON **health, struct sbxloop_error *err)
+		      const char *preamble, validate_fn *validate, cJSON **out,
+		      cJSON **health, struct sbxloop_error *err)
 {
 	struct sbx_buf problem = SBX_BUF_INIT;
 	char *prompt = NULL;
@@ -470,7 +477,8 @@ static int json_phase(const struct sbx_phase_ctx *pc, const char *phase,
 		} else {
 			var_take(vars, "retry_context",
 				 sbx_xasprintf("%s## Previous attempt was "
-					       "invalid\n\n%s\n", preamble,
+					       "invalid\n\n%s\n",
+					       preamble,
 					       sbx_buf_str(&problem)));
 		}
 		rc = sbx_prompt_render(pc->prompts_dir, phase, vars, &prompt,
@@ -533,13 +541,15 @@ static int json_phase(const struct sbx_phase_ctx *pc, const char *phase,
 		const char *e = s ? strstr(s + 4, "\n```") : NULL;
 
 		if (s && e)
-			rc = sbx_error(err, SBXLOOP_EINFRA,
-				       "%s produced invalid output twice: %.*s",
-				       phase, (int)(e - s - 4), s + 4);
+			rc = sbx_error(
+				err, SBXLOOP_EINFRA,
+				"%s produced invalid output twice: %.*s",
+				phase, (int)(e - s - 4), s + 4);
 		else
 			rc = sbx_error(err, SBXLOOP_EINFRA,
 				       "%s produced invalid output twice: "
-				       "no parseable JSON", phase);
+				       "no parseable JSON",
+				       phase);
 	}
 out:
 	cJSON_Delete(res);
@@ -554,10 +564,13 @@ static int validate_decompose(const struct sbx_phase_ctx *pc, const cJSON *in,
 			      cJSON **out, struct sbx_buf *msg)
 {
 	static const char *const top[] = {"tasks", NULL};
-	static const char *const keys[] = {"id", "title", "description",
+	static const char *const keys[] = {"id",
+					   "title",
+					   "description",
 					   "depends_on",
 					   "acceptance_criteria",
-					   "verify_commands", NULL};
+					   "verify_commands",
+					   NULL};
 	const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(in, "tasks");
 	const cJSON *t;
 	cJSON *norm = cJSON_CreateArray(), *graph = NULL;
@@ -572,7 +585,8 @@ static int validate_decompose(const struct sbx_phase_ctx *pc, const cJSON *in,
 		sbx_buf_adds(msg, "the response needs a 'tasks' list");
 		goto fail;
 	}
-	cJSON_ArrayForEach(t, tasks) {
+	cJSON_ArrayForEach(t, tasks)
+	{
 		cJSON *o = cJSON_CreateObject();
 		char what[32];
 
@@ -591,14 +605,15 @@ static int validate_decompose(const struct sbx_phase_ctx *pc, const cJSON *in,
 		sbx_buf_adds(msg, derr.message);
 		goto fail;
 	}
-	cJSON_ArrayForEach(t, norm) {
-		char *prefix = sbx_xasprintf("task %s: ",
-					     json_str(t, "id", "?"));
+	cJSON_ArrayForEach(t, norm)
+	{
+		char *prefix =
+			sbx_xasprintf("task %s: ", json_str(t, "id", "?"));
 
-		sbx_verify_lint(pc->core,
-				cJSON_GetObjectItemCaseSensitive(
-					t, "verify_commands"),
-				prefix, &lint);
+		sbx_verify_lint(
+			pc->core,
+			cJSON_GetObjectItemCaseSensitive(t, "verify_commands"),
+			prefix, &lint);
 		free(prefix);
 	}
 	if (lint.len) {
@@ -668,7 +683,8 @@ static int validate_plan(const struct sbx_phase_ctx *pc, const cJSON *in,
 		goto fail;
 	}
 	egress = cJSON_AddArrayToObject(plan, "egress");
-	cJSON_ArrayForEach(e, eg) {
+	cJSON_ArrayForEach(e, eg)
+	{
 		cJSON *o = cJSON_CreateObject();
 		const char *d;
 		char *lower;
@@ -678,8 +694,8 @@ static int validate_plan(const struct sbx_phase_ctx *pc, const cJSON *in,
 		if (only_keys(e, ekeys, "an egress entry", msg) < 0 ||
 		    str_field(e, "domain", NULL, 1, "an egress entry", o,
 			      msg) < 0 ||
-		    str_field(e, "reason", "", 0, "an egress entry", o,
-			      msg) < 0)
+		    str_field(e, "reason", "", 0, "an egress entry", o, msg) <
+			    0)
 			goto fail;
 		d = json_str(o, "domain", "");
 		while (isspace((unsigned char)*d))
@@ -692,17 +708,19 @@ static int validate_plan(const struct sbx_phase_ctx *pc, const cJSON *in,
 		cJSON_ReplaceItemInObjectCaseSensitive(
 			o, "domain", cJSON_CreateString(lower));
 		if (!sbx_pattern_valid(lower, 0)) {
-			sbx_buf_addf(msg, "- %s: not an exact domain or "
-				     "'*.domain'", lower);
+			sbx_buf_addf(msg,
+				     "- %s: not an exact domain or "
+				     "'*.domain'",
+				     lower);
 			free(lower);
 			goto fail;
 		}
 		free(lower);
 	}
-	sbx_verify_lint(pc->core,
-			cJSON_GetObjectItemCaseSensitive(plan,
-							 "verify_commands"),
-			"", &lint);
+	sbx_verify_lint(
+		pc->core,
+		cJSON_GetObjectItemCaseSensitive(plan, "verify_commands"), "",
+		&lint);
 	if (lint.len) {
 		sbx_buf_adds(msg, "verify commands break the rules:\n");
 		sbx_buf_adds(msg, sbx_buf_str(&lint));
@@ -725,8 +743,9 @@ int sbx_phase_plan(const struct sbx_phase_ctx *pc, const cJSON *spec,
 	int rc;
 
 	task_vars(vars, spec);
-	var_set(vars, "feedback", feedback && *feedback ? feedback :
-		"(none: this is the first attempt)");
+	var_set(vars, "feedback",
+		feedback && *feedback ? feedback
+				      : "(none: this is the first attempt)");
 	var_take(vars, "verify_commands",
 		 render_list(cJSON_GetObjectItemCaseSensitive(
 				     spec, "verify_commands"),
@@ -750,15 +769,16 @@ static cJSON *verify_commands(const cJSON *spec, const cJSON *plan)
 	int i;
 
 	for (i = 0; i < 2; i++) {
-		cJSON_ArrayForEach(c, lists[i]) {
+		cJSON_ArrayForEach(c, lists[i])
+		{
 			int seen = 0;
 
 			if (!cJSON_IsString(c))
 				continue;
-			cJSON_ArrayForEach(o, out)
-				if (strcmp(o->valuestring,
-					   c->valuestring) == 0)
-					seen = 1;
+			cJSON_ArrayForEach(
+				o, out) if (strcmp(o->valuestring,
+						   c->valuestring) == 0) seen =
+				1;
 			if (!seen)
 				cJSON_AddItemToArray(
 					out,
@@ -791,10 +811,13 @@ int sbx_phase_execute(const struct sbx_phase_ctx *pc, const cJSON *spec,
 	cmds = verify_commands(spec, plan);
 	var_take(vars, "verify_commands", render_list(cmds, "(none)"));
 	cJSON_Delete(cmds);
-	var_set(vars, "feedback", feedback && *feedback ? feedback :
-		"(none: this is the first attempt)");
-	var_set(vars, "prior_attempt", prior_report && *prior_report ?
-		prior_report : "(none: this is the first attempt)");
+	var_set(vars, "feedback",
+		feedback && *feedback ? feedback
+				      : "(none: this is the first attempt)");
+	var_set(vars, "prior_attempt",
+		prior_report && *prior_report
+			? prior_report
+			: "(none: this is the first attempt)");
 	rc = sbx_prompt_render(pc->prompts_dir, "execute", vars, &prompt, err);
 	if (rc < 0)
 		goto out;
@@ -830,9 +853,12 @@ out:
 static int validate_verdict(const cJSON *in, cJSON **out, struct sbx_buf *msg,
 			    int scrutiny)
 {
-	static const char *const skeys[] = {"verdict", "issues", "feedback",
+	static const char *const skeys[] = {"verdict",
+					    "issues",
+					    "feedback",
 					    "verify_suspect",
-					    "verify_suspect_reason", NULL};
+					    "verify_suspect_reason",
+					    NULL};
 	static const char *const vkeys[] = {"verdict", "issues", "feedback",
 					    NULL};
 	static const char *const ikeys[] = {"severity", "detail", NULL};
@@ -857,7 +883,8 @@ static int validate_verdict(const cJSON *in, cJSON **out, struct sbx_buf *msg,
 		goto fail;
 	}
 	arr = cJSON_AddArrayToObject(o, "issues");
-	cJSON_ArrayForEach(it, issues) {
+	cJSON_ArrayForEach(it, issues)
+	{
 		cJSON *i = cJSON_CreateObject();
 		const char *sev;
 
@@ -870,8 +897,10 @@ static int validate_verdict(const cJSON *in, cJSON **out, struct sbx_buf *msg,
 		sev = json_str(i, "severity", "");
 		if (strcmp(sev, "low") && strcmp(sev, "medium") &&
 		    strcmp(sev, "high")) {
-			sbx_buf_addf(msg, "issue severity must be low, medium "
-				     "or high, not '%s'", sev);
+			sbx_buf_addf(msg,
+				     "issue severity must be low, medium "
+				     "or high, not '%s'",
+				     sev);
 			goto fail;
 		}
 	}
@@ -883,7 +912,7 @@ static int validate_verdict(const cJSON *in, cJSON **out, struct sbx_buf *msg,
 		v = cJSON_GetObjectItemCaseSensitive(in, "verify_suspect");
 		if (v && !cJSON_IsBool(v)) {
 			sbx_buf_adds(msg, "'verify_suspect' must be true or "
-				     "false");
+					  "false");
 			goto fail;
 		}
 		cJSON_AddBoolToObject(o, "verify_suspect", cJSON_IsTrue(v));
@@ -892,7 +921,8 @@ static int validate_verdict(const cJSON *in, cJSON **out, struct sbx_buf *msg,
 			goto fail;
 		reason = json_str(o, "verify_suspect_reason", "");
 		if (cJSON_IsTrue(v) && is_blank(reason)) {
-			sbx_buf_adds(msg, "'verify_suspect' is true, so "
+			sbx_buf_adds(msg,
+				     "'verify_suspect' is true, so "
 				     "'verify_suspect_reason' must say why "
 				     "the check is wrong");
 			goto fail;
@@ -912,9 +942,8 @@ static int validate_scrutiny(const struct sbx_phase_ctx *pc, const cJSON *in,
 	return validate_verdict(in, out, msg, 1);
 }
 
-static int validate_validation(const struct sbx_phase_ctx *pc,
-			       const cJSON *in, cJSON **out,
-			       struct sbx_buf *msg)
+static int validate_validation(const struct sbx_phase_ctx *pc, const cJSON *in,
+			       cJSON **out, struct sbx_buf *msg)
 {
 	(void)pc;
 	return validate_verdict(in, out, msg, 0);
@@ -922,26 +951,24 @@ static int validate_validation(const struct sbx_phase_ctx *pc,
 
 static int health_degraded(const cJSON *health)
 {
-	const cJSON *tf = cJSON_GetObjectItemCaseSensitive(health,
-							   "tool_failures");
+	const cJSON *tf =
+		cJSON_GetObjectItemCaseSensitive(health, "tool_failures");
 
 	return cJSON_IsObject(tf) && tf->child != NULL;
 }
 
 static char *health_summary(const cJSON *health)
 {
-	static const char *const parts[] = {"tool_failures",
-					    "permission_denials",
-					    "tool_refusals"};
-	static const char *const names[] = {"tool failures",
-					    "permission denials",
-					    "tool refusals"};
+	static const char *const parts[] = {
+		"tool_failures", "permission_denials", "tool_refusals"};
+	static const char *const names[] = {
+		"tool failures", "permission denials", "tool refusals"};
 	struct sbx_buf b = SBX_BUF_INIT;
 	size_t i;
 
 	for (i = 0; i < 3; i++) {
-		const cJSON *o = cJSON_GetObjectItemCaseSensitive(health,
-								  parts[i]);
+		const cJSON *o =
+			cJSON_GetObjectItemCaseSensitive(health, parts[i]);
 		const cJSON *it;
 		int first = 1;
 
@@ -950,7 +977,8 @@ static char *health_summary(const cJSON *health)
 		if (b.len)
 			sbx_buf_adds(&b, "; ");
 		sbx_buf_addf(&b, "%s: ", names[i]);
-		cJSON_ArrayForEach(it, o) {
+		cJSON_ArrayForEach(it, o)
+		{
 			sbx_buf_addf(&b, "%s%s x%d", first ? "" : ", ",
 				     it->string, it->valueint);
 			first = 0;
@@ -1010,7 +1038,8 @@ static int critic(const struct sbx_phase_ctx *pc, const char *phase,
 		cJSON *i = cJSON_CreateObject();
 		char *d = sbx_xasprintf("the reviewer's tools failed twice "
 					"(%s); its '%s' verdict was "
-					"downgraded", summary, clean);
+					"downgraded",
+					summary, clean);
 
 		cJSON_AddStringToObject(i, "severity", "high");
 		cJSON_AddStringToObject(i, "detail", d);
@@ -1043,8 +1072,7 @@ out:
 static char *gather_evidence(const struct sbx_phase_ctx *pc)
 {
 	static const char *const cmds[] = {
-		"git status --short 2>&1 | head -50",
-		"git diff HEAD 2>&1",
+		"git status --short 2>&1 | head -50", "git diff HEAD 2>&1",
 		"find . -type f -newer /tmp -not -path './.git/*' 2>/dev/null "
 		"| head -30"};
 	static const char *const labels[] = {"git status", "git diff HEAD",
@@ -1072,7 +1100,8 @@ static char *gather_evidence(const struct sbx_phase_ctx *pc)
 	}
 	out = cJSON_GetObjectItemCaseSensitive(res, "output_json");
 	i = 0;
-	cJSON_ArrayForEach(it, out) {
+	cJSON_ArrayForEach(it, out)
+	{
 		const char *text = json_str(it, "output", "");
 		char *clipped, *trimmed;
 		size_t n;
@@ -1116,8 +1145,9 @@ int sbx_phase_scrutinize(const struct sbx_phase_ctx *pc, const cJSON *spec,
 	var_take(vars, "feedback",
 		 sbx_clip(feedback && *feedback ? feedback : "(none)"));
 	var_take(vars, "report",
-		 sbx_clip(report && *report ? report :
-			  "(executor produced no report)"));
+		 sbx_clip(report && *report
+				  ? report
+				  : "(executor produced no report)"));
 	var_take(vars, "evidence", gather_evidence(pc));
 	cmds = verify_commands(spec, plan);
 	var_take(vars, "verify_commands",
@@ -1130,9 +1160,11 @@ int sbx_phase_scrutinize(const struct sbx_phase_ctx *pc, const cJSON *spec,
 		return rc;
 	got = json_str(*verdict, "verdict", "");
 	if (strcmp(got, "pass") && strcmp(got, "revise")) {
-		rc = sbx_error(err, SBXLOOP_EINFRA,
-			       "scrutinize returned the verdict '%s' (expected "
-			       "pass or revise)", got);
+		rc = sbx_error(
+			err, SBXLOOP_EINFRA,
+			"scrutinize returned the verdict '%s' (expected "
+			"pass or revise)",
+			got);
 		cJSON_Delete(*verdict);
 		*verdict = NULL;
 	}
@@ -1158,7 +1190,8 @@ int sbx_phase_validate(const struct sbx_phase_ctx *pc, const cJSON *spec,
 	if (strcmp(got, "accept") && strcmp(got, "reject")) {
 		rc = sbx_error(err, SBXLOOP_EINFRA,
 			       "validate returned the verdict '%s' (expected "
-			       "accept or reject)", got);
+			       "accept or reject)",
+			       got);
 		cJSON_Delete(*verdict);
 		*verdict = NULL;
 	}
@@ -1168,8 +1201,7 @@ int sbx_phase_validate(const struct sbx_phase_ctx *pc, const cJSON *spec,
 /* ---- VERIFY ------------------------------------------------------------- */
 
 int sbx_phase_verify(const struct sbx_phase_ctx *pc, const cJSON *spec,
-		     const cJSON *plan, cJSON **out,
-		     struct sbxloop_error *err)
+		     const cJSON *plan, cJSON **out, struct sbxloop_error *err)
 {
 	struct sbx_buf transcript = SBX_BUF_INIT, failures = SBX_BUF_INIT;
 	cJSON *cmds = verify_commands(spec, plan), *job = NULL, *res = NULL;
@@ -1204,12 +1236,13 @@ int sbx_phase_verify(const struct sbx_phase_ctx *pc, const cJSON *spec,
 			       "verify batch job failed (%s): %s", type, msg);
 		goto out;
 	}
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(res,
-								"output_json")) {
+	cJSON_ArrayForEach(
+		it, cJSON_GetObjectItemCaseSensitive(res, "output_json"))
+	{
 		const char *cmd = json_str(it, "command", "?");
 		const char *text = json_str(it, "output", "");
-		const cJSON *code = cJSON_GetObjectItemCaseSensitive(
-			it, "exit_code");
+		const cJSON *code =
+			cJSON_GetObjectItemCaseSensitive(it, "exit_code");
 		int c = cJSON_IsNumber(code) ? code->valueint : -1;
 
 		if (transcript.len)
@@ -1218,9 +1251,10 @@ int sbx_phase_verify(const struct sbx_phase_ctx *pc, const cJSON *spec,
 		if (c != 0) {
 			if (failures.len)
 				sbx_buf_adds(&failures, "\n\n");
-			sbx_buf_addf(&failures,
-				     "verify command failed: `%s` (exit %d)\n%s",
-				     cmd, c, text);
+			sbx_buf_addf(
+				&failures,
+				"verify command failed: `%s` (exit %d)\n%s",
+				cmd, c, text);
 			failed++;
 		}
 	}

@@ -22,8 +22,8 @@ struct sbx_phase_ctx {
 	const struct sbxloop_sandbox_info *info;
 	const char *outcome;
 	const char *prompts_dir;
-	const char *workspace;   /* host path of the workspace */
-	const char *task_id;     /* tags relayed events; NULL outside tasks */
+	const char *workspace; /* host path of the workspace */
+	const char *task_id;   /* tags relayed events; NULL outside tasks */
 };
 
 /* Clip to the last 6000 chars with a marker; caller frees. */

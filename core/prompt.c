@@ -74,19 +74,23 @@ int sbx_prompt_render_text(const char *text, const cJSON *vars, char **out,
 			p++;
 			continue;
 		}
-		for (n = 0; p[n] && name_char((unsigned char)p[n], n == 0); n++)
+		for (n = 0; p[n] && name_char((unsigned char)p[n], n == 0);
+		     n++)
 			;
 		if (n == 0) {
-			rc = sbx_error(err, SBXLOOP_EINVAL,
-				       "invalid placeholder at '$%.10s' (write "
-				       "'$$' for a dollar)", p);
+			rc = sbx_error(
+				err, SBXLOOP_EINVAL,
+				"invalid placeholder at '$%.10s' (write "
+				"'$$' for a dollar)",
+				p);
 			goto out;
 		}
 		name = sbx_xstrndup(p, n);
 		v = cJSON_GetObjectItemCaseSensitive(vars, name);
 		if (!cJSON_IsString(v)) {
 			rc = sbx_error(err, SBXLOOP_EINVAL,
-				       "prompt variable '%s' is not set", name);
+				       "prompt variable '%s' is not set",
+				       name);
 			free(name);
 			goto out;
 		}

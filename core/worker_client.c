@@ -55,8 +55,8 @@ static void on_stdout(void *user, const char *line, size_t len)
 		len--;
 	if (len == 0)
 		return;
-	if (sbx_bus_relay_worker_line(r->core, line, len, r->enrich,
-				      &res) == 1) {
+	if (sbx_bus_relay_worker_line(r->core, line, len, r->enrich, &res) ==
+	    1) {
 		cJSON_Delete(r->result);
 		r->result = res;
 		return;
@@ -134,8 +134,8 @@ static void add_diag(struct sbx_buf *b, const struct relay *r, int rc,
 		size_t n = strlen(stderr_tail);
 
 		sbx_buf_adds(b, "; stderr: ");
-		sbx_buf_adds(b, n > DIAG_MAX ? stderr_tail + n - DIAG_MAX :
-			     stderr_tail);
+		sbx_buf_adds(b, n > DIAG_MAX ? stderr_tail + n - DIAG_MAX
+					     : stderr_tail);
 	}
 	sbx_buf_adds(b, "; last events: ");
 	if (!r->n_tail)
@@ -155,11 +155,9 @@ int sbx_worker_submit(struct sbx_core *core,
 	const struct sbxloop_sandbox_ops *ops = core->sandbox.ops;
 	static const char *const limit_keys[] = {
 		"limits.disk_warn", "limits.disk_abort", "limits.mem_warn",
-		"limits.mem_abort"
-	};
+		"limits.mem_abort"};
 	static const char *const limit_flags[] = {
-		"--disk-warn", "--disk-abort", "--mem-warn", "--mem-abort"
-	};
+		"--disk-warn", "--disk-abort", "--mem-warn", "--mem-abort"};
 	struct sbxloop_proc_result pr;
 	struct sbxloop_exec_spec spec;
 	struct relay r;
@@ -181,8 +179,8 @@ int sbx_worker_submit(struct sbx_core *core,
 	sbx_job_id_new(job_id);
 	set_field(job, "v", cJSON_CreateNumber(1));
 	set_field(job, "job_id", cJSON_CreateString(job_id));
-	set_field(job, "run_id", cJSON_CreateString(core->run_id ?
-						    core->run_id : ""));
+	set_field(job, "run_id",
+		  cJSON_CreateString(core->run_id ? core->run_id : ""));
 	t = cJSON_GetObjectItemCaseSensitive(job, "timeout_s");
 	timeout = cJSON_IsNumber(t) ? t->valuedouble : 1800.0;
 	text = cJSON_PrintUnformatted(job);
@@ -232,8 +230,8 @@ int sbx_worker_submit(struct sbx_core *core,
 	spec.on_stderr_line = on_stderr;
 	spec.user = &r;
 	sbx_log(SBXLOOP_LOG_DEBUG, "job %s: %s", job_id,
-		cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(job,
-								      "kind")));
+		cJSON_GetStringValue(
+			cJSON_GetObjectItemCaseSensitive(job, "kind")));
 	rc = ops->exec(core->sandbox.ctx, info->name, &spec, &pr, err);
 	if (rc == SBXLOOP_ETIMEDOUT || pr.timed_out) {
 		rc = sbx_error(err, SBXLOOP_ETIMEDOUT,

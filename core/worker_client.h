@@ -12,9 +12,9 @@
 #include "core.h"
 
 struct sbx_job_tags {
-	const char *role;     /* "agent" */
-	const char *persona;  /* "planner", "executor", ..., or NULL */
-	const char *task_id;  /* or NULL */
+	const char *role;    /* "agent" */
+	const char *persona; /* "planner", "executor", ..., or NULL */
+	const char *task_id; /* or NULL */
 };
 
 /*

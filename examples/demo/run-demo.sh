@@ -1,0 +1,53 @@
+#!/bin/sh
+# Run the sbxloop demo end to end: a scripted agent builds a small C
+# project in a fresh workspace while VERIFY runs its real build and test.
+# Uses the build tree when run from a built checkout, else the installed
+# sbxloop. Usage: examples/demo/run-demo.sh [SCRATCH_DIR]
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+build=${SBXLOOP_BUILDDIR:-$top}
+scratch=${1:-${TMPDIR:-/tmp}/sbxloop-demo.$$}
+
+if [ -x "$build/sbxloop" ] && [ -x "$build/worker/sbxloop-worker" ]; then
+	sbxloop="$build/sbxloop"
+	SBXLOOP_WORKER="$build/worker/sbxloop-worker"
+	SBXLOOP_PROMPTS_DIR="$top/prompts"
+	SBXLOOP_PLUGIN_PATH="$build/plugins"
+	export SBXLOOP_WORKER SBXLOOP_PROMPTS_DIR SBXLOOP_PLUGIN_PATH
+else
+	sbxloop=$(command -v sbxloop) || {
+		echo "run-demo: build sbxloop first (make) or install it" >&2
+		exit 2
+	}
+fi
+
+mkdir -p "$scratch"
+cp "$here/sbxloop.yaml" "$here/scenario.json" "$scratch/"
+rm -f "$scratch/scenario.json.cursor"
+cd "$scratch"
+echo "== demo directory: $scratch"
+
+status=0
+"$sbxloop" run --no-tui "Build a tested Fibonacci command-line tool in C" ||
+	status=$?
+
+run=$("$sbxloop" status --json 2>/dev/null |
+	sed -n 's/.*"run_id"[ ]*:[ ]*"\(r[0-9a-z]*\)".*/\1/p' | head -n 1)
+echo
+echo "== sbxloop status"
+"$sbxloop" status ${run:+"$run"} || true
+if [ -n "$run" ]; then
+	echo
+	echo "== sbxloop logs $run --type phase."
+	"$sbxloop" logs "$run" --type phase. || true
+	ws=$(ls -d .sbxloop-demo/runs/"$run"/workspace 2>/dev/null || true)
+	if [ -n "$ws" ]; then
+		echo
+		echo "== workspace $scratch/$ws"
+		ls "$ws"
+		(cd "$ws" && make -s test) || status=1
+	fi
+fi
+exit "$status"

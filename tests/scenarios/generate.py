@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+# Writes the script-backend scenarios of tests/test-engine.c: one JSON
+# array of scripted agent replies per file, consumed in order.
+import json
+def task(i, deps=(), verify=("test -f out-%s.txt",)):
+    return {"id": i, "title": "task " + i, "description": "write out-%s.txt" % i,
+            "depends_on": list(deps), "acceptance_criteria": ["out-%s.txt exists" % i],
+            "verify_commands": [v % i if "%s" in v else v for v in verify]}
+def D(*tasks): return {"json": {"tasks": list(tasks)}}
+def P(i="t1", **kw): r = {"json": {"steps": ["write out-%s.txt" % i], "expected_artifacts": ["out-%s.txt" % i], "verify_commands": []}}; r.update(kw); return r
+def E(i="t1", write=True, **kw):
+    r = {"text": "did %s" % i, "session_id": "sess-%s" % i}
+    if write: r["files"] = {"out-%s.txt" % i: "ok\n"}
+    r.update(kw); return r
+SP = {"json": {"verdict": "pass", "issues": [], "feedback": ""}}
+SR = {"json": {"verdict": "revise", "issues": [{"severity": "high", "detail": "missing"}], "feedback": "please write the file properly"}}
+VA = {"json": {"verdict": "accept", "issues": [], "feedback": ""}}
+VR = {"json": {"verdict": "reject", "issues": [], "feedback": "criteria not met"}}
+def slow(r, s=30):
+    r = json.loads(json.dumps(r)); r["sleep_s"] = s; return r
+S = {}
+S["happy1"] = [D(task("t1")), P(), E(), SP, VA]
+# authored out of order: t3 needs t2 needs t1
+S["happy3"] = [D(task("t3", ["t2"]), task("t1"), task("t2", ["t1"])),
+               P("t1"), E("t1"), SP, VA, P("t2"), E("t2"), SP, VA, P("t3"), E("t3"), SP, VA]
+S["invalid_then_valid"] = [{"text": "I would split this into one task."}, D(task("t1")),
+                           {"json": {"steps": ["x"], "unexpected": 1}}, P(), E(), SP, VA]
+S["invalid_twice"] = [{"text": "no json here"}, {"json": {"tasks": [], "extra": True}}]
+S["revise_then_pass"] = [D(task("t1")), P(), E(write=False), SR, E(), SP, VA]
+S["verify_replan"] = [D(task("t1")), P(), E(write=False), SP, E(write=False), SP, E(write=False), SP,
+                      P(), E(), SP, VA]
+S["verify_no_replan"] = [D(task("t1")), P(), E(write=False), SP, E(write=False), SP, E(write=False), SP]
+S["reject_replan_accept"] = [D(task("t1")), P(), E(), SP, VR, P(), E(), SP, VA]
+S["replan_exhaustion"] = [D(task("t1"), task("t2", ["t1"]), task("t3")),
+                          P("t1"), E("t1"), SP, VR, P("t1"), E("t1"), SP, VR,
+                          P("t3"), E("t3"), SP, VA]
+S["too_many"] = [D(task("t1"), task("t2"), task("t3"))]
+S["wall_clock"] = [D(task("t1")), P(), slow(E(), 3), SP, VA]
+S["cancel_resume"] = [D(task("t1")), P(), slow(E(), 4), SP, VA]
+S["drift"] = [{"text": "none"}, {"text": "still none"}, D(task("t1")), P(), E(), SP, VA]
+# SIGKILL while a phase runs: the killed reply is consumed, so each slow
+# reply is followed by its fast twin for the resumed run.
+S["kill_decompose"] = [slow(D(task("t1"))), D(task("t1")), P(), E(), SP, VA]
+S["kill_plan"] = [D(task("t1")), slow(P()), P(), E(), SP, VA]
+S["kill_execute"] = [D(task("t1")), P(), slow(E()), E(), SP, VA]
+S["kill_scrutinize"] = [D(task("t1")), P(), E(), slow(SP), E(), SP, VA]
+S["kill_validate"] = [D(task("t1")), P(), E(), SP, slow(VA), VA]
+S["kill_verify"] = [D(task("t1", verify=("test -f out-%s.txt", "test -f .slow-once || { touch .slow-once; sleep 30; }"))), P(), E(), SP, VA]
+# the mock provider loses the first result after its reply was consumed
+S["lost_result"] = [D(task("t1")), D(task("t1")), P(), E(), SP, VA]
+for k, v in S.items():
+    with open(k + ".json", "w") as f:
+        json.dump(v, f, indent=1); f.write("\n")

@@ -1,0 +1,845 @@
+/*
+ * End-to-end suites of the loop: the real `sbxloop` binary ($SBXLOOP_BIN)
+ * runs in a scratch directory with the local (or mock) sandbox provider,
+ * the real worker and the script backend replaying a scenario from
+ * tests/scenarios/. Assertions read the SQLite store, the events and the
+ * workspace, and check exit codes and messages.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[4096];
+
+static const char *env_or(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : dflt;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = calloc(1, (size_t)n + 1);
+	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+		buf[0] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static void write_text(const char *name, const char *text)
+{
+	char path[4200];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void copy_scenario(const char *name)
+{
+	char path[4200];
+	char *text;
+
+	snprintf(path, sizeof(path), "%s/tests/scenarios/%s.json",
+		 env_or("SBXLOOP_SRCDIR", "."), name);
+	text = slurp(path);
+	ck_assert_msg(*text, "cannot read scenario %s", path);
+	write_text("scenario.json", text);
+	free(text);
+}
+
+/* The config every test starts from, plus `extra` YAML. */
+static void write_config(const char *provider, const char *extra)
+{
+	char buf[8192];
+
+	snprintf(buf, sizeof(buf),
+		 "state_dir: state\n"
+		 "prompts_dir: %s/prompts\n"
+		 "worker_path: %s\n"
+		 "plugins:\n"
+		 "  sandbox: %s\n"
+		 "  sinks: []\n"
+		 "agent:\n"
+		 "  backend: script\n"
+		 "  script: scenario.json\n"
+		 "limits:\n"
+		 "  disk_warn: 0\n"
+		 "  disk_abort: 0\n"
+		 "  mem_warn: 0\n"
+		 "  mem_abort: 0\n"
+		 "%s",
+		 env_or("SBXLOOP_SRCDIR", "."),
+		 env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"), provider,
+		 extra ? extra : "");
+	write_text("sbxloop.yaml", buf);
+}
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "%s/sbxloop-e2e-XXXXXX",
+		 env_or("TMPDIR", "/tmp"));
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	char cmd[4200];
+
+	if (getenv("SBXLOOP_KEEP_TEST_DIRS"))
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+static void scenario(const char *name, const char *extra)
+{
+	copy_scenario(name);
+	write_config("local", extra);
+}
+
+/* Start sbxloop ARGS... in the scratch dir; output to out.txt/err.txt. */
+static pid_t spawn(const char *const *args)
+{
+	const char *argv[16];
+	pid_t pid;
+	size_t n = 0;
+
+	argv[n++] = env_or("SBXLOOP_BIN", "sbxloop");
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int out, err;
+
+		if (chdir(dir) < 0)
+			_exit(126);
+		out = open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		err = open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (out < 0 || err < 0)
+			_exit(126);
+		dup2(out, 1);
+		dup2(err, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int wait_code(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+static int sbx(const char *a1, const char *a2, const char *a3)
+{
+	const char *args[] = {a1, a2, a3, NULL};
+
+	return wait_code(spawn(args));
+}
+
+static char *output(const char *which)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, which);
+	return slurp(path);
+}
+
+static void assert_stderr_has(const char *needle)
+{
+	char *err = output("err.txt");
+
+	ck_assert_msg(strstr(err, needle), "stderr lacks '%s':\n%s", needle,
+		      err);
+	free(err);
+}
+
+/* ---- the store ---------------------------------------------------------- */
+
+static sqlite3 *db_open(void)
+{
+	char path[4200];
+	sqlite3 *db = NULL;
+
+	snprintf(path, sizeof(path), "%s/state/state.db", dir);
+	ck_assert_int_eq(
+		sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL),
+		SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	return db;
+}
+
+/* First column of the first row, or "" (caller frees). */
+static char *q_str(const char *fmt, ...)
+{
+	sqlite3 *db = db_open();
+	sqlite3_stmt *st = NULL;
+	char sql[2048];
+	char *res;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK,
+		      "bad query %s: %s", sql, sqlite3_errmsg(db));
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		res = strdup((const char *)sqlite3_column_text(st, 0));
+	else
+		res = strdup("");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return res;
+}
+
+static long q_int(const char *fmt, const char *a, const char *b)
+{
+	char *s = q_str(fmt, a, b);
+	long v = strtol(s, NULL, 10);
+
+	free(s);
+	return v;
+}
+
+static void q_exec(const char *sql)
+{
+	sqlite3 *db = db_open();
+	char *msg = NULL;
+
+	ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK,
+		      "%s: %s", sql, msg ? msg : "");
+	sqlite3_close(db);
+}
+
+static char *last_run(void)
+{
+	return q_str("SELECT run_id FROM runs ORDER BY created_at DESC "
+		     "LIMIT 1");
+}
+
+static void assert_run_state(const char *run, const char *state)
+{
+	char *got = q_str("SELECT state FROM runs WHERE run_id='%s'", run);
+
+	ck_assert_msg(strcmp(got, state) == 0, "run %s is '%s', not '%s'", run,
+		      got, state);
+	free(got);
+}
+
+static void assert_task(const char *run, const char *task, const char *state,
+			int revisions, int replans)
+{
+	char *got = q_str("SELECT state || ' ' || revisions || ' ' || replans"
+			  " FROM tasks WHERE run_id='%s' AND task_id='%s'",
+			  run, task);
+	char want[128];
+
+	snprintf(want, sizeof(want), "%s %d %d", state, revisions, replans);
+	ck_assert_msg(strcmp(got, want) == 0,
+		      "task %s is '%s' (state rev replans), not '%s'", task,
+		      got, want);
+	free(got);
+}
+
+/* The statuses of a task's attempts of one phase, oldest first. */
+static char *attempts(const char *run, const char *task, const char *phase)
+{
+	char *s = q_str("SELECT group_concat(status, ',') FROM (SELECT status"
+			" FROM phase_attempts WHERE run_id='%s' AND"
+			" ifnull(task_id,'')='%s' AND phase='%s' ORDER BY id)",
+			run, task, phase);
+
+	return s;
+}
+
+static void assert_attempts(const char *run, const char *task,
+			    const char *phase, const char *want)
+{
+	char *got = attempts(run, task, phase);
+
+	ck_assert_msg(strcmp(got, want) == 0,
+		      "%s %s attempts are '%s', not "
+		      "'%s'",
+		      task, phase, got, want);
+	free(got);
+}
+
+static long count_events(const char *run, const char *type)
+{
+	return q_int("SELECT count(*) FROM events WHERE run_id='%s' AND "
+		     "type='%s'",
+		     run, type);
+}
+
+static int file_exists(const char *run, const char *rel)
+{
+	char *ws = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
+	char path[8300];
+	struct stat st;
+	int ok;
+
+	snprintf(path, sizeof(path), "%s/%s", ws, rel);
+	ok = stat(path, &st) == 0;
+	free(ws);
+	return ok;
+}
+
+/* A count from the store, 0 while the store is not created yet. */
+static long soft_count(const char *sql)
+{
+	char path[4200];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	long v = 0;
+
+	snprintf(path, sizeof(path), "%s/state/state.db", dir);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_busy_timeout(db, 2000);
+		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+		    sqlite3_step(st) == SQLITE_ROW)
+			v = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return v;
+}
+
+/* Poll the store until `sql` (a count) is positive. */
+static int wait_for(const char *sql, double secs)
+{
+	double waited = 0;
+
+	for (; waited < secs; waited += 0.05) {
+		if (soft_count(sql) > 0)
+			return 1;
+		sleep_ms(50);
+	}
+	return 0;
+}
+
+/* ---- happy paths -------------------------------------------------------- */
+
+START_TEST(test_one_task_completes)
+{
+	char *run;
+
+	scenario("happy1", NULL);
+	ck_assert_int_eq(sbx("run", "write one file", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_task(run, "t1", "done", 0, 0);
+	assert_attempts(run, "", "decompose", "ok");
+	assert_attempts(run, "t1", "plan", "ok");
+	assert_attempts(run, "t1", "execute", "ok");
+	assert_attempts(run, "t1", "scrutinize", "pass");
+	assert_attempts(run, "t1", "verify", "ok");
+	assert_attempts(run, "t1", "validate", "accept");
+	ck_assert(file_exists(run, "out-t1.txt"));
+	ck_assert_int_eq(count_events(run, "run.tasks"), 1);
+	ck_assert_int_eq(count_events(run, "run.end"), 1);
+	ck_assert_int_eq(count_events(run, "sandbox.removed"), 1);
+	{
+		char *out = output("out.txt");
+
+		ck_assert_ptr_nonnull(strstr(out, "finished: completed"));
+		ck_assert_ptr_nonnull(strstr(out, "t1: done"));
+		free(out);
+	}
+	free(run);
+}
+END_TEST
+
+START_TEST(test_three_tasks_run_in_dependency_order)
+{
+	char *run, *order;
+
+	scenario("happy3", NULL);
+	ck_assert_int_eq(sbx("run", "three files", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	order = q_str("SELECT group_concat(task_id, ',') FROM (SELECT task_id"
+		      " FROM tasks WHERE run_id='%s' ORDER BY order_idx)",
+		      run);
+	ck_assert_str_eq(order, "t1,t2,t3");
+	free(order);
+	/* the tasks started in that order too */
+	order = q_str("SELECT group_concat(task_id, ',') FROM (SELECT task_id"
+		      " FROM events WHERE run_id='%s' AND type='task.start'"
+		      " ORDER BY seq)",
+		      run);
+	ck_assert_str_eq(order, "t1,t2,t3");
+	free(order);
+	assert_task(run, "t1", "done", 0, 0);
+	assert_task(run, "t2", "done", 0, 0);
+	assert_task(run, "t3", "done", 0, 0);
+	ck_assert(file_exists(run, "out-t3.txt"));
+	free(run);
+}
+END_TEST
+
+/* ---- structured output -------------------------------------------------- */
+
+START_TEST(test_invalid_json_then_valid_is_retried_once)
+{
+	char *run;
+
+	scenario("invalid_then_valid", NULL);
+	ck_assert_int_eq(sbx("run", "retry", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_attempts(run, "", "decompose", "ok");
+	assert_attempts(run, "t1", "plan", "ok");
+	assert_task(run, "t1", "done", 0, 0);
+	free(run);
+}
+END_TEST
+
+START_TEST(test_invalid_json_twice_stops_the_run_resumable)
+{
+	char *run;
+
+	scenario("invalid_twice", NULL);
+	ck_assert_int_eq(sbx("run", "hopeless", "--no-tui"), 2);
+	assert_stderr_has("decompose produced invalid output twice");
+	run = last_run();
+	assert_run_state(run, "decomposing");
+	ck_assert_int_eq(q_int("SELECT count(*) FROM tasks WHERE run_id='%s'",
+			       run, NULL),
+			 0);
+	assert_stderr_has("sbxloop resume");
+	free(run);
+}
+END_TEST
+
+/* ---- revisions and replans ---------------------------------------------- */
+
+START_TEST(test_revise_then_pass_spends_one_revision)
+{
+	char *run, *sid;
+
+	scenario("revise_then_pass", NULL);
+	ck_assert_int_eq(sbx("run", "revise", "--no-tui"), 0);
+	run = last_run();
+	assert_task(run, "t1", "done", 1, 0);
+	assert_attempts(run, "t1", "execute", "ok,ok");
+	assert_attempts(run, "t1", "scrutinize", "revise,pass");
+	assert_attempts(run, "t1", "verify", "ok");
+	sid = q_str("SELECT session_id FROM tasks WHERE run_id='%s'", run);
+	ck_assert_str_eq(sid, "sess-t1");
+	free(sid);
+	free(run);
+}
+END_TEST
+
+START_TEST(test_verify_failures_exhaust_revisions_and_spend_a_replan)
+{
+	char *run, *msg;
+
+	scenario("verify_replan", NULL);
+	ck_assert_int_eq(sbx("run", "verify", "--no-tui"), 0);
+	run = last_run();
+	assert_task(run, "t1", "done", 0, 1);
+	assert_attempts(run, "t1", "plan", "ok,ok");
+	assert_attempts(run, "t1", "verify", "failed,failed,failed,ok");
+	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
+			       " AND type='phase.end' AND data_json LIKE "
+			       "'%%\"status\":\"failed\"%%'",
+			       run, NULL),
+			 3);
+	msg = q_str("SELECT data_json FROM events WHERE run_id='%s' AND "
+		    "type='phase.end' LIMIT 1",
+		    run);
+	ck_assert_ptr_nonnull(strstr(msg, "verify command failed"));
+	free(msg);
+	free(run);
+}
+END_TEST
+
+START_TEST(test_verify_failures_without_replan_budget_fail_the_task)
+{
+	char *run, *fb;
+
+	scenario("verify_no_replan", "budgets:\n  max_replans_per_task: 0\n");
+	ck_assert_int_eq(sbx("run", "verify", "--no-tui"), 1);
+	run = last_run();
+	assert_run_state(run, "failed");
+	assert_task(run, "t1", "failed", 3, 0);
+	assert_attempts(run, "t1", "verify", "failed,failed,failed");
+	fb = q_str("SELECT last_feedback FROM tasks WHERE run_id='%s'", run);
+	ck_assert_ptr_nonnull(strstr(fb, "test -f out-t1.txt"));
+	free(fb);
+	{
+		char *out = output("out.txt");
+
+		ck_assert_ptr_nonnull(strstr(out, "finished: failed"));
+		free(out);
+	}
+	free(run);
+}
+END_TEST
+
+START_TEST(test_reject_replans_then_accept)
+{
+	char *run, *plan;
+
+	scenario("reject_replan_accept", NULL);
+	ck_assert_int_eq(sbx("run", "reject", "--no-tui"), 0);
+	run = last_run();
+	assert_task(run, "t1", "done", 0, 1);
+	assert_attempts(run, "t1", "validate", "reject,accept");
+	assert_attempts(run, "t1", "plan", "ok,ok");
+	plan = q_str("SELECT attempt FROM phase_attempts WHERE run_id='%s' "
+		     "AND phase='plan' ORDER BY id DESC LIMIT 1",
+		     run);
+	ck_assert_str_eq(plan, "2");
+	free(plan);
+	free(run);
+}
+END_TEST
+
+START_TEST(test_replan_exhaustion_skips_dependents_only)
+{
+	char *run;
+
+	scenario("replan_exhaustion", NULL);
+	ck_assert_int_eq(sbx("run", "mixed", "--no-tui"), 1);
+	run = last_run();
+	assert_run_state(run, "failed");
+	assert_task(run, "t1", "failed", 0, 2);
+	assert_task(run, "t2", "skipped", 0, 0);
+	assert_task(run, "t3", "done", 0, 0);
+	ck_assert(file_exists(run, "out-t3.txt"));
+	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
+			       "run_id='%s' AND task_id='t2'",
+			       run, NULL),
+			 0);
+	free(run);
+}
+END_TEST
+
+/* ---- budgets ------------------------------------------------------------ */
+
+START_TEST(test_too_many_tasks_stops_the_run)
+{
+	char *run;
+
+	scenario("too_many", "budgets:\n  max_tasks: 2\n");
+	ck_assert_int_eq(sbx("run", "big", "--no-tui"), 2);
+	assert_stderr_has("more than budgets.max_tasks=2");
+	run = last_run();
+	ck_assert_int_eq(q_int("SELECT count(*) FROM tasks WHERE run_id='%s'",
+			       run, NULL),
+			 0);
+	free(run);
+}
+END_TEST
+
+START_TEST(test_wall_clock_budget_fails_the_run)
+{
+	char *run, *reason;
+
+	scenario("wall_clock", "budgets:\n  max_wall_clock_s: 1.5\n");
+	ck_assert_int_eq(sbx("run", "slow", "--no-tui"), 2);
+	assert_stderr_has("exceeded max_wall_clock_s=1.5");
+	run = last_run();
+	assert_run_state(run, "failed");
+	reason = q_str("SELECT reason FROM runs WHERE run_id='%s'", run);
+	ck_assert_ptr_nonnull(strstr(reason, "max_wall_clock_s"));
+	free(reason);
+	free(run);
+}
+END_TEST
+
+/* ---- cancel, resume ----------------------------------------------------- */
+
+START_TEST(test_cancel_from_another_process_then_resume)
+{
+	const char *args[] = {"run", "cancel me", "--no-tui", NULL};
+	pid_t pid;
+	char *run;
+
+	scenario("cancel_resume", NULL);
+	pid = spawn(args);
+	ck_assert(wait_for("SELECT count(*) FROM tasks WHERE state="
+			   "'executing'",
+			   20));
+	run = last_run();
+	{
+		/* cancel runs beside the engine, with its own output */
+		pid_t c = fork();
+
+		if (c == 0) {
+			if (chdir(dir) < 0)
+				_exit(126);
+			if (!freopen("cancel.txt", "w", stdout))
+				_exit(126);
+			execl(env_or("SBXLOOP_BIN", "sbxloop"), "sbxloop",
+			      "cancel", run, (char *)NULL);
+			_exit(127);
+		}
+		ck_assert_int_eq(wait_code(c), 0);
+	}
+	ck_assert_int_eq(wait_code(pid), 2);
+	assert_stderr_has("was cancelled");
+	assert_run_state(run, "cancelled");
+	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 0);
+	assert_run_state(run, "completed");
+	assert_task(run, "t1", "done", 0, 0);
+	/* the resumed run did not re-execute: verify resumed after review */
+	assert_attempts(run, "t1", "execute", "ok");
+	ck_assert_int_eq(count_events(run, "run.start"), 2);
+	free(run);
+}
+END_TEST
+
+START_TEST(test_resume_of_a_completed_run_is_refused)
+{
+	char *run;
+
+	scenario("happy1", NULL);
+	ck_assert_int_eq(sbx("run", "once", "--no-tui"), 0);
+	run = last_run();
+	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 2);
+	assert_stderr_has("already completed");
+	ck_assert_int_eq(sbx("resume", "r00000000", "--no-tui"), 2);
+	assert_stderr_has("unknown run r00000000");
+	free(run);
+}
+END_TEST
+
+START_TEST(test_config_change_before_resume_is_reported_as_drift)
+{
+	char *run, *msg;
+
+	scenario("drift", NULL);
+	ck_assert_int_eq(sbx("run", "drift", "--no-tui"), 2);
+	run = last_run();
+	write_config("local", "budgets:\n  max_revisions_per_task: 5\n");
+	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 0);
+	assert_run_state(run, "completed");
+	msg = q_str("SELECT data_json FROM events WHERE run_id='%s' AND "
+		    "type='run.config_drift'",
+		    run);
+	ck_assert_msg(strstr(msg, "budgets.max_revisions_per_task (run: 2, "
+				  "current: 5)"),
+		      "drift event: %s", msg);
+	free(msg);
+	free(run);
+}
+END_TEST
+
+/* SIGKILL `sbxloop run` once the store shows `sql`, then resume. */
+static void kill_and_resume(const char *name, const char *sql)
+{
+	const char *args[] = {"run", "kill me", "--no-tui", NULL};
+	pid_t pid;
+	char *run;
+
+	scenario(name, NULL);
+	pid = spawn(args);
+	ck_assert_msg(wait_for(sql, 20), "never reached: %s", sql);
+	sleep_ms(300);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(wait_code(pid), 128 + SIGKILL);
+	run = last_run();
+	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 0);
+	/* the same final state as an uninterrupted run */
+	assert_run_state(run, "completed");
+	assert_task(run, "t1", "done", 0, 0);
+	ck_assert(file_exists(run, "out-t1.txt"));
+	ck_assert_int_eq(q_int("SELECT count(*) FROM tasks WHERE run_id='%s'",
+			       run, NULL),
+			 1);
+	free(run);
+}
+
+START_TEST(test_sigkill_during_each_phase_then_resume)
+{
+	static const char *const cases[][2] = {
+		{"kill_decompose",
+		 "SELECT count(*) FROM runs WHERE state='decomposing'"},
+		{"kill_plan", "SELECT count(*) FROM tasks WHERE "
+			      "state='planning'"},
+		{"kill_execute", "SELECT count(*) FROM tasks WHERE "
+				 "state='executing'"},
+		{"kill_scrutinize", "SELECT count(*) FROM tasks WHERE "
+				    "state='scrutinizing'"},
+		{"kill_verify", "SELECT count(*) FROM tasks WHERE "
+				"state='verifying'"},
+		{"kill_validate", "SELECT count(*) FROM tasks WHERE "
+				  "state='validating'"},
+	};
+
+	kill_and_resume(cases[_i][0], cases[_i][1]);
+}
+END_TEST
+
+/* ---- faults of the sandbox substrate (mock provider) -------------------- */
+
+/* The run stopped with exit 2 and `msg`, stays resumable, and completes
+ * once the fault is cleared from its persisted config. */
+static void fault_then_recover(const char *name, const char *fault_yaml,
+			       const char *msg, const char *key,
+			       const char *ok_value)
+{
+	char *run, sql[512];
+
+	copy_scenario(name);
+	write_config("mock", fault_yaml);
+	ck_assert_int_eq(sbx("run", "faulty", "--no-tui"), 2);
+	assert_stderr_has(msg);
+	run = last_run();
+	{
+		char *state =
+			q_str("SELECT state FROM runs WHERE run_id='%s'", run);
+
+		ck_assert_msg(
+			strcmp(state, "completed") && strcmp(state, "failed"),
+			"run ended '%s', expected it left resumable", state);
+		free(state);
+	}
+	snprintf(sql, sizeof(sql),
+		 "UPDATE runs SET config_json = json_set(config_json, "
+		 "'$.\"%s\"', json('%s')) WHERE run_id='%s'",
+		 key, ok_value, run);
+	q_exec(sql);
+	write_config("mock", NULL);
+	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 0);
+	assert_run_state(run, "completed");
+	free(run);
+}
+
+START_TEST(test_mock_create_failure)
+{
+	fault_then_recover("happy1", "mock:\n  fail_create: true\n",
+			   "cannot create sandbox", "mock.fail_create",
+			   "false");
+}
+END_TEST
+
+START_TEST(test_mock_exec_failure)
+{
+	fault_then_recover("happy1", "mock:\n  fail_exec_after: 2\n",
+			   "run failed", "mock.fail_exec_after", "-1");
+}
+END_TEST
+
+START_TEST(test_mock_job_timeout)
+{
+	fault_then_recover("happy1", "mock:\n  timeout_exec: 2\n", "exceeded",
+			   "mock.timeout_exec", "0");
+}
+END_TEST
+
+START_TEST(test_mock_lost_result)
+{
+	fault_then_recover("lost_result", "mock:\n  lose_result: true\n",
+			   "produced no result", "mock.lose_result", "false");
+}
+END_TEST
+
+static Suite *engine_suite(void)
+{
+	Suite *s = suite_create("engine");
+	TCase *tc;
+
+	tc = tcase_create("happy");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_one_task_completes);
+	tcase_add_test(tc, test_three_tasks_run_in_dependency_order);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("json");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_invalid_json_then_valid_is_retried_once);
+	tcase_add_test(tc, test_invalid_json_twice_stops_the_run_resumable);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("budgets");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_revise_then_pass_spends_one_revision);
+	tcase_add_test(
+		tc, test_verify_failures_exhaust_revisions_and_spend_a_replan);
+	tcase_add_test(
+		tc, test_verify_failures_without_replan_budget_fail_the_task);
+	tcase_add_test(tc, test_reject_replans_then_accept);
+	tcase_add_test(tc, test_replan_exhaustion_skips_dependents_only);
+	tcase_add_test(tc, test_too_many_tasks_stops_the_run);
+	tcase_add_test(tc, test_wall_clock_budget_fails_the_run);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("resume");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_cancel_from_another_process_then_resume);
+	tcase_add_test(tc, test_resume_of_a_completed_run_is_refused);
+	tcase_add_test(tc,
+		       test_config_change_before_resume_is_reported_as_drift);
+	tcase_add_loop_test(tc, test_sigkill_during_each_phase_then_resume, 0,
+			    6);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("faults");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_mock_create_failure);
+	tcase_add_test(tc, test_mock_exec_failure);
+	tcase_add_test(tc, test_mock_job_timeout);
+	tcase_add_test(tc, test_mock_lost_result);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(engine_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
