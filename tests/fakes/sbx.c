@@ -3,8 +3,8 @@
  * build puts it at tests/fakes/bin/sbx; tests put that directory first on
  * PATH. All state lives under $SBX_FAKE_DIR:
  *
- *   invocations.jsonl   every call: {"argv":[...],"stdin":"...","ts":N}
- *                       (--app-name X stripped)
+ *   invocations.jsonl   every call: {"argv":[...],"stdin":"...","ts":N,
+ *                       "app_name":X} (--app-name X stripped from argv)
  *   responses.json      scripted answers [{prefix, returncode, stdout,
  *                       stderr, once}]: the first whose prefix starts the
  *                       space-joined argv wins; `once` entries are used up
@@ -42,6 +42,7 @@ extern char **environ;
 
 static const char *state_dir;
 static int lock_fd = -1;
+static const char *app_name; /* --app-name given, for the record */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -1052,6 +1053,8 @@ static void record(int argc, char **argv, const char *in)
 	for (i = 0; i < argc; i++)
 		cJSON_AddItemToArray(list, cJSON_CreateString(argv[i]));
 	cJSON_AddStringToObject(rec, "stdin", in ? in : "");
+	if (app_name)
+		cJSON_AddStringToObject(rec, "app_name", app_name);
 	gettimeofday(&tv, NULL);
 	cJSON_AddNumberToObject(rec, "ts",
 				(double)tv.tv_sec + tv.tv_usec / 1e6);
@@ -1115,11 +1118,13 @@ int main(int argc, char **argv)
 	mkdirs(state_dir);
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--app-name") && i + 1 < argc) {
-			i++;
+			app_name = argv[++i];
 			continue;
 		}
-		if (!strncmp(argv[i], "--app-name=", 11))
+		if (!strncmp(argv[i], "--app-name=", 11)) {
+			app_name = argv[i] + 11;
 			continue;
+		}
 		args[n++] = argv[i];
 	}
 	args[n] = NULL;

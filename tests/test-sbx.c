@@ -1,0 +1,1150 @@
+/*
+ * The sbx module against the fake sbx (tests/fakes/bin/sbx, put first on
+ * PATH): provisioning and its rollback, exec's error classification,
+ * copy and list, the secret strategies and the credential split, the
+ * policy granter, and the sandbox/shell/secrets/doctor commands of the
+ * real sbxloop binary. Every test loads the module through the real
+ * core loader with its own sbxloop.yaml and fake state directory.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include <sbxloop/policy.h>
+#include <sbxloop/sandbox.h>
+#include <sbxloop/secret.h>
+
+#include "core.h"
+#include "proc.h"
+#include "redact.h"
+#include "util.h"
+
+#include "testutil.h"
+
+#define AGENT_TOKEN "ghp_agentTOKEN0123456789abcdef"
+#define GH_TOKEN_VALUE "ghs_githubTOKEN9876543210fedcba"
+
+/* ------------------------------------------------------------ fixture */
+
+static char *dir;
+static char fake_dir[1024], ws[1024], cfg_path[1024];
+static struct sbx_core *core;
+static struct sbx_instance box;
+static struct sbx_buf events = SBX_BUF_INIT;
+
+static int capture_emit(struct sbx_core *c, const char *type,
+			const char *job_id, const char *data_json)
+{
+	(void)c;
+	(void)job_id;
+	sbx_buf_addf(&events, "%s %s\n", type, data_json ? data_json : "{}");
+	return 0;
+}
+
+static void write_config(const char *extra)
+{
+	char *text = sbx_xasprintf("state_dir: %s/state\n"
+				   "plugins:\n"
+				   "  sandbox: sbx\n"
+				   "  secrets: [sbx-proxy, plain-env]\n"
+				   "  policy: [sbx]\n"
+				   "%s",
+				   dir, extra ? extra : "");
+
+	tu_write(cfg_path, text);
+	free(text);
+}
+
+static void core_up(void)
+{
+	struct sbx_config_opts opts;
+	char *errors = NULL;
+
+	memset(&opts, 0, sizeof(opts));
+	opts.config_file = cfg_path;
+	opts.no_user_file = 1;
+	opts.no_env = 1;
+	ck_assert_msg(sbx_core_open(&core, &opts, &errors) == 0, "%s",
+		      errors ? errors : "");
+	core->emit = capture_emit;
+}
+
+static void box_up(void)
+{
+	struct sbxloop_error err = {0, ""};
+
+	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_SANDBOX, "sbx",
+					   &box, &err) == 0,
+		      "%s", err.message);
+	/* the active provider, as the engine makes it */
+	core->sandbox = box;
+}
+
+static void setup(void)
+{
+	char *path, *real;
+
+	dir = tu_tmpdir();
+	snprintf(fake_dir, sizeof(fake_dir), "%s/fake", dir);
+	snprintf(ws, sizeof(ws), "%s/ws", dir);
+	snprintf(cfg_path, sizeof(cfg_path), "%s/sbxloop.yaml", dir);
+	mkdir(ws, 0755);
+	real = realpath(ws, NULL);
+	snprintf(ws, sizeof(ws), "%s", real);
+	free(real);
+	path = sbx_xasprintf("%s/tests/fakes/bin:%s",
+			     tu_env("SBXLOOP_BUILDDIR"), getenv("PATH"));
+	setenv("PATH", path, 1);
+	free(path);
+	setenv("SBX_FAKE_DIR", fake_dir, 1);
+	unsetenv("SBX_FAKE_NO_MOUNT");
+	unsetenv("COPILOT_GITHUB_TOKEN");
+	unsetenv("GH_TOKEN");
+	unsetenv("GITHUB_TOKEN");
+	sbx_buf_reset(&events);
+	write_config(NULL);
+	core = NULL;
+	memset(&box, 0, sizeof(box));
+}
+
+static void teardown(void)
+{
+	if (core) {
+		/* core_close destroys core->sandbox (the same instance) */
+		sbx_core_close(core);
+		core = NULL;
+	}
+	memset(&box, 0, sizeof(box));
+	sbx_buf_release(&events);
+	tu_rmtree(dir);
+	free(dir);
+	dir = NULL;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static const struct sbxloop_sandbox_ops *ops(void)
+{
+	return box.ops;
+}
+
+/* Every recorded invocation, as a JSON array of records. */
+static cJSON *invocations(void)
+{
+	char *path = sbx_xasprintf("%s/invocations.jsonl", fake_dir);
+	char *text = tu_read(path), *line, *save;
+	cJSON *all = cJSON_CreateArray();
+
+	free(path);
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save))
+		cJSON_AddItemToArray(all, cJSON_Parse(line));
+	free(text);
+	return all;
+}
+
+static char *argv_joined(const cJSON *rec)
+{
+	const cJSON *a;
+	struct sbx_buf b = SBX_BUF_INIT;
+
+	cJSON_ArrayForEach(a, cJSON_GetObjectItem(rec, "argv"))
+	{
+		if (b.len)
+			sbx_buf_addc(&b, ' ');
+		sbx_buf_adds(&b, a->valuestring);
+	}
+	return sbx_buf_detach(&b);
+}
+
+/* How many invocations start with `prefix` (space-joined argv). */
+static int count_calls(const char *prefix)
+{
+	cJSON *all = invocations(), *rec;
+	int n = 0;
+
+	cJSON_ArrayForEach(rec, all)
+	{
+		char *j = argv_joined(rec);
+
+		if (!prefix || sbx_starts_with(j, prefix))
+			n++;
+		free(j);
+	}
+	cJSON_Delete(all);
+	return n;
+}
+
+/* Does any recorded argv contain `needle` (outside `allowed_prefix`
+ * invocations when that is non-NULL)? */
+static int argv_contains(const char *needle, const char *allowed_prefix)
+{
+	cJSON *all = invocations(), *rec;
+	int hit = 0;
+
+	cJSON_ArrayForEach(rec, all)
+	{
+		char *j = argv_joined(rec);
+
+		if (strstr(j, needle) &&
+		    !(allowed_prefix && sbx_starts_with(j, allowed_prefix)))
+			hit = 1;
+		free(j);
+	}
+	cJSON_Delete(all);
+	return hit;
+}
+
+static void script(const char *json)
+{
+	char *path = sbx_xasprintf("%s/responses.json", fake_dir);
+
+	sbx_mkdirs(fake_dir, 0755);
+	tu_write(path, json);
+	free(path);
+}
+
+static char *fs_path(const char *name, const char *inside)
+{
+	return sbx_xasprintf("%s/sandboxes/%s/fs%s", fake_dir, name, inside);
+}
+
+static int box_exists(const char *name)
+{
+	char *p = sbx_xasprintf("%s/sandboxes/%s/meta.json", fake_dir, name);
+	int ok = access(p, F_OK) == 0;
+
+	free(p);
+	return ok;
+}
+
+static int create_box(const char *name, const char *const *domains,
+		      const char *worker, struct sbxloop_sandbox_info *info,
+		      struct sbxloop_error *err)
+{
+	struct sbxloop_sandbox_spec spec;
+
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.name = name;
+	spec.role = "agent";
+	spec.run_id = "r1";
+	spec.workspace = ws;
+	spec.worker_path = worker ? worker : tu_env("SBXLOOP_WORKER");
+	spec.allow_domains = domains;
+	memset(info, 0, sizeof(*info));
+	info->struct_size = sizeof(*info);
+	return ops()->sandbox_create(box.ctx, &spec, info, err);
+}
+
+static void must_create(const char *name)
+{
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_error err = {0, ""};
+
+	ck_assert_msg(create_box(name, NULL, NULL, &info, &err) == 0, "%s",
+		      err.message);
+}
+
+static int run_in(const char *name, const char *script_text,
+		  const char *in, double timeout,
+		  struct sbxloop_proc_result *res, struct sbxloop_error *err)
+{
+	const char *argv[] = {"sh", "-c", script_text, NULL};
+	struct sbxloop_exec_spec spec;
+
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.argv = argv;
+	spec.stdin_data = in;
+	spec.stdin_len = in ? strlen(in) : 0;
+	spec.timeout_s = timeout;
+	memset(res, 0, sizeof(*res));
+	return ops()->exec(box.ctx, name, &spec, res, err);
+}
+
+/* ------------------------------------------------------- provisioning */
+
+START_TEST(test_create_provisions_in_five_calls)
+{
+	static const char *const domains[] = {"api.github.com",
+					      "pypi.org", NULL};
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_error err = {0, ""};
+	struct stat sb;
+	char *worker, *j, *ls;
+	cJSON *all;
+
+	core_up();
+	box_up();
+	ck_assert_msg(create_box("sbxloop-r1-agent", domains, NULL, &info,
+				 &err) == 0,
+		      "%s", err.message);
+	ck_assert_str_eq(info.name, "sbxloop-r1-agent");
+	ck_assert_str_eq(info.worker,
+			 "/home/agent/.sbxloop/bin/sbxloop-worker");
+	ck_assert_str_eq(info.home, "/home/agent/.sbxloop");
+	/* sbx 0.38 mounts the workspace at its own path */
+	ck_assert_int_eq(info.mounted, 1);
+	ck_assert_str_eq(info.workdir, ws);
+	ck_assert(info.capabilities & SBXLOOP_CAP_WORKSPACE_MOUNTED);
+	ck_assert(info.capabilities & SBXLOOP_CAP_EGRESS_ENFORCED);
+	ck_assert(!(info.capabilities & SBXLOOP_CAP_SECRET_NEVER_IN_SANDBOX));
+
+	worker = fs_path("sbxloop-r1-agent",
+			 "/home/agent/.sbxloop/bin/sbxloop-worker");
+	ck_assert_int_eq(stat(worker, &sb), 0);
+	ck_assert(sb.st_mode & S_IXUSR);
+	free(worker);
+
+	all = invocations();
+	j = argv_joined(cJSON_GetArrayItem(all, 0));
+	ls = sbx_xasprintf("create --name=sbxloop-r1-agent shell %s", ws);
+	ck_assert_str_eq(j, ls);
+	free(j);
+	free(ls);
+	cJSON_Delete(all);
+	ck_assert_int_eq(count_calls("policy allow network sbxloop-r1-agent "
+				     "api.github.com,pypi.org"), 1);
+	ck_assert_int_eq(count_calls("policy"), 1);
+	/* create, policy, mkdir, cp worker, one probe */
+	ck_assert_int_eq(count_calls(NULL), 5);
+	/* the mount marker is gone again */
+	{
+		struct tu_run r;
+		const char *argv[] = {"sh", "-c", "ls -A | wc -l", NULL};
+
+		tu_exec(&r, ws, NULL, argv);
+		ck_assert_int_eq(atoi(r.out), 0);
+		tu_run_free(&r);
+	}
+	ck_assert(strstr(sbx_buf_str(&events), "sandbox.workspace_mount") !=
+		  NULL);
+}
+END_TEST
+
+START_TEST(test_create_passes_app_name_and_template)
+{
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_error err = {0, ""};
+	cJSON *all, *rec;
+	int n = 0;
+
+	write_config("app_name: myapp\nsbx:\n  template: team/box:1\n");
+	core_up();
+	box_up();
+	ck_assert_msg(create_box("sbxloop-r1-agent", NULL, NULL, &info,
+				 &err) == 0,
+		      "%s", err.message);
+	all = invocations();
+	cJSON_ArrayForEach(rec, all)
+	{
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(
+					 rec, "app_name")),
+				 "myapp");
+		n++;
+	}
+	cJSON_Delete(all);
+	ck_assert_int_eq(n, 4); /* no allowlist, no policy call */
+	ck_assert_int_eq(count_calls("create --name=sbxloop-r1-agent "
+				     "--template team/box:1 shell "),
+			 1);
+}
+END_TEST
+
+START_TEST(test_unmounted_workspace_uses_home_work)
+{
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_error err = {0, ""};
+	struct stat sb;
+	char *work;
+
+	setenv("SBX_FAKE_NO_MOUNT", "1", 1);
+	core_up();
+	box_up();
+	ck_assert_msg(create_box("sbxloop-r1-agent", NULL, NULL, &info,
+				 &err) == 0,
+		      "%s", err.message);
+	ck_assert_int_eq(info.mounted, 0);
+	ck_assert_str_eq(info.workdir, "/home/agent/work");
+	ck_assert(!(info.capabilities & SBXLOOP_CAP_WORKSPACE_MOUNTED));
+	work = fs_path("sbxloop-r1-agent", "/home/agent/work");
+	ck_assert_int_eq(stat(work, &sb), 0);
+	ck_assert(S_ISDIR(sb.st_mode));
+	free(work);
+	ck_assert(strstr(sbx_buf_str(&events), "\"mounted\":false") != NULL);
+}
+END_TEST
+
+START_TEST(test_create_failure_after_create_rolls_back)
+{
+	static const char *const domains[] = {"pypi.org", NULL};
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_error err = {0, ""};
+
+	script("[{\"prefix\":\"policy allow\",\"returncode\":1,"
+	       "\"stderr\":\"ERROR: policy daemon unavailable\\n\","
+	       "\"once\":true}]");
+	core_up();
+	box_up();
+	ck_assert_int_eq(create_box("sbxloop-r1-agent", domains, NULL, &info,
+				    &err),
+			 SBXLOOP_EINFRA);
+	ck_assert_msg(strstr(err.message, "policy daemon unavailable"), "%s",
+		      err.message);
+	ck_assert(!box_exists("sbxloop-r1-agent"));
+	ck_assert_int_eq(count_calls("rm --force sbxloop-r1-agent"), 1);
+}
+END_TEST
+
+START_TEST(test_create_of_existing_name_fails_cleanly)
+{
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_error err = {0, ""};
+
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	ck_assert_int_lt(create_box("sbxloop-r1-agent", NULL, NULL, &info,
+				    &err),
+			 0);
+	ck_assert_msg(strstr(err.message, "already exists"), "%s",
+		      err.message);
+	/* a create that failed owns nothing: the first sandbox stays */
+	ck_assert(box_exists("sbxloop-r1-agent"));
+}
+END_TEST
+
+START_TEST(test_worker_version_mismatch_is_refused)
+{
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_error err = {0, ""};
+	char *fake_worker = sbx_xasprintf("%s/old-worker", dir);
+
+	tu_write(fake_worker, "#!/bin/sh\necho 'sbxloop-worker 0.0.1'\n");
+	chmod(fake_worker, 0755);
+	core_up();
+	box_up();
+	ck_assert_int_eq(create_box("sbxloop-r1-agent", NULL, fake_worker,
+				    &info, &err),
+			 SBXLOOP_ESTATE);
+	ck_assert_msg(strstr(err.message, "0.0.1") &&
+			      strstr(err.message, PACKAGE_VERSION),
+		      "%s", err.message);
+	ck_assert(!box_exists("sbxloop-r1-agent"));
+	free(fake_worker);
+}
+END_TEST
+
+START_TEST(test_missing_libcjson_is_installed_once)
+{
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_error err = {0, ""};
+
+	script("[{\"prefix\":\"exec -w /home/agent sbxloop-r1-agent sh -c "
+	       "w=\",\"returncode\":3,\"once\":true},"
+	       "{\"prefix\":\"exec -w /home/agent sbxloop-r1-agent sh -c "
+	       "sudo -n apt-get install -y libcjson1\",\"returncode\":0}]");
+	core_up();
+	box_up();
+	ck_assert_msg(create_box("sbxloop-r1-agent", NULL, NULL, &info,
+				 &err) == 0,
+		      "%s", err.message);
+	ck_assert_int_eq(count_calls("exec -w /home/agent sbxloop-r1-agent "
+				     "sh -c sudo"),
+			 1);
+}
+END_TEST
+
+START_TEST(test_missing_libcjson_without_apt_is_a_clear_error)
+{
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_error err = {0, ""};
+
+	script("[{\"prefix\":\"exec -w /home/agent sbxloop-r1-agent sh -c "
+	       "w=\",\"returncode\":3},"
+	       "{\"prefix\":\"exec -w /home/agent sbxloop-r1-agent sh -c "
+	       "sudo\",\"returncode\":100}]");
+	core_up();
+	box_up();
+	ck_assert_int_eq(create_box("sbxloop-r1-agent", NULL, NULL, &info,
+				    &err),
+			 SBXLOOP_EINFRA);
+	ck_assert_msg(strstr(err.message, "libcjson"), "%s", err.message);
+	ck_assert_int_eq(count_calls("exec -w /home/agent sbxloop-r1-agent "
+				     "sh -c sudo"),
+			 1);
+	ck_assert(!box_exists("sbxloop-r1-agent"));
+}
+END_TEST
+
+START_TEST(test_missing_sbx_binary_is_not_found)
+{
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_error err = {0, ""};
+
+	setenv("PATH", "/nonexistent", 1);
+	core_up();
+	box_up();
+	ck_assert_int_eq(create_box("sbxloop-r1-agent", NULL, NULL, &info,
+				    &err),
+			 SBXLOOP_ENOTFOUND);
+	ck_assert_msg(strstr(err.message, "not found on PATH"), "%s",
+		      err.message);
+}
+END_TEST
+
+/* ----------------------------------------------------------------- exec */
+
+struct lines {
+	int n;
+	char last[256];
+};
+
+static void on_line(void *user, const char *line, size_t len)
+{
+	struct lines *l = user;
+
+	l->n++;
+	snprintf(l->last, sizeof(l->last), "%.*s", (int)len, line);
+}
+
+START_TEST(test_exec_returns_inner_exit_code)
+{
+	struct sbxloop_proc_result res;
+	struct sbxloop_error err = {0, ""};
+
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	ck_assert_int_eq(run_in("sbxloop-r1-agent", "exit 7", NULL, 10, &res,
+				&err),
+			 0);
+	ck_assert_int_eq(res.exit_code, 7);
+	sbx_proc_result_clear(&res);
+	/* the inner shell's "command not found" is the command's failure */
+	ck_assert_int_eq(run_in("sbxloop-r1-agent", "nosuchcommand-xyz",
+				NULL, 10, &res, &err),
+			 0);
+	ck_assert_int_eq(res.exit_code, 127);
+	sbx_proc_result_clear(&res);
+}
+END_TEST
+
+START_TEST(test_exec_in_missing_or_stopped_sandbox_is_infra)
+{
+	struct sbxloop_proc_result res;
+	struct sbxloop_error err = {0, ""};
+	const char *stop[] = {"sbx", "stop", "sbxloop-r1-agent", NULL};
+	struct tu_run r;
+
+	core_up();
+	box_up();
+	ck_assert_int_eq(run_in("sbxloop-nope-agent", "true", NULL, 10, &res,
+				&err),
+			 SBXLOOP_EINFRA);
+	ck_assert_msg(strstr(err.message, "not found"), "%s", err.message);
+	sbx_proc_result_clear(&res);
+	must_create("sbxloop-r1-agent");
+	tu_exec(&r, NULL, NULL, stop);
+	tu_run_free(&r);
+	ck_assert_int_eq(run_in("sbxloop-r1-agent", "true", NULL, 10, &res,
+				&err),
+			 SBXLOOP_EINFRA);
+	ck_assert_msg(strstr(err.message, "is not running"), "%s",
+		      err.message);
+	sbx_proc_result_clear(&res);
+}
+END_TEST
+
+START_TEST(test_exec_streams_stdin_and_lines)
+{
+	struct sbxloop_proc_result res;
+	struct sbxloop_error err = {0, ""};
+	struct sbxloop_exec_spec spec;
+	const char *argv[] = {"sh", "-c", "cat; echo done", NULL};
+	struct lines l = {0, ""};
+
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.argv = argv;
+	spec.stdin_data = "one\ntwo\n";
+	spec.stdin_len = 8;
+	spec.timeout_s = 10;
+	spec.on_stdout_line = on_line;
+	spec.user = &l;
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(ops()->exec(box.ctx, "sbxloop-r1-agent", &spec, &res,
+				     &err),
+			 0);
+	ck_assert_int_eq(l.n, 3);
+	ck_assert_str_eq(l.last, "done");
+	sbx_proc_result_clear(&res);
+	/* -i only when there is input; the workdir is the default cwd */
+	{
+		char *want = sbx_xasprintf("exec -i -w %s sbxloop-r1-agent sh",
+					   ws);
+
+		ck_assert_int_eq(count_calls(want), 1);
+		free(want);
+	}
+}
+END_TEST
+
+START_TEST(test_exec_timeout_kills)
+{
+	struct sbxloop_proc_result res;
+	struct sbxloop_error err = {0, ""};
+	double t0;
+
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	t0 = sbx_monotonic();
+	ck_assert_int_eq(run_in("sbxloop-r1-agent", "sleep 30", NULL, 0.5,
+				&res, &err),
+			 SBXLOOP_ETIMEDOUT);
+	ck_assert(sbx_monotonic() - t0 < 10);
+	sbx_proc_result_clear(&res);
+}
+END_TEST
+
+/* ------------------------------------------------ copy, list, remove */
+
+struct seen {
+	int n;
+	char names[8][128];
+	char status[8][32];
+};
+
+static void on_entry(void *user, const struct sbxloop_sandbox_entry *e)
+{
+	struct seen *s = user;
+
+	if (s->n < 8) {
+		snprintf(s->names[s->n], sizeof(s->names[0]), "%s", e->name);
+		snprintf(s->status[s->n], sizeof(s->status[0]), "%s",
+			 e->status);
+	}
+	s->n++;
+}
+
+START_TEST(test_copy_list_and_remove)
+{
+	struct sbxloop_error err = {0, ""};
+	struct seen s;
+	char *src = sbx_xasprintf("%s/in.txt", dir);
+	char *back = sbx_xasprintf("%s/out.txt", dir);
+	char *text;
+
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	must_create("other-box");
+	tu_write(src, "payload\n");
+	ck_assert_int_eq(ops()->copy_in(box.ctx, "sbxloop-r1-agent", src,
+					"/home/agent/.sbxloop/jobs/in.txt",
+					&err),
+			 0);
+	ck_assert_int_eq(ops()->copy_out(box.ctx, "sbxloop-r1-agent",
+					 "/home/agent/.sbxloop/jobs/in.txt",
+					 back, &err),
+			 0);
+	text = tu_read(back);
+	ck_assert_str_eq(text, "payload\n");
+	free(text);
+	ck_assert_int_lt(ops()->copy_out(box.ctx, "sbxloop-r1-agent",
+					 "/home/agent/missing", back, &err),
+			 0);
+
+	memset(&s, 0, sizeof(s));
+	ck_assert_int_eq(ops()->list(box.ctx, "sbxloop-", on_entry, &s, &err),
+			 0);
+	ck_assert_int_eq(s.n, 1);
+	ck_assert_str_eq(s.names[0], "sbxloop-r1-agent");
+	ck_assert_str_eq(s.status[0], "running");
+
+	ck_assert_int_eq(ops()->sandbox_remove(box.ctx, "sbxloop-r1-agent",
+					       &err),
+			 0);
+	ck_assert(!box_exists("sbxloop-r1-agent"));
+	ck_assert_int_eq(count_calls("stop sbxloop-r1-agent"), 1);
+	ck_assert_int_eq(count_calls("rm --force sbxloop-r1-agent"), 1);
+	/* removing what is gone is fine */
+	ck_assert_int_eq(ops()->sandbox_remove(box.ctx, "sbxloop-r1-agent",
+					       &err),
+			 0);
+	free(src);
+	free(back);
+}
+END_TEST
+
+START_TEST(test_ls_parses_old_and_sparse_columns)
+{
+	struct sbxloop_error err = {0, ""};
+	struct seen s;
+
+	/* sbx 0.35: NAME column, an empty agent cell */
+	script("[{\"prefix\":\"ls\",\"returncode\":0,\"stdout\":"
+	       "\"NAME                 AGENT    STATUS     WORKSPACE\\n"
+	       "sbxloop-a-agent      shell    running    /w/a\\n"
+	       "sbxloop-b-github              stopped    /w/b\\n"
+	       "\\n\"}]");
+	core_up();
+	box_up();
+	memset(&s, 0, sizeof(s));
+	ck_assert_int_eq(ops()->list(box.ctx, "sbxloop-", on_entry, &s, &err),
+			 0);
+	ck_assert_int_eq(s.n, 2);
+	ck_assert_str_eq(s.names[1], "sbxloop-b-github");
+	ck_assert_str_eq(s.status[1], "stopped");
+	script("[{\"prefix\":\"ls\",\"returncode\":0,\"stdout\":"
+	       "\"No sandboxes found.\\n\"}]");
+	memset(&s, 0, sizeof(s));
+	ck_assert_int_eq(ops()->list(box.ctx, NULL, on_entry, &s, &err), 0);
+	ck_assert_int_eq(s.n, 0);
+}
+END_TEST
+
+/* -------------------------------------------------------------- secrets */
+
+static void secret_req(struct sbxloop_secret_req *req, const char *name,
+		       int github)
+{
+	memset(req, 0, sizeof(*req));
+	req->struct_size = sizeof(*req);
+	req->sandbox = name;
+	req->role = github ? "github" : "agent";
+	req->env_name = github ? "GH_TOKEN" : "COPILOT_GITHUB_TOKEN";
+	req->value = github ? GH_TOKEN_VALUE : AGENT_TOKEN;
+	req->bind_host = github ? NULL : "api.github.com";
+	req->service = github ? "github" : NULL;
+}
+
+/* Provide through the chain [sbx-proxy, plain-env] as the core does. */
+static const char *provide_chain(const struct sbxloop_secret_req *req,
+				 struct sbxloop_secret_outcome *out)
+{
+	static const char *const chain[] = {"sbx-proxy", "plain-env", NULL};
+	struct sbxloop_error err = {0, ""};
+	size_t i;
+	int rc = SBXLOOP_EUNSUPPORTED;
+
+	for (i = 0; chain[i]; i++) {
+		struct sbx_instance inst;
+		const struct sbxloop_secret_ops *so;
+
+		ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_SECRET,
+						   chain[i], &inst,
+						   &err) == 0,
+			      "%s", err.message);
+		so = inst.ops;
+		memset(out, 0, sizeof(*out));
+		out->struct_size = sizeof(*out);
+		rc = so->provide(inst.ctx, req, out, &err);
+		sbx_instance_destroy(&inst);
+		if (rc != SBXLOOP_EUNSUPPORTED) {
+			ck_assert_msg(rc == 0, "%s: %s", chain[i],
+				      err.message);
+			return chain[i];
+		}
+	}
+	ck_abort_msg("no strategy took the secret");
+	return NULL;
+}
+
+static cJSON *secrets_state(void)
+{
+	char *path = sbx_xasprintf("%s/secrets-state.json", fake_dir);
+	char *text = tu_read(path);
+	cJSON *doc = text ? cJSON_Parse(text) : cJSON_CreateObject();
+
+	free(text);
+	free(path);
+	return doc;
+}
+
+static char *env_file(const char *name)
+{
+	char *p = fs_path(name, "/home/agent/.sbxloop/env.sh");
+	char *text = tu_read(p);
+
+	free(p);
+	return text;
+}
+
+START_TEST(test_proxy_invisible_falls_back_to_plain_env)
+{
+	struct sbxloop_secret_req req;
+	struct sbxloop_secret_outcome out;
+	struct stat sb;
+	char *text, *p;
+	cJSON *st;
+
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	secret_req(&req, "sbxloop-r1-agent", 0);
+	ck_assert_str_eq(provide_chain(&req, &out), "plain-env");
+	ck_assert_str_eq(out.strategy, "plain-env");
+	ck_assert(strstr(sbx_buf_str(&events),
+			 "sandbox.secret_env_fallback") != NULL);
+	/* the proxy registration does not outlive the fallback */
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 0);
+	cJSON_Delete(st);
+	ck_assert_int_eq(count_calls("secret set-custom --sandbox "
+				     "sbxloop-r1-agent --host api.github.com "
+				     "--env COPILOT_GITHUB_TOKEN --value "),
+			 1);
+	ck_assert_int_eq(count_calls("secret rm --host api.github.com --env "
+				     "COPILOT_GITHUB_TOKEN --sandbox "
+				     "sbxloop-r1-agent -f"),
+			 1);
+	text = env_file("sbxloop-r1-agent");
+	ck_assert_ptr_nonnull(text);
+	ck_assert_str_eq(text, "# written by sbxloop plain-env\n"
+			       "export COPILOT_GITHUB_TOKEN='" AGENT_TOKEN
+			       "'\n");
+	free(text);
+	p = fs_path("sbxloop-r1-agent", "/home/agent/.sbxloop/env.sh");
+	ck_assert_int_eq(stat(p, &sb), 0);
+	ck_assert_int_eq(sb.st_mode & 0777, 0600);
+	free(p);
+	/* only the documented set-custom --value carries the token */
+	ck_assert(!argv_contains(AGENT_TOKEN, "secret set-custom"));
+	ck_assert(!strstr(sbx_buf_str(&events), AGENT_TOKEN));
+}
+END_TEST
+
+START_TEST(test_proxy_holds_when_exec_sees_the_token)
+{
+	struct sbxloop_secret_req req;
+	struct sbxloop_secret_outcome out;
+	char *text;
+
+	script("[{\"prefix\":\"exec sbxloop-r1-agent sh -lc\","
+	       "\"returncode\":0}]");
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	secret_req(&req, "sbxloop-r1-agent", 0);
+	ck_assert_str_eq(provide_chain(&req, &out), "sbx-proxy");
+	ck_assert_str_eq(out.strategy, "sbx-proxy");
+	text = env_file("sbxloop-r1-agent");
+	ck_assert_ptr_null(text);
+	ck_assert(strstr(sbx_buf_str(&events), "secret_env_fallback") ==
+		  NULL);
+}
+END_TEST
+
+START_TEST(test_proxy_unclean_probe_twice_fails)
+{
+	struct sbxloop_secret_req req;
+	struct sbxloop_secret_outcome out;
+	struct sbxloop_error err = {0, ""};
+	struct sbx_instance inst;
+	const struct sbxloop_secret_ops *so;
+
+	script("[{\"prefix\":\"exec sbxloop-r1-agent sh -lc\","
+	       "\"returncode\":2,\"stderr\":\"boom\\n\"}]");
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	secret_req(&req, "sbxloop-r1-agent", 0);
+	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SECRET,
+					      "sbx-proxy", &inst, &err),
+			 0);
+	so = inst.ops;
+	ck_assert_int_eq(so->provide(inst.ctx, &req, &out, &err),
+			 SBXLOOP_EINFRA);
+	sbx_instance_destroy(&inst);
+	ck_assert_int_eq(count_calls("exec sbxloop-r1-agent sh -lc"), 2);
+	ck_assert(strstr(sbx_buf_str(&events), "sandbox.secret_probe_error"));
+	ck_assert(!strstr(err.message, AGENT_TOKEN));
+}
+END_TEST
+
+START_TEST(test_proxy_replaces_leftover_registration)
+{
+	struct sbxloop_secret_req req;
+	struct sbxloop_secret_outcome out;
+	const char *pre[] = {"sbx", "secret", "set-custom", "-g", "--host",
+			     "api.github.com", "--env", "COPILOT_GITHUB_TOKEN",
+			     "--value", "ghp_stale", NULL};
+	struct tu_run r;
+	cJSON *st, *c;
+
+	script("[{\"prefix\":\"exec sbxloop-r1-agent sh -lc\","
+	       "\"returncode\":0}]");
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	tu_exec(&r, NULL, NULL, pre);
+	ck_assert_int_eq(r.status, 0);
+	tu_run_free(&r);
+	secret_req(&req, "sbxloop-r1-agent", 0);
+	ck_assert_str_eq(provide_chain(&req, &out), "sbx-proxy");
+	ck_assert_int_eq(count_calls("secret rm --host api.github.com --env "
+				     "COPILOT_GITHUB_TOKEN -g -f"),
+			 1);
+	st = secrets_state();
+	c = cJSON_GetObjectItem(cJSON_GetObjectItem(st, "custom"),
+				"COPILOT_GITHUB_TOKEN");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(c, "scope")),
+			 "sbxloop-r1-agent");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(c, "value")),
+			 AGENT_TOKEN);
+	cJSON_Delete(st);
+}
+END_TEST
+
+START_TEST(test_github_token_goes_on_stdin_and_split_holds)
+{
+	struct sbxloop_secret_req req;
+	struct sbxloop_secret_outcome out;
+	char *agent_env, *gh_env;
+	cJSON *all, *rec;
+	int seen_stdin = 0;
+
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	must_create("sbxloop-r1-github");
+	secret_req(&req, "sbxloop-r1-agent", 0);
+	ck_assert_str_eq(provide_chain(&req, &out), "plain-env");
+	secret_req(&req, "sbxloop-r1-github", 1);
+	ck_assert_str_eq(provide_chain(&req, &out), "plain-env");
+
+	all = invocations();
+	cJSON_ArrayForEach(rec, all)
+	{
+		char *j = argv_joined(rec);
+		const char *in = cJSON_GetStringValue(
+			cJSON_GetObjectItem(rec, "stdin"));
+
+		ck_assert_msg(!strstr(j, GH_TOKEN_VALUE), "argv: %s", j);
+		if (in && strstr(in, GH_TOKEN_VALUE)) {
+			ck_assert_str_eq(j, "secret set sbxloop-r1-github "
+					    "github");
+			seen_stdin = 1;
+		}
+		free(j);
+	}
+	cJSON_Delete(all);
+	ck_assert(seen_stdin);
+
+	agent_env = env_file("sbxloop-r1-agent");
+	gh_env = env_file("sbxloop-r1-github");
+	ck_assert_ptr_nonnull(agent_env);
+	ck_assert_ptr_nonnull(gh_env);
+	ck_assert(strstr(agent_env, AGENT_TOKEN));
+	ck_assert(!strstr(agent_env, GH_TOKEN_VALUE));
+	ck_assert(strstr(gh_env, "export GH_TOKEN='" GH_TOKEN_VALUE "'"));
+	ck_assert(strstr(gh_env, "export GITHUB_TOKEN='" GH_TOKEN_VALUE "'"));
+	ck_assert(!strstr(gh_env, AGENT_TOKEN));
+	free(agent_env);
+	free(gh_env);
+	/* the worker in each sandbox picks up its own token only */
+	{
+		struct sbxloop_proc_result res;
+		struct sbxloop_error err = {0, ""};
+
+		ck_assert_int_eq(run_in("sbxloop-r1-github",
+					". ~/.sbxloop/env.sh; "
+					"echo \"${COPILOT_GITHUB_TOKEN:-none}"
+					"\"",
+					NULL, 10, &res, &err),
+				 0);
+		ck_assert_str_eq(res.out, "none\n");
+		sbx_proc_result_clear(&res);
+	}
+}
+END_TEST
+
+START_TEST(test_secret_value_never_logged)
+{
+	struct sbxloop_secret_req req;
+	struct sbxloop_secret_outcome out;
+	struct sbxloop_error err = {0, ""};
+	struct sbx_instance inst;
+	const struct sbxloop_secret_ops *so;
+	char *log_path = sbx_xasprintf("%s/stderr.log", dir), *text;
+	int saved, fd;
+
+	script("[{\"prefix\":\"secret set-custom\",\"returncode\":1,"
+	       "\"stderr\":\"ERROR: the proxy refused\\n\"}]");
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	sbx_log_set_level(SBXLOOP_LOG_DEBUG);
+	fflush(stderr);
+	saved = dup(2);
+	fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	dup2(fd, 2);
+	close(fd);
+	secret_req(&req, "sbxloop-r1-agent", 0);
+	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SECRET,
+					      "sbx-proxy", &inst, &err),
+			 0);
+	so = inst.ops;
+	ck_assert_int_eq(so->provide(inst.ctx, &req, &out, &err),
+			 SBXLOOP_EINFRA);
+	sbx_instance_destroy(&inst);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	sbx_log_set_level(SBXLOOP_LOG_INFO);
+	text = tu_read(log_path);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "--value ***"), "%s", text);
+	ck_assert_msg(!strstr(text, AGENT_TOKEN), "%s", text);
+	ck_assert_msg(strstr(err.message, "the proxy refused"), "%s",
+		      err.message);
+	ck_assert(!strstr(err.message, AGENT_TOKEN));
+	free(text);
+	free(log_path);
+}
+END_TEST
+
+START_TEST(test_plain_env_revoke_removes_file)
+{
+	struct sbxloop_secret_req req;
+	struct sbxloop_secret_outcome out;
+	struct sbxloop_error err = {0, ""};
+	struct sbx_instance inst;
+	const struct sbxloop_secret_ops *so;
+	char *text;
+
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-github");
+	secret_req(&req, "sbxloop-r1-github", 1);
+	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SECRET,
+					      "plain-env", &inst, &err),
+			 0);
+	so = inst.ops;
+	ck_assert_int_eq(so->provide(inst.ctx, &req, &out, &err), 0);
+	text = env_file("sbxloop-r1-github");
+	ck_assert_ptr_nonnull(text);
+	free(text);
+	ck_assert_int_eq(so->revoke(inst.ctx, &req, &err), 0);
+	text = env_file("sbxloop-r1-github");
+	ck_assert_ptr_null(text);
+	sbx_instance_destroy(&inst);
+}
+END_TEST
+
+/* --------------------------------------------------------------- policy */
+
+START_TEST(test_policy_seed_grant_revoke)
+{
+	static const char *const domains[] = {"a.example", "b.example", NULL};
+	struct sbxloop_error err = {0, ""};
+	struct sbx_instance inst;
+	const struct sbxloop_policy_ops *po;
+	struct sbxloop_grant g;
+	char *path, *text;
+
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_POLICY, "sbx",
+					      &inst, &err),
+			 0);
+	po = inst.ops;
+	ck_assert_int_eq(po->seed(inst.ctx, "sbxloop-r1-agent", domains, &err),
+			 0);
+	memset(&g, 0, sizeof(g));
+	g.struct_size = sizeof(g);
+	g.sandbox = "sbxloop-r1-agent";
+	g.domain = "registry.npmjs.org";
+	g.phase = "execute";
+	ck_assert_int_eq(po->grant(inst.ctx, &g, &err), 0);
+	ck_assert_int_eq(po->revoke(inst.ctx, &g, &err), 0);
+	g.sandbox = "sbxloop-gone-agent";
+	ck_assert_int_eq(po->grant(inst.ctx, &g, &err), SBXLOOP_ENOTFOUND);
+	sbx_instance_destroy(&inst);
+
+	ck_assert_int_eq(count_calls("policy allow network sbxloop-r1-agent "
+				     "a.example,b.example"),
+			 1);
+	ck_assert_int_eq(count_calls("policy allow network sbxloop-r1-agent "
+				     "registry.npmjs.org"),
+			 1);
+	ck_assert_int_eq(count_calls("policy rm network sbxloop-r1-agent "
+				     "--resource registry.npmjs.org"),
+			 1);
+	path = sbx_xasprintf("%s/policies.jsonl", fake_dir);
+	text = tu_read(path);
+	ck_assert(strstr(text, "\"action\":\"rm\""));
+	free(text);
+	free(path);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- suite */
+
+static Suite *sbx_suite(void)
+{
+	Suite *s = suite_create("sbx");
+	TCase *tc = tcase_create("provider");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_create_provisions_in_five_calls);
+	tcase_add_test(tc, test_create_passes_app_name_and_template);
+	tcase_add_test(tc, test_unmounted_workspace_uses_home_work);
+	tcase_add_test(tc, test_create_failure_after_create_rolls_back);
+	tcase_add_test(tc, test_create_of_existing_name_fails_cleanly);
+	tcase_add_test(tc, test_worker_version_mismatch_is_refused);
+	tcase_add_test(tc, test_missing_libcjson_is_installed_once);
+	tcase_add_test(tc, test_missing_libcjson_without_apt_is_a_clear_error);
+	tcase_add_test(tc, test_missing_sbx_binary_is_not_found);
+	tcase_add_test(tc, test_exec_returns_inner_exit_code);
+	tcase_add_test(tc, test_exec_in_missing_or_stopped_sandbox_is_infra);
+	tcase_add_test(tc, test_exec_streams_stdin_and_lines);
+	tcase_add_test(tc, test_exec_timeout_kills);
+	tcase_add_test(tc, test_copy_list_and_remove);
+	tcase_add_test(tc, test_ls_parses_old_and_sparse_columns);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("secrets");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_proxy_invisible_falls_back_to_plain_env);
+	tcase_add_test(tc, test_proxy_holds_when_exec_sees_the_token);
+	tcase_add_test(tc, test_proxy_unclean_probe_twice_fails);
+	tcase_add_test(tc, test_proxy_replaces_leftover_registration);
+	tcase_add_test(tc, test_github_token_goes_on_stdin_and_split_holds);
+	tcase_add_test(tc, test_secret_value_never_logged);
+	tcase_add_test(tc, test_plain_env_revoke_removes_file);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("policy");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_policy_seed_grant_revoke);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(sbx_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
