@@ -904,8 +904,8 @@ START_TEST(test_every_command_query_uses_an_index)
 		    " AND type >= 'policy.' AND type < 'policy/' ORDER BY seq",
 		    "idx_events_type");
 	assert_plan(db,
-		    "SELECT * FROM events WHERE run_id = 'r' AND seq > 0"
-		    " AND task_id = 't1' ORDER BY seq",
+		    "SELECT * FROM events WHERE run_id = ?1 AND seq > ?2"
+		    " AND task_id = ?5 ORDER BY seq",
 		    "idx_events_task");
 	assert_plan(db,
 		    "SELECT ts FROM events WHERE run_id = 'r'"

@@ -4,7 +4,8 @@
  *   v1  runs, tasks, phase_attempts, events with idx_events_run only.
  *   v2  runs.kept_reason and runs.reason; events.task_id (copied from
  *       data.task_id at insert) so `logs --task` is an index lookup;
- *       indexes for every query the commands make.
+ *       indexes for every query the commands make (the task one
+ *       partial: events without a task_id cost it nothing).
  * Never edit a shipped step: add a new version and a new step instead.
  */
 #include "config.h"
@@ -25,7 +26,7 @@
 	"CREATE INDEX IF NOT EXISTS idx_events_type"                          \
 	" ON events(run_id, type, seq);"                                      \
 	"CREATE INDEX IF NOT EXISTS idx_events_task"                          \
-	" ON events(run_id, task_id, seq);"
+	" ON events(run_id, task_id, seq) WHERE task_id IS NOT NULL;"
 
 const char store_schema_current[] =
 	"CREATE TABLE IF NOT EXISTS runs ("
