@@ -15,6 +15,7 @@
 
 #include <sbxloop/store.h>
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -120,6 +121,36 @@ static int phase_append(void)
 	ops->destroy(store);
 	fakehost_free(fh);
 	return 0;
+}
+
+/*
+ * What one durable transition costs the disk alone: a small write and an
+ * fdatasync, as SQLite does per commit with synchronous=FULL. A figure
+ * to read the append rate against, since a transition must wait for it.
+ */
+static void measure_fsync(void)
+{
+	char path[600], page[4096];
+	double t0, t;
+	int fd, i, n = 300;
+
+	snprintf(path, sizeof(path), "%s/fsync-probe", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return;
+	memset(page, 'x', sizeof(page));
+	t0 = now();
+	for (i = 0; i < n; i++)
+		if (pwrite(fd, page, sizeof(page),
+			   (off_t)(i % 64) * (off_t)sizeof(page)) < 0 ||
+		    fdatasync(fd) != 0)
+			break;
+	t = (now() - t0) / n;
+	close(fd);
+	unlink(path);
+	printf("disk: %.2f ms per write+fdatasync: at most %.0f events/s "
+	       "with a durable transition every 100 events\n",
+	       t * 1000, 100 / t);
 }
 
 static int count_row(void *user, const struct sbxloop_event *ev)
@@ -281,6 +312,7 @@ int main(int argc, char **argv)
 	}
 	printf("bench/events: SQLite %s, database in '%s'\n",
 	       sqlite3_libversion(), dir);
+	measure_fsync();
 	in_child("append", phase_append);
 	in_child("logs --type policy.", phase_query);
 	fill_runs();
