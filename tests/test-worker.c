@@ -1110,6 +1110,24 @@ START_TEST(test_gemini_preset_joins_message_deltas)
 }
 END_TEST
 
+START_TEST(test_unknown_session_falls_back_to_a_new_one)
+{
+	struct run r;
+	char job[1024], *log;
+
+	setenv("SBXLOOP_FAKE_AGENT_NO_RESUME", "1", 1);
+	command_job(job, sizeof(job), "claude",
+		    ",\"resume_session_id\":\"gone\"");
+	run_worker(&r, job, NULL);
+	ck_assert_str_eq(rstr(&r, "status"), "ok");
+	ck_assert_str_eq(rstr(&r, "session_id"), "claude-sess-1");
+	log = argv_log();
+	ck_assert_ptr_null(strstr(log, "--resume"));
+	free(log);
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_agent_command_failure_is_error_result)
 {
 	struct run r;
@@ -1403,6 +1421,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, test_claude_preset_maps_stream_json);
 	tcase_add_test(tc, test_codex_preset_maps_exec_json_and_resume);
 	tcase_add_test(tc, test_gemini_preset_joins_message_deltas);
+	tcase_add_test(tc, test_unknown_session_falls_back_to_a_new_one);
 	tcase_add_test(tc, test_agent_command_failure_is_error_result);
 	tcase_add_test(tc, test_agent_sees_only_allowlisted_environment);
 	suite_add_tcase(s, tc);

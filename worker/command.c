@@ -317,14 +317,15 @@ static int has_condition(const cJSON *argv, const char *cond)
 	return 0;
 }
 
-static int condition_holds(const struct wk_job *job, const char *cond)
+static int condition_holds(const struct wk_job *job, const char *cond,
+			   int resume)
 {
 	if (!strcmp(cond, "model"))
 		return job->model && *job->model && strcmp(job->model, "auto");
 	if (!strcmp(cond, "resume"))
-		return job->resume_session_id && *job->resume_session_id;
+		return resume;
 	if (!strcmp(cond, "new_session"))
-		return !(job->resume_session_id && *job->resume_session_id);
+		return !resume;
 	if (!strcmp(cond, "read_only"))
 		return job->read_only;
 	if (!strcmp(cond, "auto"))
@@ -407,7 +408,7 @@ static void add_arg(char ***argv, size_t *n, char *arg)
 }
 
 static char **build_argv(const cJSON *tpl, const struct wk_job *job,
-			 const struct wk_ctx *ctx)
+			 const struct wk_ctx *ctx, int resume)
 {
 	char **argv = NULL, *prompt;
 	size_t n = 0;
@@ -430,7 +431,7 @@ static char **build_argv(const cJSON *tpl, const struct wk_job *job,
 		}
 		x = cJSON_GetObjectItem(a, "if");
 		if (!cJSON_IsString(x) ||
-		    !condition_holds(job, x->valuestring))
+		    !condition_holds(job, x->valuestring, resume))
 			continue;
 		cJSON_ArrayForEach(x, cJSON_GetObjectItem(a, "args"))
 			if (cJSON_IsString(x))
@@ -488,8 +489,9 @@ int wk_backend_command(struct wk_ctx *ctx, const struct wk_job *job,
 	struct stream st = { 0 };
 	struct wk_buf out, err;
 	struct wk_proc p = { 0 };
+	double deadline = wk_now() + job->timeout_s;
 	size_t len;
-	int big, stream_json, rc = -1;
+	int big, stream_json, resume, rc = -1;
 
 	wk_buf_init(&out, 0, 1024 * 1024);
 	wk_buf_init(&err, 0, WK_SHELL_TAIL);
@@ -511,14 +513,17 @@ int wk_backend_command(struct wk_ctx *ctx, const struct wk_job *job,
 		goto out;
 	}
 	stream_json = !strcmp(fmt->valuestring, "stream-json");
-	argv = build_argv(tpl, job, ctx);
+	resume = job->resume_session_id && *job->resume_session_id;
+retry:
+	argv = build_argv(tpl, job, ctx, resume);
 	if (!argv[0]) {
 		wk_result_set_error(res, WK_ERROR, "BackendUnavailable", NULL,
 				    "agent preset '%s' yields an empty "
 				    "command", path);
 		goto out;
 	}
-	envp = wk_env_agent();
+	if (!envp)
+		envp = wk_env_agent();
 	st.ctx = ctx;
 	st.job = job;
 	st.rules = cJSON_GetObjectItem(preset, "rules");
@@ -527,7 +532,9 @@ int wk_backend_command(struct wk_ctx *ctx, const struct wk_job *job,
 	p.argv = argv;
 	p.cwd = ctx->cwd;
 	p.envp = envp;
-	p.timeout_s = job->timeout_s;
+	p.timeout_s = deadline - wk_now();
+	if (p.timeout_s <= 0)
+		p.timeout_s = 0.001;
 	p.out = &out;
 	p.err = &err;
 	if (stream_json) {
@@ -544,6 +551,19 @@ int wk_backend_command(struct wk_ctx *ctx, const struct wk_job *job,
 		wk_result_set_error(res, WK_TIMEOUT, "Timeout", NULL,
 				    "job timed out");
 		goto out;
+	}
+	if ((p.exit_code || st.error) && resume && deadline > wk_now()) {
+		/* a session that cannot be resumed: start a fresh one */
+		resume = 0;
+		stream_free(&st);
+		memset(&st, 0, sizeof(st));
+		wk_buf_free(&out);
+		wk_buf_free(&err);
+		wk_buf_init(&out, 0, 1024 * 1024);
+		wk_buf_init(&err, 0, WK_SHELL_TAIL);
+		free_argv(argv);
+		argv = NULL;
+		goto retry;
 	}
 	if (stream_json) {
 		res->output_text = wk_strdup(st.final_text ? st.final_text :

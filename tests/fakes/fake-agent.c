@@ -7,7 +7,9 @@
  * by SBXLOOP_FAKE_AGENT_LOG (one argument per line) so tests can check
  * the flags a preset produced; SBXLOOP_FAKE_AGENT_REPLY sets the answer,
  * SBXLOOP_FAKE_AGENT_EXIT the exit status, SBXLOOP_FAKE_AGENT_ENV a file
- * that receives the environment it was given.
+ * that receives the environment it was given. With
+ * SBXLOOP_FAKE_AGENT_NO_RESUME set, any resume request fails the way a
+ * CLI does when it does not know the session.
  */
 #include "config.h"
 
@@ -125,6 +127,13 @@ int main(int argc, char **argv)
 			fprintf(f, "%s\n", environ[i]);
 		if (f)
 			fclose(f);
+	}
+	for (i = 1; i < argc && getenv("SBXLOOP_FAKE_AGENT_NO_RESUME"); i++) {
+		if (!strcmp(argv[i], "--resume") ||
+		    !strcmp(argv[i], "resume")) {
+			fputs("error: no such session\n", stderr);
+			return 1;
+		}
 	}
 	if (strcmp(name, "copilot"))
 		puts("not json: a banner line the worker must ignore");
