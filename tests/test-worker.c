@@ -593,6 +593,26 @@ START_TEST(test_malformed_jobs_exit_64_with_a_reason)
 }
 END_TEST
 
+START_TEST(test_every_truncation_of_a_job_is_a_clean_64)
+{
+	static const char job[] = JOB_HEAD "\"kind\":\"agent.session\","
+		"\"prompt\":\"p\",\"expect\":\"json\",\"timeout_s\":5}";
+	size_t cut;
+
+	for (cut = 0; cut < sizeof(job) - 1; cut += 3) {
+		struct run r;
+		char *part = strndup(job, cut);
+
+		run_worker(&r, part, NULL);
+		ck_assert_msg(r.rc == 64, "cut at %zu: exit %d", cut, r.rc);
+		ck_assert_msg(strncmp(r.err, "error: ", 7) == 0,
+			      "cut at %zu: stderr '%s'", cut, r.err);
+		free(part);
+		run_free(&r);
+	}
+}
+END_TEST
+
 START_TEST(test_oversized_job_is_refused)
 {
 	struct run r;
@@ -1379,6 +1399,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, test_events_sorted_enveloped_mirrored_to_stdout);
 	tcase_add_test(tc, test_job_from_stdin);
 	tcase_add_test(tc, test_malformed_jobs_exit_64_with_a_reason);
+	tcase_add_test(tc, test_every_truncation_of_a_job_is_a_clean_64);
 	tcase_add_test(tc, test_oversized_job_is_refused);
 	tcase_add_test(tc, test_usage_errors_exit_64);
 	tcase_add_test(tc, test_bad_cwd_exits_64);
