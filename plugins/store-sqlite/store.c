@@ -7,7 +7,10 @@
  * when it returns. Events are buffered in memory and written in the same
  * transaction as the next run/task/attempt change (or on flush(), a full
  * buffer, or an old one), so the event log never lags the state while
- * most events cost no fsync of their own.
+ * most events cost no fsync of their own; a buffer written only because
+ * it is full or old commits without one (the next transition's fsync
+ * covers it). Measured: a transition costs one WAL fdatasync, which on a
+ * slow disk bounds the append rate (bench/events prints both).
  *
  * Sharing: every write is one short BEGIN IMMEDIATE transaction and the
  * connection waits up to STORE_BUSY_MS for a lock, so other processes
@@ -301,11 +304,37 @@ static int tx_end(struct store *s, int rc, struct sbxloop_error *err)
 	return rc;
 }
 
-static int pending_flush(struct store *s, struct sbxloop_error *err)
+/*
+ * Write the buffered events in a transaction of their own. `durable`
+ * says whether the caller needs them on disk now (flush(), destroy) or
+ * only visible (a full or old buffer, a query): then the commit skips its
+ * fsync (synchronous=NORMAL for that one transaction). The WAL is
+ * written in order, so the next FULL commit, a transition's, syncs these
+ * frames too: the log still never lags the state.
+ */
+static int pending_flush(struct store *s, int durable,
+			 struct sbxloop_error *err)
 {
+	int rc;
+
 	if (s->n_pending == 0)
 		return 0;
-	return tx_end(s, tx_begin(s, err), err);
+	if (!durable) {
+		rc = db_run(s, "PRAGMA synchronous = NORMAL",
+			    "configure", err);
+		if (rc)
+			return rc;
+	}
+	rc = tx_end(s, tx_begin(s, err), err);
+	if (!durable) {
+		struct sbxloop_error serr;
+		int src = db_run(s, "PRAGMA synchronous = FULL", "configure",
+				 rc ? &serr : err);
+
+		if (rc == 0)
+			rc = src;
+	}
+	return rc;
 }
 
 /* ---------------------------------------------------------------------
@@ -579,7 +608,7 @@ static void store_destroy(void *ctx)
 	if (s == NULL)
 		return;
 	if (s->db && s->insert_event && s->n_pending &&
-	    pending_flush(s, &err) != 0)
+	    pending_flush(s, 1, &err) != 0)
 		s->host->log(s->host, SBXLOOP_LOG_ERROR,
 			     "store: %zu events lost: %s", s->n_pending,
 			     err.message);
@@ -1252,7 +1281,7 @@ static int store_event_append(void *ctx, const struct sbxloop_event *ev,
 	s->pending[s->n_pending++] = p;
 	if (s->n_pending >= STORE_BUFFER_MAX ||
 	    now_mono() - s->pending_since >= STORE_BUFFER_AGE) {
-		rc = pending_flush(s, err);
+		rc = pending_flush(s, 0, err);
 		/* This event was the last one written. */
 		if (rc == 0 && seq_out)
 			*seq_out = sqlite3_last_insert_rowid(s->db);
@@ -1268,7 +1297,7 @@ static int store_flush(void *ctx, struct sbxloop_error *err)
 	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	rc = pending_flush(s, err);
+	rc = pending_flush(s, 1, err);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -1441,7 +1470,7 @@ static int store_events_query(void *ctx, const struct sbxloop_event_query *q,
 		 q->limit > 0 ? " LIMIT ?6" : "");
 	pthread_mutex_lock(&s->lock);
 	/* Our own buffered events are part of the log the caller sees. */
-	rc = pending_flush(s, err);
+	rc = pending_flush(s, 0, err);
 	if (rc)
 		goto out;
 	rc = run_must_exist(s, q->run_id, err);
@@ -1498,7 +1527,7 @@ static int store_event_last_ts(void *ctx, const char *run_id, double *ts,
 		return bad_argument(s, "event_last_ts needs a run_id", err);
 	*ts = 0;
 	pthread_mutex_lock(&s->lock);
-	rc = pending_flush(s, err);
+	rc = pending_flush(s, 0, err);
 	if (rc)
 		goto out;
 	/* The newest by sequence: one index probe, not a scan for MAX(ts). */
