@@ -718,6 +718,35 @@ START_TEST(test_sigkill_during_each_phase_then_resume)
 }
 END_TEST
 
+START_TEST(test_ctrl_c_removes_sandboxes_and_leaves_the_run_resumable)
+{
+	const char *args[] = {"run", "interrupt me", "--no-tui", NULL};
+	char path[4200], *run, *out;
+	pid_t pid;
+
+	scenario("kill_execute", NULL);
+	pid = spawn(args);
+	ck_assert(wait_for("SELECT count(*) FROM tasks WHERE "
+			   "state='executing'",
+			   20));
+	sleep_ms(300);
+	kill(pid, SIGINT);
+	ck_assert_int_eq(wait_code(pid), 130);
+	run = last_run();
+	out = output("out.txt");
+	ck_assert_msg(strstr(out, "sbxloop resume"), "stdout: %s", out);
+	free(out);
+	/* the persisted state is untouched and no sandbox is left */
+	assert_run_state(run, "running");
+	snprintf(path, sizeof(path), "%s/state/sandboxes/sbxloop-%s-agent",
+		 dir, run);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 0);
+	assert_run_state(run, "completed");
+	free(run);
+}
+END_TEST
+
 /* ---- faults of the sandbox substrate (mock provider) -------------------- */
 
 /* The run stopped with exit 2 and `msg`, stays resumable, and completes
@@ -819,6 +848,8 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_resume_of_a_completed_run_is_refused);
 	tcase_add_test(tc,
 		       test_config_change_before_resume_is_reported_as_drift);
+	tcase_add_test(
+		tc, test_ctrl_c_removes_sandboxes_and_leaves_the_run_resumable);
 	tcase_add_loop_test(tc, test_sigkill_during_each_phase_then_resume, 0,
 			    6);
 	suite_add_tcase(s, tc);

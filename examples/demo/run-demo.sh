@@ -1,13 +1,19 @@
 #!/bin/sh
 # Run the sbxloop demo end to end: a scripted agent builds a small C
 # project in a fresh workspace while VERIFY runs its real build and test.
-# Uses the build tree when run from a built checkout, else the installed
-# sbxloop. Usage: examples/demo/run-demo.sh [SCRATCH_DIR]
+# Uses a build tree when there is one (BUILD_DIR, $SBXLOOP_BUILDDIR or
+# the checkout itself), else the installed sbxloop. The demo runs in
+# SCRATCH_DIR (default: a new directory under $TMPDIR).
+# Usage: examples/demo/run-demo.sh [BUILD_DIR] [SCRATCH_DIR]
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 build=${SBXLOOP_BUILDDIR:-$top}
+if [ $# -ge 1 ] && [ -x "$1/sbxloop" ]; then
+	build=$(cd "$1" && pwd)
+	shift
+fi
 scratch=${1:-${TMPDIR:-/tmp}/sbxloop-demo.$$}
 
 if [ -x "$build/sbxloop" ] && [ -x "$build/worker/sbxloop-worker" ]; then
