@@ -165,7 +165,8 @@ static void start(const char *provider, const char *body)
 	ops = inst.ops;
 }
 
-static int make_sandbox(const char *name, struct sbxloop_sandbox_info *info)
+static int make_sandbox_ro(const char *name, int read_only,
+			   struct sbxloop_sandbox_info *info)
 {
 	struct sbxloop_sandbox_spec spec;
 
@@ -176,9 +177,15 @@ static int make_sandbox(const char *name, struct sbxloop_sandbox_info *info)
 	spec.run_id = "r1";
 	spec.workspace = ws;
 	spec.worker_path = "/usr/bin/true";
+	spec.read_only_workspace = read_only;
 	memset(info, 0, sizeof(*info));
 	info->struct_size = sizeof(*info);
 	return ops->sandbox_create(inst.ctx, &spec, info, &err);
+}
+
+static int make_sandbox(const char *name, struct sbxloop_sandbox_info *info)
+{
+	return make_sandbox_ro(name, 0, info);
 }
 
 /* Run a shell snippet in sandbox `name`; lines land in *l. */
@@ -480,7 +487,8 @@ START_TEST(test_copy_refuses_paths_outside_the_sandbox)
 	ck_assert_int_eq(ops->copy_in(inst.ctx, "s", src, bad, &err),
 			 SBXLOOP_EINVAL);
 	snprintf(dst, sizeof(dst), "%s/stolen", tmpdir);
-	ck_assert_int_eq(ops->copy_out(inst.ctx, "s", "/etc/passwd", dst, &err),
+	ck_assert_int_eq(ops->copy_out(inst.ctx, "s", "/etc/passwd", dst,
+				       &err),
 			 SBXLOOP_EINVAL);
 	ck_assert(!exists(dst));
 	snprintf(bad, sizeof(bad), "%s/missing.json", info.home);
@@ -664,6 +672,28 @@ START_TEST(test_bwrap_confines_writes_to_workspace_and_sandbox)
 	ck_assert_ptr_nonnull(strstr(l.out, "tmp-write-ok"));
 	snprintf(inhome, sizeof(inhome), "%s/leak", tmpdir);
 	ck_assert(!exists(inhome));
+	clear(&res);
+}
+END_TEST
+
+START_TEST(test_bwrap_read_only_workspace_refuses_writes)
+{
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_proc_result res;
+	char script[PATHBUF * 2], inws[600];
+	struct lines l;
+
+	start("local", "local:\n  isolation: bwrap\n");
+	ck_assert_int_eq(make_sandbox_ro("ro", 1, &info), 0);
+	snprintf(inws, sizeof(inws), "%s/from-ro", ws);
+	snprintf(script, sizeof(script),
+		 "echo a > '%s' 2>/dev/null && echo ws-ok; "
+		 "echo b > '%s/x' && echo home-ok; true",
+		 inws, info.home);
+	ck_assert_int_eq(run_sh("ro", script, 30, NULL, &l, &res), 0);
+	ck_assert_ptr_null(strstr(l.out, "ws-ok"));
+	ck_assert_ptr_nonnull(strstr(l.out, "home-ok"));
+	ck_assert(!exists(inws));
 	clear(&res);
 }
 END_TEST
@@ -967,8 +997,8 @@ static Suite *local_suite(void)
 	tcase_add_test(tc, test_copy_in_and_out_round_trip);
 	tcase_add_test(tc, test_copy_refuses_paths_outside_the_sandbox);
 	tcase_add_test(tc, test_list_finds_sandboxes_by_prefix);
-	tcase_add_test(tc,
-		       test_remove_deletes_the_sandbox_but_never_the_workspace);
+	tcase_add_test(
+		tc, test_remove_deletes_the_sandbox_but_never_the_workspace);
 	tcase_add_test(tc, test_capabilities_without_isolation_are_honest);
 	tcase_add_test(tc, test_unknown_isolation_is_a_config_error);
 	suite_add_tcase(s, tc);
@@ -981,7 +1011,9 @@ static Suite *bwrap_suite(void)
 	TCase *tc = tcase("bwrap", 120);
 
 	tcase_add_test(tc, test_bwrap_capabilities_per_network_mode);
-	tcase_add_test(tc, test_bwrap_confines_writes_to_workspace_and_sandbox);
+	tcase_add_test(tc,
+		       test_bwrap_confines_writes_to_workspace_and_sandbox);
+	tcase_add_test(tc, test_bwrap_read_only_workspace_refuses_writes);
 	tcase_add_test(tc, test_bwrap_tmp_is_private);
 	tcase_add_test(tc, test_bwrap_unshares_the_network_unless_host);
 	tcase_add_test(tc, test_bwrap_timeout_kills_the_whole_sandbox);

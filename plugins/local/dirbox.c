@@ -283,7 +283,8 @@ int dirbox_dir(const struct dirbox *box, const char *name, char *buf,
 			box->label, name ? name : "");
 	if ((size_t)snprintf(buf, len, "%s/%s", box->root, name) >= len)
 		return box->host->error_set(box->host, err, SBXLOOP_EINVAL,
-					    "%s: sandbox path too long for '%s'",
+					    "%s: sandbox path too long for "
+					    "'%s'",
 					    box->label, name);
 	return 0;
 }
@@ -427,6 +428,15 @@ int dirbox_create(struct dirbox *box, const struct sbxloop_sandbox_spec *spec,
 	if (!rc && spec->worker_path)
 		rc = dirbox_write_meta(box, spec->name, "worker",
 				       spec->worker_path, err);
+	/* only bubblewrap can keep the workspace read-only */
+	if (!rc && spec->read_only_workspace)
+		rc = dirbox_write_meta(box, spec->name, "workspace-ro", "1\n",
+				       err);
+	if (!rc && spec->read_only_workspace && !box->bwrap)
+		host->log(host, SBXLOOP_LOG_WARN,
+			  "%s: sandbox '%s' asks for a read-only workspace, "
+			  "but without isolation: bwrap it stays writable",
+			  box->label, spec->name);
 	if (rc)
 		goto out;
 	if (info) {
@@ -465,12 +475,13 @@ int dirbox_remove(struct dirbox *box, const char *name,
 
 /* argv for bubblewrap around `argv`; the strings stay borrowed. */
 static const char **bwrap_argv(const struct dirbox *box, const char *ws,
-			       const char *dir, const char *cwd,
+			       int ws_ro, const char *dir, const char *cwd,
 			       const char *const *argv)
 {
 	const char *head[] = {BWRAP_PATH, "--ro-bind", "/", "/", "--dev",
 			      "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-			      "--bind", ws, ws, "--bind", dir, dir,
+			      ws_ro ? "--ro-bind" : "--bind", ws, ws,
+			      "--bind", dir, dir,
 			      "--unshare-all", "--die-with-parent",
 			      "--new-session", "--chdir", cwd};
 	size_t nh = sizeof(head) / sizeof(head[0]), na = 0, i, k = 0;
@@ -534,7 +545,13 @@ int dirbox_exec(struct dirbox *box, const char *name,
 	ps.on_stderr_line = spec->on_stderr_line;
 	ps.user = spec->user;
 	if (box->bwrap) {
-		wrapped = bwrap_argv(box, ws, dir, cwd, spec->argv);
+		struct sbxloop_error ignored = {0, ""};
+		char ro[8];
+		int ws_ro = dirbox_read_meta(box, name, "workspace-ro", ro,
+					     sizeof(ro), &ignored) == 0 &&
+			    ro[0] == '1';
+
+		wrapped = bwrap_argv(box, ws, ws_ro, dir, cwd, spec->argv);
 		if (!wrapped) {
 			rc = host->error_set(host, err, SBXLOOP_ENOMEM,
 					     "%s: out of memory", box->label);
@@ -561,8 +578,8 @@ int dirbox_exec(struct dirbox *box, const char *name,
 		rc = host->error_set(host, err, SBXLOOP_ETIMEDOUT,
 				     "%s: '%s' timed out after %gs in sandbox "
 				     "'%s' and was killed",
-				     box->label, spec->argv[0], spec->timeout_s,
-				     name);
+				     box->label, spec->argv[0],
+				     spec->timeout_s, name);
 out:
 	free(wrapped);
 	envlist_free(&env);
@@ -645,9 +662,9 @@ static int resolve_inside(const struct dirbox *box, const char *name,
 	}
 	if (!path_within(out, rdir) && !path_within(out, rws))
 		return host->error_set(host, err, SBXLOOP_EINVAL,
-				       "%s: '%s' is outside sandbox '%s' (only "
-				       "its directory '%s' and workspace '%s' "
-				       "are reachable)",
+				       "%s: '%s' is outside sandbox '%s' "
+				       "(only its directory '%s' and "
+				       "workspace '%s' are reachable)",
 				       box->label, path, name, dir, ws);
 	return 0;
 }
@@ -691,7 +708,8 @@ static int copy_file(const struct dirbox *box, const char *src,
 			continue;
 		if (n < 0 || write(out, chunk, (size_t)n) != n) {
 			rc = host->error_set(host, err, SBXLOOP_EINFRA,
-					     "%s: cannot copy '%s' to '%s': %s",
+					     "%s: cannot copy '%s' to '%s': "
+					     "%s",
 					     box->label, src, dst,
 					     strerror(errno));
 			goto out;

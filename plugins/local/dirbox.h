@@ -36,8 +36,10 @@ int dirbox_init(struct dirbox *box, const struct sbxloop_host *host,
 int dirbox_dir(const struct dirbox *box, const char *name, char *buf,
 	       size_t len, struct sbxloop_error *err);
 
-int dirbox_create(struct dirbox *box, const struct sbxloop_sandbox_spec *spec,
-		  struct sbxloop_sandbox_info *info, struct sbxloop_error *err);
+int dirbox_create(struct dirbox *box,
+		  const struct sbxloop_sandbox_spec *spec,
+		  struct sbxloop_sandbox_info *info,
+		  struct sbxloop_error *err);
 int dirbox_remove(struct dirbox *box, const char *name,
 		  struct sbxloop_error *err);
 int dirbox_exec(struct dirbox *box, const char *name,

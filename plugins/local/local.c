@@ -152,9 +152,9 @@ static int policy_seed(void *ctx, const char *sandbox,
 		return 0;
 	return p->host->error_set(
 		p->host, err, SBXLOOP_EUNSUPPORTED,
-		"local: cannot seed sandbox '%s' with '%s': the local provider "
-		"cannot enforce per-domain egress (its network is either none "
-		"or the whole host)",
+		"local: cannot seed sandbox '%s' with '%s': the local "
+		"provider cannot enforce per-domain egress (its network is "
+		"either none or the whole host)",
 		sandbox ? sandbox : "", domains[0]);
 }
 

@@ -167,7 +167,8 @@ static void scrub_tail(struct sbxloop_proc_result *res)
 		char *nl = memchr(r, '\n', (size_t)(end - r));
 		size_t n = nl ? (size_t)(nl - r) + 1 : (size_t)(end - r);
 
-		if (!memmem(r, n, MOCK_RESULT_MARK, strlen(MOCK_RESULT_MARK))) {
+		if (!memmem(r, n, MOCK_RESULT_MARK,
+			    strlen(MOCK_RESULT_MARK))) {
 			memmove(w, r, n);
 			w += n;
 		}
@@ -204,7 +205,8 @@ static void lose_results(struct mock *m, const char *name)
 
 static int mock_exec(void *ctx, const char *name,
 		     const struct sbxloop_exec_spec *spec,
-		     struct sbxloop_proc_result *res, struct sbxloop_error *err)
+		     struct sbxloop_proc_result *res,
+		     struct sbxloop_error *err)
 {
 	struct mock *m = ctx;
 	const struct sbxloop_host *host = m->box.host;
