@@ -19,8 +19,8 @@ const struct sbx_command sbx_commands[] = {
 	{"init", sbx_cmd_init, "sbxloop init [--force]",
 	 "write a fully commented sbxloop.yaml with every default",
 	 "  --force   overwrite an existing sbxloop.yaml\n"},
-	{"config", sbx_cmd_config, "sbxloop config show [--json]",
-	 "print every resolved configuration key and its source",
+	{"config", sbx_cmd_config, "sbxloop config show [--json] | policy",
+	 "print every resolved key and its source, or the egress policy",
 	 "  --json    one JSON object: key -> {value, source, origin}\n"},
 	{"plugins", sbx_cmd_plugins, "sbxloop plugins [--json]",
 	 "list every discoverable plugin module and its components",
@@ -52,6 +52,16 @@ const struct sbx_command sbx_commands[] = {
 	 "  --no-tui   plain transcript, no dashboard\n"},
 	{"cancel", sbx_cmd_cancel, "sbxloop cancel RUN",
 	 "ask a run to stop at its next phase boundary", ""},
+	{"artifacts", sbx_cmd_artifacts,
+	 "sbxloop artifacts RUN [--tree|--list] [--path]",
+	 "list a run's results on the host and what was excluded",
+	 "  --tree    show a directory tree (at most 50 lines)\n"
+	 "  --list    one line per file with its size (the default)\n"
+	 "  --path    print only the artifacts directory\n"},
+	{"gc", sbx_cmd_gc, "sbxloop gc [--older-than DAYS] [--dry-run]",
+	 "remove old run directories, never a resumable or recent one",
+	 "  --older-than DAYS  retention window (default 14)\n"
+	 "  --dry-run          only show what would be removed\n"},
 	{NULL, NULL, NULL, NULL, NULL},
 };
 

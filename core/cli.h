@@ -50,5 +50,7 @@ int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_resume(struct sbx_cli *cli, int argc, char **argv);
+int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv);
+int sbx_cmd_gc(struct sbx_cli *cli, int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "egress.h"
 #include "util.h"
 
 static const struct sbx_command *find_cmd(const char *name)
@@ -101,6 +102,14 @@ int sbx_cmd_config(struct sbx_cli *cli, int argc, char **argv)
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "-h") == 0)
 		return sbx_cli_usage(self, argc < 2);
+	if (strcmp(argv[1], "policy") == 0) {
+		int rc = argc > 2 ? sbx_cli_usage(self, 1)
+				  : sbx_cli_open_core(cli);
+
+		if (!rc)
+			sbx_egress_print_policy(cli->core->cfg, stdout);
+		return rc;
+	}
 	if (strcmp(argv[1], "show") != 0) {
 		sbx_cli_error("unknown config subcommand '%s'", argv[1]);
 		return sbx_cli_usage(self, 1);

@@ -1,0 +1,213 @@
+/*
+ * bench/run: whole runs of the real `sbxloop` binary with N independent
+ * tasks (N = 1, 20, 100 unless given) on the local provider and the
+ * script backend with instant replies. Prints, per N, the host CPU that
+ * sbxloop itself spent per worker job (the workers excluded), wall time
+ * per job, state transitions per second and the peak RSS. Figures only;
+ * nothing is asserted.
+ *
+ * Environment: SBXLOOP_BIN, SBXLOOP_WORKER, SBXLOOP_SRCDIR (prompts) and
+ * SBXLOOP_PLUGIN_PATH as in `make check`; defaults suit the build tree.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *env_or(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : dflt;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int write_scenario(const char *path, int n)
+{
+	FILE *f = fopen(path, "w");
+	int i;
+
+	if (!f)
+		return -1;
+	fputs("[{\"json\":{\"tasks\":[", f);
+	for (i = 1; i <= n; i++)
+		fprintf(f, "%s{\"id\":\"t%d\",\"title\":\"task %d\"}",
+			i > 1 ? "," : "", i, i);
+	fputs("]}}", f);
+	for (i = 1; i <= n; i++)
+		fprintf(f,
+			",\n{\"json\":{\"steps\":[\"nothing\"]}}"
+			",\n{\"text\":\"done t%d\"}"
+			",\n{\"json\":{\"verdict\":\"pass\"}}"
+			",\n{\"json\":{\"verdict\":\"accept\"}}",
+			i);
+	fputs("]\n", f);
+	return fclose(f);
+}
+
+static int write_config(const char *path, int n)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fprintf(f,
+		"state_dir: state\n"
+		"prompts_dir: %s/prompts\n"
+		"worker_path: %s\n"
+		"plugins:\n  sandbox: local\n  sinks: []\n"
+		"agent:\n  backend: script\n  script: scenario.json\n"
+		"budgets:\n  max_tasks: %d\n"
+		"limits:\n  disk_warn: 0\n  disk_abort: 0\n  mem_warn: 0\n"
+		"  mem_abort: 0\n",
+		env_or("SBXLOOP_SRCDIR", "."),
+		env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"), n + 1);
+	return fclose(f);
+}
+
+static long count(const char *db_path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	long v = -1;
+
+	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) ==
+		    SQLITE_OK &&
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = (long)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+/* utime + stime of the process itself (not its children), in ms. */
+static double own_cpu_ms(pid_t pid)
+{
+	char path[64], buf[4096], *p;
+	unsigned long ut = 0, st = 0;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	/* fields after the command name start at field 3 */
+	for (field = 3; p && field <= 15; field++) {
+		p = strchr(p + 1, ' ');
+		if (p && field == 13)
+			ut = strtoul(p + 1, NULL, 10);
+		if (p && field == 14)
+			st = strtoul(p + 1, NULL, 10);
+	}
+	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
+
+static int bench(int n)
+{
+	char dir[] = "/tmp/sbxloop-bench-XXXXXX", path[256], cmd[300];
+	struct rusage ru;
+	siginfo_t si;
+	double t0, wall, cpu;
+	long jobs, transitions;
+	pid_t pid;
+	int status, rc = -1;
+
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/scenario.json", dir);
+	if (write_scenario(path, n) < 0)
+		goto out;
+	snprintf(path, sizeof(path), "%s/sbxloop.yaml", dir);
+	if (write_config(path, n) < 0)
+		goto out;
+	t0 = now();
+	pid = fork();
+	if (pid < 0)
+		goto out;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (chdir(dir) < 0)
+			_exit(126);
+		dup2(null, 1);
+		dup2(null, 2);
+		execl(env_or("SBXLOOP_BIN", "./sbxloop"), "sbxloop", "run",
+		      "benchmark", "--no-tui", (char *)NULL);
+		_exit(127);
+	}
+	/* read its own CPU while it is a zombie, then reap it */
+	memset(&si, 0, sizeof(si));
+	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 &&
+	       errno == EINTR)
+		;
+	wall = now() - t0;
+	cpu = own_cpu_ms(pid);
+	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "bench: run with %d tasks failed (status %d); "
+			"see %s\n", n, status, dir);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/state/state.db", dir);
+	jobs = count(path, "SELECT count(*) FROM events WHERE "
+			   "type='worker.start'");
+	transitions = count(path, "SELECT count(*) FROM events WHERE "
+				  "type IN ('run.state','task.state')") -
+		      n; /* the roster announces every task once */
+	printf("N=%-4d jobs=%-4ld host CPU %.2f ms/job  wall %.2f ms/job  "
+	       "%.0f transitions/s  peak RSS %.1f MB\n",
+	       n, jobs, cpu / (double)jobs, wall * 1000.0 / (double)jobs,
+	       (double)transitions / wall, (double)ru.ru_maxrss / 1024.0);
+	rc = 0;
+out:
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench: cannot remove %s\n", dir);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const int dflt[] = {1, 20, 100};
+	int i, rc = 0;
+
+	if (argc > 1) {
+		for (i = 1; i < argc; i++)
+			if (bench(atoi(argv[i])) < 0)
+				rc = 1;
+		return rc;
+	}
+	for (i = 0; i < 3; i++)
+		if (bench(dflt[i]) < 0)
+			rc = 1;
+	return rc;
+}
