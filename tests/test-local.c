@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -802,6 +803,39 @@ START_TEST(test_bwrap_timeout_kills_the_whole_sandbox)
 }
 END_TEST
 
+START_TEST(test_bwrap_sandbox_dies_with_its_parent)
+{
+	struct sbxloop_sandbox_info info;
+	char arg[32], script[128];
+	pid_t child;
+	int i, status;
+
+	start("local", "local:\n  isolation: bwrap\n");
+	ck_assert_int_eq(make_sandbox("s", &info), 0);
+	snprintf(arg, sizeof(arg), "%d.75", 100 + (int)(getpid() % 800));
+	snprintf(script, sizeof(script), "sleep %s", arg);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		struct sbxloop_proc_result res;
+		struct lines l;
+
+		run_sh("s", script, 0, NULL, &l, &res);
+		_exit(0);
+	}
+	for (i = 0; i < 100 && !sleeper_running(arg); i++)
+		usleep(100000);
+	ck_assert_msg(sleeper_running(arg), "the sandboxed sleeper never ran");
+	/* the parent of bwrap dies without any chance to clean up */
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	for (i = 0; i < 50 && sleeper_running(arg); i++)
+		usleep(100000);
+	ck_assert_msg(!sleeper_running(arg),
+		      "the sandbox outlived the process that ran it");
+}
+END_TEST
+
 /* ---- local policy granter -------------------------------------------- */
 
 START_TEST(test_local_granter_refuses_per_domain_egress)
@@ -1017,6 +1051,7 @@ static Suite *bwrap_suite(void)
 	tcase_add_test(tc, test_bwrap_tmp_is_private);
 	tcase_add_test(tc, test_bwrap_unshares_the_network_unless_host);
 	tcase_add_test(tc, test_bwrap_timeout_kills_the_whole_sandbox);
+	tcase_add_test(tc, test_bwrap_sandbox_dies_with_its_parent);
 	suite_add_tcase(s, tc);
 	return s;
 }
