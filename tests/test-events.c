@@ -602,7 +602,8 @@ START_TEST(test_unknown_run_exits_2_on_every_command)
 	for (i = 0; i < 3; i++) {
 		struct result r = RUN(cmds[i], "nope");
 
-		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(r.status == 2, "%s: exit %d: %s", cmds[i],
+			      r.status, r.err);
 		ck_assert_msg(strstr(r.err, "error: unknown run 'nope'"),
 			      "%s: %s", cmds[i], r.err);
 		result_free(&r);
