@@ -62,6 +62,29 @@ const struct sbx_command sbx_commands[] = {
 	 "remove old run directories, never a resumable or recent one",
 	 "  --older-than DAYS  retention window (default 14)\n"
 	 "  --dry-run          only show what would be removed\n"},
+	{"sandbox", sbx_cmd_sandbox,
+	 "sbxloop sandbox ls | rm [NAME] [--run RUN | --all] | prune "
+	 "[--include-kept] [--dry-run] [--force] [--min-age HOURS]",
+	 "list, remove or prune the sandboxes of sbxloop runs",
+	 "  rm --run RUN      both sandboxes of RUN\n"
+	 "  rm --all          every sbxloop-* sandbox\n"
+	 "  prune             classify sandboxes against the state database;\n"
+	 "                    a dry run unless --force\n"
+	 "  --include-kept    prune kept sandboxes too\n"
+	 "  --min-age HOURS   silence before a sandbox is an orphan (1)\n"},
+	{"shell", sbx_cmd_shell,
+	 "sbxloop shell RUN [--role agent|github] [-c CMD]",
+	 "open a shell (or run CMD) in a kept sandbox of RUN",
+	 "  --role ROLE       agent (default) or github\n"
+	 "  -c, --command CMD run CMD with sh -lc and exit with its code\n"},
+	{"secrets", sbx_cmd_secrets, "sbxloop secrets list | clean [--apply] "
+	 "[--all]",
+	 "inspect or remove the sbx secret registrations sbxloop made",
+	 "  clean --apply     remove stale registrations (default: dry run)\n"
+	 "  clean --all       also remove live ones sbxloop owns\n"},
+	{"doctor", sbx_cmd_doctor, "sbxloop doctor",
+	 "check sbx, login, egress policy, tokens, state dir and worker",
+	 ""},
 	{NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -52,5 +52,9 @@ int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_resume(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_gc(struct sbx_cli *cli, int argc, char **argv);
+int sbx_cmd_sandbox(struct sbx_cli *cli, int argc, char **argv);
+int sbx_cmd_shell(struct sbx_cli *cli, int argc, char **argv);
+int sbx_cmd_secrets(struct sbx_cli *cli, int argc, char **argv);
+int sbx_cmd_doctor(struct sbx_cli *cli, int argc, char **argv);
 
 #endif

@@ -383,6 +383,11 @@ static int col_index(const struct ls_col *cols, size_t n, const char *name)
 	return -1;
 }
 
+static const char *cell(char *const *cells, int i)
+{
+	return i >= 0 && cells[i] ? cells[i] : "";
+}
+
 void sbxp_parse_ls(const char *text,
 		   void (*cb)(void *user, const char *name,
 			      const char *agent, const char *status,
@@ -443,11 +448,8 @@ void sbxp_parse_ls(const char *text,
 		status_i = col_index(cols, ncols, "STATUS");
 		ws_i = col_index(cols, ncols, "WORKSPACE");
 		if (cells[name_i] && *cells[name_i])
-			cb(user, cells[name_i],
-			   agent_i >= 0 && cells[agent_i] ? cells[agent_i] : "",
-			   status_i >= 0 && cells[status_i] ? cells[status_i] :
-							      "",
-			   ws_i >= 0 && cells[ws_i] ? cells[ws_i] : "");
+			cb(user, cells[name_i], cell(cells, agent_i),
+			   cell(cells, status_i), cell(cells, ws_i));
 		for (i = 0; i < ncols; i++)
 			free(cells[i]);
 next:

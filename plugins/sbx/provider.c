@@ -468,9 +468,8 @@ static int install_and_probe(struct provider *p,
 		int fd;
 
 		marker_path = sbxp_printf("%s/%s", spec->workspace, marker);
-		fd = marker_path ? open(marker_path,
-					O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-					0644) : -1;
+		fd = marker_path ? open(marker_path, O_WRONLY | O_CREAT |
+					O_EXCL | O_CLOEXEC, 0644) : -1;
 		if (fd >= 0) {
 			close(fd);
 			have_marker = 1;
@@ -509,9 +508,9 @@ static int install_and_probe(struct provider *p,
 		rc = h->error_set(
 			h, err, SBXLOOP_EINFRA,
 			"sbxloop-worker cannot run in sandbox '%s': its "
-			"runtime library libcjson is missing and `sudo apt-get "
-			"install libcjson1` did not provide it; use a template "
-			"that has libcjson1 (sbx.template)",
+			"runtime library libcjson is missing and `sudo "
+			"apt-get install libcjson1` did not provide it; use a "
+			"template that has libcjson1 (sbx.template)",
 			spec->name);
 		goto out;
 	}
@@ -688,7 +687,8 @@ const struct sbxloop_sandbox_ops sbxp_sandbox_ops = {
 	.struct_size = sizeof(struct sbxloop_sandbox_ops),
 	.create = prov_create,
 	.destroy = prov_destroy,
-	.static_capabilities = BASE_CAPS | SBXLOOP_CAP_SECRET_NEVER_IN_SANDBOX |
+	.static_capabilities = BASE_CAPS |
+			       SBXLOOP_CAP_SECRET_NEVER_IN_SANDBOX |
 			       SBXLOOP_CAP_WORKSPACE_MOUNTED,
 	.capabilities = prov_capabilities,
 	.sandbox_create = prov_sandbox_create,
