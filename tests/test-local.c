@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -836,6 +838,69 @@ START_TEST(test_bwrap_sandbox_dies_with_its_parent)
 }
 END_TEST
 
+/*
+ * Replace /usr/bin/bwrap, for this forked test only, by `file` in a
+ * private mount namespace. Returns 0, or -1 where that is not possible
+ * (not root, or tests not forked) and the test should pass vacuously.
+ */
+static int replace_bwrap(const char *file)
+{
+	const char *fork_mode = getenv("CK_FORK");
+
+	if (fork_mode && strcmp(fork_mode, "no") == 0)
+		return -1;
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount(file, "/usr/bin/bwrap", "none", MS_BIND, NULL) < 0) {
+		fprintf(stderr, "test-local: cannot replace bwrap here (%s); "
+				"skipping\n",
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int instantiate_bwrap_failing(void)
+{
+	core = open_core("local:\n  isolation: bwrap\n");
+	return sbx_core_instantiate(core, SBXLOOP_KIND_SANDBOX, "local",
+				    &inst, &err);
+}
+
+START_TEST(test_bwrap_without_user_namespaces_names_the_fix)
+{
+	char fake[600];
+
+	snprintf(fake, sizeof(fake), "%s/fake-bwrap", tmpdir);
+	write_text(fake,
+		   "#!/bin/sh\necho 'bwrap: No permissions to create new "
+		   "namespace' >&2\nexit 1\n",
+		   0755);
+	if (replace_bwrap(fake) < 0)
+		return;
+	ck_assert_int_eq(instantiate_bwrap_failing(), SBXLOOP_EUNSUPPORTED);
+	ck_assert_ptr_nonnull(strstr(err.message, "bubblewrap"));
+	ck_assert_ptr_nonnull(strstr(err.message, "user namespaces"));
+	ck_assert_ptr_nonnull(
+		strstr(err.message, "No permissions to create new namespace"));
+	ck_assert_ptr_nonnull(strstr(err.message, "local.isolation: none"));
+}
+END_TEST
+
+START_TEST(test_bwrap_missing_names_the_package)
+{
+	char fake[600];
+
+	snprintf(fake, sizeof(fake), "%s/not-executable", tmpdir);
+	write_text(fake, "", 0644);
+	if (replace_bwrap(fake) < 0)
+		return;
+	ck_assert_int_eq(instantiate_bwrap_failing(), SBXLOOP_EUNSUPPORTED);
+	ck_assert_ptr_nonnull(strstr(err.message, "'/usr/bin/bwrap'"));
+	ck_assert_ptr_nonnull(strstr(err.message, "install bubblewrap"));
+}
+END_TEST
+
 /* ---- local policy granter -------------------------------------------- */
 
 START_TEST(test_local_granter_refuses_per_domain_egress)
@@ -1052,6 +1117,8 @@ static Suite *bwrap_suite(void)
 	tcase_add_test(tc, test_bwrap_unshares_the_network_unless_host);
 	tcase_add_test(tc, test_bwrap_timeout_kills_the_whole_sandbox);
 	tcase_add_test(tc, test_bwrap_sandbox_dies_with_its_parent);
+	tcase_add_test(tc, test_bwrap_without_user_namespaces_names_the_fix);
+	tcase_add_test(tc, test_bwrap_missing_names_the_package);
 	suite_add_tcase(s, tc);
 	return s;
 }
