@@ -10,10 +10,12 @@
 
 #include <check.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -1405,6 +1407,177 @@ START_TEST(test_secrets_list_and_clean_stale)
 }
 END_TEST
 
+/* ------------------------------------------------------ whole runs (e2e) */
+
+#define RUN_TOKEN "ghp_e2eRUNtoken0123456789abcdefXYZ"
+
+static void write_run_config(const char *scenario)
+{
+	char *extra = sbx_xasprintf(
+		"prompts_dir: %s/prompts\n"
+		"worker_path: %s\n"
+		"agent:\n"
+		"  backend: script\n"
+		"  script: %s/tests/scenarios/%s.json\n"
+		"limits:\n"
+		"  disk_warn: 0\n"
+		"  disk_abort: 0\n"
+		"  mem_warn: 0\n"
+		"  mem_abort: 0\n",
+		tu_env("SBXLOOP_SRCDIR"), tu_env("SBXLOOP_WORKER"),
+		tu_env("SBXLOOP_SRCDIR"), scenario);
+	char *text = sbx_xasprintf("state_dir: %s/state\n"
+				   "plugins:\n"
+				   "  sandbox: sbx\n"
+				   "  secrets: [sbx-proxy, plain-env]\n"
+				   "  policy: [sbx]\n"
+				   "  sinks: []\n"
+				   "%s",
+				   dir, extra);
+
+	tu_write(cfg_path, text);
+	free(text);
+	free(extra);
+	setenv("COPILOT_GITHUB_TOKEN", RUN_TOKEN, 1);
+}
+
+static int sandboxes_left(void)
+{
+	char *p = sbx_xasprintf("%s/sandboxes", fake_dir);
+	char *cmd = sbx_xasprintf("ls -A '%s' 2>/dev/null | wc -l", p);
+	FILE *f = popen(cmd, "r");
+	int n = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		pclose(f);
+	}
+	free(cmd);
+	free(p);
+	return n;
+}
+
+/* Does any file under `root` contain `needle`? (grep -r) */
+static int tree_contains(const char *root, const char *needle)
+{
+	const char *argv[] = {"grep", "-rqaF", needle, root, NULL};
+	struct tu_run r;
+	int hit;
+
+	tu_exec(&r, NULL, NULL, argv);
+	hit = r.status == 0;
+	tu_run_free(&r);
+	return hit;
+}
+
+START_TEST(test_run_completes_on_sbx_with_one_exec_per_job)
+{
+	const char *run[] = {"run", "make a thing", "--no-tui", NULL};
+	char *state = sbx_xasprintf("%s/state", dir);
+	struct tu_run r;
+	cJSON *all, *rec;
+	int execs = 0, with_stdin = 0;
+
+	write_run_config("happy1");
+	sbxloop(&r, run);
+	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
+	ck_assert(strstr(r.out, "completed"));
+	ck_assert(!strstr(r.err, RUN_TOKEN));
+	ck_assert(!strstr(r.out, RUN_TOKEN));
+	tu_run_free(&r);
+	ck_assert_int_eq(sandboxes_left(), 0);
+	/* every job is one exec with its request on stdin */
+	all = invocations();
+	cJSON_ArrayForEach(rec, all)
+	{
+		char *j = argv_joined(rec);
+		const char *in = cJSON_GetStringValue(
+			cJSON_GetObjectItem(rec, "stdin"));
+
+		ck_assert_msg(!strstr(j, RUN_TOKEN), "argv: %s", j);
+		ck_assert(!in || !strstr(in, RUN_TOKEN) ||
+			  sbx_starts_with(j, "secret set "));
+		if (sbx_starts_with(j, "exec -i ") &&
+		    strstr(j, "sbxloop-worker run")) {
+			execs++;
+			with_stdin += in && *in == '{';
+		}
+		free(j);
+	}
+	cJSON_Delete(all);
+	ck_assert_int_ge(execs, 5);
+	ck_assert_int_eq(with_stdin, execs);
+	/* nothing the host wrote holds the token */
+	ck_assert(!tree_contains(state, RUN_TOKEN));
+	free(state);
+}
+END_TEST
+
+START_TEST(test_run_provision_failure_rolls_back)
+{
+	const char *run[] = {"run", "make a thing", "--no-tui", NULL};
+	struct tu_run r;
+
+	write_run_config("happy1");
+	/* the worker probe breaks after the sandbox exists */
+	script("[{\"prefix\":\"exec -w /home/agent sbxloop-\","
+	       "\"returncode\":0},"
+	       "{\"prefix\":\"cp \",\"returncode\":1,"
+	       "\"stderr\":\"ERROR: copy failed: disk full\\n\"}]");
+	sbxloop(&r, run);
+	ck_assert_msg(r.status != 0, "%s%s", r.out, r.err);
+	ck_assert_msg(strstr(r.err, "disk full"), "%s", r.err);
+	tu_run_free(&r);
+	ck_assert_int_eq(sandboxes_left(), 0);
+	ck_assert_int_ge(count_calls("rm --force sbxloop-"), 1);
+}
+END_TEST
+
+START_TEST(test_run_sigterm_leaves_no_sandbox_and_no_secret)
+{
+	const char *argv[] = {tu_env("SBXLOOP_BIN"), "--config", cfg_path,
+			      "run", "interrupt me", "--no-tui", NULL};
+	double deadline;
+	pid_t pid;
+	int status, i;
+	cJSON *st;
+
+	write_run_config("kill_execute");
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR);
+
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		if (chdir(dir) < 0)
+			_exit(126);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	/* wait for the third job (decompose, plan, execute) to start */
+	deadline = sbx_monotonic() + 30;
+	while (count_calls("exec -i ") < 3 && sbx_monotonic() < deadline)
+		usleep(50000);
+	ck_assert_int_ge(count_calls("exec -i "), 3);
+	usleep(300000);
+	kill(pid, SIGTERM);
+	for (i = 0; i < 400 && waitpid(pid, &status, WNOHANG) == 0; i++)
+		usleep(50000);
+	ck_assert_msg(i < 400, "sbxloop did not exit after SIGTERM");
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+	ck_assert_int_eq(sandboxes_left(), 0);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 0);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(st, "service")), 0);
+	cJSON_Delete(st);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- suite */
 
 static Suite *sbx_suite(void)
@@ -1453,6 +1626,14 @@ static Suite *sbx_suite(void)
 	tcase_add_test(tc, test_shell_runs_a_command_in_the_pair);
 	tcase_add_test(tc, test_doctor_reports_each_failure_row);
 	tcase_add_test(tc, test_secrets_list_and_clean_stale);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("runs");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_run_completes_on_sbx_with_one_exec_per_job);
+	tcase_add_test(tc, test_run_provision_failure_rolls_back);
+	tcase_add_test(tc, test_run_sigterm_leaves_no_sandbox_and_no_secret);
 	suite_add_tcase(s, tc);
 	return s;
 }
