@@ -219,13 +219,17 @@ static const struct sbx_command *command(const char *name)
 struct run_list {
 	struct run_copy *runs;
 	size_t n;
+	size_t cap;
 };
 
 static int run_list_cb(void *user, const struct sbxloop_run_row *row)
 {
 	struct run_list *l = user;
 
-	l->runs = sbx_xrealloc(l->runs, (l->n + 1) * sizeof(*l->runs));
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 64;
+		l->runs = sbx_xrealloc(l->runs, l->cap * sizeof(*l->runs));
+	}
 	memset(&l->runs[l->n], 0, sizeof(l->runs[0]));
 	run_copy_cb(&l->runs[l->n], row);
 	l->n++;
@@ -256,7 +260,7 @@ static int status_all(struct sbx_instance *store, int json)
 {
 	const struct sbxloop_store_ops *ops = store->ops;
 	struct sbxloop_error err = {0, ""};
-	struct run_list l = {NULL, 0};
+	struct run_list l = {NULL, 0, 0};
 	struct sbx_buf out = SBX_BUF_INIT;
 	size_t i;
 	int rc;
