@@ -75,6 +75,14 @@ char *sbx_redact(const char *text)
 		pthread_mutex_unlock(&secrets_lock);
 		return sbx_xstrdup(text);
 	}
+	/* Fast path: most text holds no secret at all. */
+	for (i = 0; i < n_secrets; i++)
+		if (strstr(text, secrets[i]))
+			break;
+	if (i == n_secrets) {
+		pthread_mutex_unlock(&secrets_lock);
+		return sbx_xstrdup(text);
+	}
 	p = text;
 	while (*p) {
 		int hit = 0;
@@ -89,8 +97,21 @@ char *sbx_redact(const char *text)
 				break;
 			}
 		}
-		if (!hit)
-			sbx_buf_addc(&b, *p++);
+		if (!hit) {
+			/* copy up to the next byte that starts a secret */
+			const char *q = p + 1;
+
+			while (*q) {
+				for (i = 0; i < n_secrets; i++)
+					if (*q == secrets[i][0])
+						break;
+				if (i < n_secrets)
+					break;
+				q++;
+			}
+			sbx_buf_add(&b, p, (size_t)(q - p));
+			p = q;
+		}
 	}
 	pthread_mutex_unlock(&secrets_lock);
 	return b.buf ? sbx_buf_detach(&b) : sbx_xstrdup("");
