@@ -22,6 +22,7 @@
 #include "prompt.h"
 #include "redact.h"
 #include "util.h"
+#include "worker_client.h"
 
 #define STATE_LEN 24
 
@@ -781,6 +782,35 @@ out:
 	return rc;
 }
 
+/*
+ * The resource guard: when the sandbox's newest sample crossed an abort
+ * limit, the task fails with a diagnosis instead of running on.
+ */
+static int resources_exhausted(struct sbx_engine *e, struct task *t)
+{
+	const struct sbx_resource_sample *r = sbx_worker_last_resources();
+	double disk_abort =
+		sbx_config_double(e->core->cfg, "limits.disk_abort", 0);
+	double mem_abort =
+		sbx_config_double(e->core->cfg, "limits.mem_abort", 0);
+	char *why;
+
+	if (strcmp(r->level, "abort") != 0)
+		return 0;
+	if (disk_abort > 0 && r->disk_used_pct >= disk_abort)
+		why = sbx_xasprintf("sandbox disk exhausted: %.1f%% of the "
+				    "workspace filesystem is used "
+				    "(limits.disk_abort=%g%%)",
+				    r->disk_used_pct, disk_abort);
+	else
+		why = sbx_xasprintf("sandbox memory exhausted: %.1f%% of "
+				    "memory is used (limits.mem_abort=%g%%)",
+				    r->mem_used_pct, mem_abort);
+	set_feedback(t, why);
+	free(why);
+	return 1;
+}
+
 static int run_task(struct sbx_engine *e, struct task *t,
 		    struct sbxloop_error *err)
 {
@@ -810,6 +840,12 @@ static int run_task(struct sbx_engine *e, struct task *t,
 		rc = boundary(e, err);
 		if (rc < 0)
 			return rc;
+		if (resources_exhausted(e, t)) {
+			rc = task_set_state(e, t, "failed", err);
+			if (rc < 0)
+				return rc;
+			break;
+		}
 		if (!strcmp(t->state, "planning"))
 			rc = step_plan(e, t, err);
 		else if (!strcmp(t->state, "executing"))
@@ -822,6 +858,10 @@ static int run_task(struct sbx_engine *e, struct task *t,
 			rc = sbx_error(err, SBXLOOP_ECORRUPT,
 				       "task %s has the unknown state '%s'",
 				       t->id, t->state);
+		if (rc == SBX_PHASE_ERESOURCES) {
+			set_feedback(t, err->message);
+			rc = task_set_state(e, t, "failed", err);
+		}
 		if (rc < 0)
 			return rc;
 	}

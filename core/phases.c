@@ -198,6 +198,17 @@ static void result_error(const cJSON *res, const char **type, const char **msg)
 	*msg = json_str(e, "message", "no message");
 }
 
+/* A failed agent job: the sandbox running out of room is the task's
+ * problem, anything else the run's. */
+static int job_failed(const char *type, const char *msg,
+		      struct sbxloop_error *err)
+{
+	if (strcmp(type, "SandboxResourcesExhausted") == 0)
+		return sbx_error(err, SBX_PHASE_ERESOURCES, "%s", msg);
+	return sbx_error(err, SBXLOOP_EINFRA, "agent job failed (%s): %s",
+			 type, msg);
+}
+
 static int result_ok(const cJSON *res)
 {
 	return strcmp(json_str(res, "status", ""), "ok") == 0;
@@ -497,9 +508,7 @@ static int json_phase(const struct sbx_phase_ctx *pc, const char *phase,
 		if (!result_ok(res)) {
 			result_error(res, &type, &msg);
 			if (strcmp(type, "ExpectedJsonMissing") != 0) {
-				rc = sbx_error(err, SBXLOOP_EINFRA,
-					       "agent job failed (%s): %s",
-					       type, msg);
+				rc = job_failed(type, msg, err);
 				goto out;
 			}
 			sbx_buf_adds(&problem,
@@ -829,8 +838,7 @@ int sbx_phase_execute(const struct sbx_phase_ctx *pc, const cJSON *spec,
 		goto out;
 	if (!result_ok(res)) {
 		result_error(res, &type, &msg);
-		rc = sbx_error(err, SBXLOOP_EINFRA,
-			       "agent job failed (%s): %s", type, msg);
+		rc = job_failed(type, msg, err);
 		goto out;
 	}
 	sid = json_str(res, "session_id", NULL);

@@ -17,6 +17,12 @@
 #include "core.h"
 #include "util.h"
 
+/*
+ * A job failed because the sandbox crossed limits.disk_abort or
+ * limits.mem_abort: the message is the diagnosis; the task fails.
+ */
+#define SBX_PHASE_ERESOURCES (-64)
+
 struct sbx_phase_ctx {
 	struct sbx_core *core;
 	const struct sbxloop_sandbox_info *info;

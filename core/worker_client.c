@@ -23,6 +23,7 @@
 #define GRACE_S 60.0
 #define TAIL_LINES 5
 #define DIAG_MAX 1500
+#define RESOURCES_TYPE "\"" SBX_EV_SANDBOX_RESOURCES "\""
 
 struct relay {
 	struct sbx_core *core;
@@ -46,6 +47,35 @@ static void keep_tail(struct relay *r, const char *line, size_t len)
 	r->tail[r->n_tail++] = sbx_xstrndup(line, len > 400 ? 400 : len);
 }
 
+/* The newest resource sample any worker reported (single lane). */
+static struct sbx_resource_sample last_sample;
+
+const struct sbx_resource_sample *sbx_worker_last_resources(void)
+{
+	return &last_sample;
+}
+
+static void note_resources(const char *line, size_t len)
+{
+	cJSON *ev = cJSON_ParseWithLength(line, len);
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(ev, "data");
+	const cJSON *v;
+
+	if (!cJSON_IsObject(d))
+		goto out;
+	v = cJSON_GetObjectItemCaseSensitive(d, "level");
+	if (!cJSON_IsString(v))
+		goto out;
+	snprintf(last_sample.level, sizeof(last_sample.level), "%s",
+		 v->valuestring);
+	v = cJSON_GetObjectItemCaseSensitive(d, "disk_used_pct");
+	last_sample.disk_used_pct = cJSON_IsNumber(v) ? v->valuedouble : -1;
+	v = cJSON_GetObjectItemCaseSensitive(d, "mem_used_pct");
+	last_sample.mem_used_pct = cJSON_IsNumber(v) ? v->valuedouble : -1;
+out:
+	cJSON_Delete(ev);
+}
+
 static void on_stdout(void *user, const char *line, size_t len)
 {
 	struct relay *r = user;
@@ -55,6 +85,9 @@ static void on_stdout(void *user, const char *line, size_t len)
 		len--;
 	if (len == 0)
 		return;
+	if (len < 4096 &&
+	    memmem(line, len, RESOURCES_TYPE, sizeof(RESOURCES_TYPE) - 1))
+		note_resources(line, len);
 	if (sbx_bus_relay_worker_line(r->core, line, len, r->enrich, &res) ==
 	    1) {
 		cJSON_Delete(r->result);

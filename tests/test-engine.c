@@ -95,14 +95,15 @@ static void write_config(const char *provider, const char *extra)
 		 "agent:\n"
 		 "  backend: script\n"
 		 "  script: scenario.json\n"
-		 "limits:\n"
-		 "  disk_warn: 0\n"
-		 "  disk_abort: 0\n"
-		 "  mem_warn: 0\n"
-		 "  mem_abort: 0\n"
-		 "%s",
+		 "%s%s",
 		 env_or("SBXLOOP_SRCDIR", "."),
 		 env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"), provider,
+		 extra && strstr(extra, "limits:") ? ""
+						   : "limits:\n"
+						     "  disk_warn: 0\n"
+						     "  disk_abort: 0\n"
+						     "  mem_warn: 0\n"
+						     "  mem_abort: 0\n",
 		 extra ? extra : "");
 	write_text("sbxloop.yaml", buf);
 }
@@ -561,6 +562,63 @@ START_TEST(test_replan_exhaustion_skips_dependents_only)
 }
 END_TEST
 
+START_TEST(test_degraded_critic_pass_is_downgraded_to_revise)
+{
+	char *run;
+
+	scenario("degraded_critic", NULL);
+	ck_assert_int_eq(sbx("run", "degraded", "--no-tui"), 0);
+	run = last_run();
+	assert_task(run, "t1", "done", 1, 0);
+	assert_attempts(run, "t1", "scrutinize", "revise,pass");
+	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
+			       " AND type='phase.end' AND data_json LIKE "
+			       "'%%\"status\":\"degraded\"%%'",
+			       run, NULL),
+			 1);
+	free(run);
+}
+END_TEST
+
+START_TEST(test_verify_suspect_after_a_failed_check_replans)
+{
+	char *run;
+
+	scenario("verify_suspect", NULL);
+	ck_assert_int_eq(sbx("run", "suspect", "--no-tui"), 0);
+	run = last_run();
+	assert_task(run, "t1", "done", 0, 1);
+	assert_attempts(run, "t1", "verify", "failed,ok");
+	assert_attempts(run, "t1", "plan", "ok,ok");
+	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
+			       " AND type='phase.end' AND data_json LIKE "
+			       "'%%\"honored\":true%%'",
+			       run, NULL),
+			 1);
+	free(run);
+}
+END_TEST
+
+START_TEST(test_resource_abort_fails_the_task_with_a_diagnosis)
+{
+	char *run, *fb;
+
+	scenario("resources", "limits:\n  disk_warn: 0\n  disk_abort: 99.5\n"
+			      "  mem_warn: 0\n");
+	ck_assert_int_eq(sbx("run", "full disk", "--no-tui"), 1);
+	run = last_run();
+	assert_run_state(run, "failed");
+	assert_task(run, "t1", "failed", 0, 0);
+	fb = q_str("SELECT last_feedback FROM tasks WHERE run_id='%s'", run);
+	ck_assert_msg(strstr(fb, "sandbox disk exhausted"), "feedback: %s",
+		      fb);
+	ck_assert_ptr_nonnull(strstr(fb, "99.7% of the workspace"));
+	ck_assert_ptr_nonnull(strstr(fb, "limits.disk_abort=99.5%"));
+	free(fb);
+	free(run);
+}
+END_TEST
+
 /* ---- budgets ------------------------------------------------------------ */
 
 START_TEST(test_too_many_tasks_stops_the_run)
@@ -837,6 +895,10 @@ static Suite *engine_suite(void)
 		tc, test_verify_failures_without_replan_budget_fail_the_task);
 	tcase_add_test(tc, test_reject_replans_then_accept);
 	tcase_add_test(tc, test_replan_exhaustion_skips_dependents_only);
+	tcase_add_test(tc, test_degraded_critic_pass_is_downgraded_to_revise);
+	tcase_add_test(tc, test_verify_suspect_after_a_failed_check_replans);
+	tcase_add_test(tc,
+		       test_resource_abort_fails_the_task_with_a_diagnosis);
 	tcase_add_test(tc, test_too_many_tasks_stops_the_run);
 	tcase_add_test(tc, test_wall_clock_budget_fails_the_run);
 	suite_add_tcase(s, tc);
@@ -849,7 +911,8 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc,
 		       test_config_change_before_resume_is_reported_as_drift);
 	tcase_add_test(
-		tc, test_ctrl_c_removes_sandboxes_and_leaves_the_run_resumable);
+		tc,
+		test_ctrl_c_removes_sandboxes_and_leaves_the_run_resumable);
 	tcase_add_loop_test(tc, test_sigkill_during_each_phase_then_resume, 0,
 			    6);
 	suite_add_tcase(s, tc);

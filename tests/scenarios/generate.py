@@ -7,7 +7,9 @@ def task(i, deps=(), verify=("test -f out-%s.txt",)):
             "depends_on": list(deps), "acceptance_criteria": ["out-%s.txt exists" % i],
             "verify_commands": [v % i if "%s" in v else v for v in verify]}
 def D(*tasks): return {"json": {"tasks": list(tasks)}}
-def P(i="t1", **kw): r = {"json": {"steps": ["write out-%s.txt" % i], "expected_artifacts": ["out-%s.txt" % i], "verify_commands": []}}; r.update(kw); return r
+def P(i="t1", verify_commands=()):
+    return {"json": {"steps": ["write out-%s.txt" % i], "expected_artifacts": ["out-%s.txt" % i],
+                     "verify_commands": list(verify_commands)}}
 def E(i="t1", write=True, **kw):
     r = {"text": "did %s" % i, "session_id": "sess-%s" % i}
     if write: r["files"] = {"out-%s.txt" % i: "ok\n"}
@@ -48,6 +50,24 @@ S["kill_validate"] = [D(task("t1")), P(), E(), SP, slow(VA), VA]
 S["kill_verify"] = [D(task("t1", verify=("test -f out-%s.txt", "test -f .slow-once || { touch .slow-once; sleep 30; }"))), P(), E(), SP, VA]
 # the mock provider loses the first result after its reply was consumed
 S["lost_result"] = [D(task("t1")), D(task("t1")), P(), E(), SP, VA]
+# a critic whose tools failed: its clean verdict is asked again, then
+# downgraded to revise
+def degraded(r):
+    r = json.loads(json.dumps(r)); r["health"] = {"tool_failures": {"shell": 2}}; return r
+S["degraded_critic"] = [D(task("t1")), P(), E(), degraded(SP), degraded(SP), E(), SP, VA]
+# the reviewer rules the plan's check wrong after it failed
+SUSPECT = {"json": {"verdict": "pass", "issues": [], "feedback": "",
+                    "verify_suspect": True,
+                    "verify_suspect_reason": "the check looks for wrong.txt; the task asks for out-t1.txt"}}
+S["verify_suspect"] = [D(task("t1", verify=())), P(verify_commands=["test -f wrong.txt"]), E(), SP,
+                       E(), SUSPECT, P(), E(), SP, VA]
+# the last sample before a phase boundary says the disk is full
+def full_disk(r):
+    r = json.loads(json.dumps(r))
+    r["events"] = [{"type": "sandbox.resources",
+                    "data": {"level": "abort", "disk_used_pct": 99.7, "mem_used_pct": 10.0}}]
+    return r
+S["resources"] = [D(task("t1")), P(), E(), full_disk(SP)]
 for k, v in S.items():
     with open(k + ".json", "w") as f:
         json.dump(v, f, indent=1); f.write("\n")
