@@ -1300,6 +1300,41 @@ static int run_info_cb(void *user, const struct sbxloop_run_row *run)
 	return 0;
 }
 
+static int gc_cb(void *user, const struct sbxloop_event *ev)
+{
+	cJSON *d = ev->data_json ? cJSON_Parse(ev->data_json) : NULL;
+	int *removed = user;
+
+	if (cJSON_IsTrue(
+		    cJSON_GetObjectItemCaseSensitive(d, "workspace_removed")))
+		*removed = 1;
+	cJSON_Delete(d);
+	return *removed;
+}
+
+/* Did a gc sweep remove this run's workspace? */
+static int gc_guard(struct sbx_engine *e, struct sbxloop_error *err)
+{
+	struct sbxloop_event_query q;
+	int removed = 0, rc;
+
+	memset(&q, 0, sizeof(q));
+	q.struct_size = sizeof(q);
+	q.run_id = e->run_id;
+	q.type_prefix = SBX_EV_GC;
+	rc = e->st->events_query(e->sctx, &q, gc_cb, &removed, err);
+	if (rc < 0)
+		return rc;
+	if (removed)
+		return sbx_error(
+			err, SBXLOOP_ESTATE,
+			"run %s cannot be resumed: a gc sweep removed "
+			"its workspace (see `sbxloop logs %s --type "
+			"%s`)",
+			e->run_id, e->run_id, SBX_EV_GC);
+	return 0;
+}
+
 int sbx_engine_resume(struct sbx_engine *e, const char *run_id,
 		      struct sbxloop_error *err)
 {
@@ -1326,6 +1361,9 @@ int sbx_engine_resume(struct sbx_engine *e, const char *run_id,
 			       run_id);
 		goto out;
 	}
+	rc = gc_guard(e, err);
+	if (rc < 0)
+		goto out;
 	if (!strcmp(ri.state, "failed") || !strcmp(ri.state, "cancelled")) {
 		struct sbxloop_run_update u;
 		char prev[STATE_LEN] = "";
@@ -1346,6 +1384,16 @@ int sbx_engine_resume(struct sbx_engine *e, const char *run_id,
 		}
 		if (rc < 0)
 			goto out;
+		/* gc and resume exclude each other: check again */
+		rc = gc_guard(e, err);
+		if (rc < 0) {
+			struct sbxloop_error ignored = {0, ""};
+
+			u.state = ri.state;
+			u.only_if_state = NULL;
+			e->st->run_update(e->sctx, &u, NULL, 0, &ignored);
+			goto out;
+		}
 	}
 	e->outcome = ri.outcome;
 	ri.outcome = NULL;

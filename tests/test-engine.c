@@ -456,6 +456,21 @@ START_TEST(test_invalid_json_twice_stops_the_run_resumable)
 }
 END_TEST
 
+START_TEST(test_verify_commands_that_change_the_machine_are_retried)
+{
+	char *run, *spec;
+
+	scenario("lint", NULL);
+	ck_assert_int_eq(sbx("run", "lint", "--no-tui"), 0);
+	run = last_run();
+	assert_task(run, "t1", "done", 0, 0);
+	spec = q_str("SELECT spec_json FROM tasks WHERE run_id='%s'", run);
+	ck_assert_ptr_null(strstr(spec, "sudo"));
+	free(spec);
+	free(run);
+}
+END_TEST
+
 /* ---- revisions and replans ---------------------------------------------- */
 
 START_TEST(test_revise_then_pass_spends_one_revision)
@@ -730,6 +745,66 @@ START_TEST(test_config_change_before_resume_is_reported_as_drift)
 }
 END_TEST
 
+static int sandbox_exists(const char *run)
+{
+	char path[4300];
+
+	snprintf(path, sizeof(path), "%s/state/sandboxes/sbxloop-%s-agent",
+		 dir, run);
+	return access(path, F_OK) == 0;
+}
+
+START_TEST(test_keep_sandboxes_keeps_the_sandbox)
+{
+	char *run, *kept;
+
+	scenario("happy1", NULL);
+	ck_assert_int_eq(sbx("run", "keep", "--keep-sandboxes"), 0);
+	run = last_run();
+	ck_assert(sandbox_exists(run));
+	kept = q_str("SELECT kept_reason FROM runs WHERE run_id='%s'", run);
+	ck_assert_str_eq(kept, "manual");
+	free(kept);
+	ck_assert_int_eq(count_events(run, "sandbox.removed"), 0);
+	free(run);
+}
+END_TEST
+
+START_TEST(test_keep_on_failure_keeps_a_failed_runs_sandbox)
+{
+	char *run, *kept;
+
+	scenario("verify_no_replan", "budgets:\n  max_replans_per_task: 0\n");
+	ck_assert_int_eq(sbx("run", "fail", "--keep-on-failure"), 1);
+	run = last_run();
+	ck_assert(sandbox_exists(run));
+	kept = q_str("SELECT kept_reason FROM runs WHERE run_id='%s'", run);
+	ck_assert_str_eq(kept, "debug");
+	free(kept);
+	ck_assert_int_eq(count_events(run, "run.keep"), 1);
+	free(run);
+}
+END_TEST
+
+START_TEST(test_resume_after_gc_removed_the_workspace_is_refused)
+{
+	char *run, sql[512];
+
+	scenario("invalid_twice", NULL);
+	ck_assert_int_eq(sbx("run", "gc", "--no-tui"), 2);
+	run = last_run();
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO events(run_id, ts, type, data_json) VALUES "
+		 "('%s', 0, 'daemon.gc', '{\"workspace_removed\":true}')",
+		 run);
+	q_exec(sql);
+	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 2);
+	assert_stderr_has("gc sweep removed its workspace");
+	assert_run_state(run, "decomposing");
+	free(run);
+}
+END_TEST
+
 /* SIGKILL `sbxloop run` once the store shows `sql`, then resume. */
 static void kill_and_resume(const char *name, const char *sql)
 {
@@ -884,6 +959,8 @@ static Suite *engine_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_invalid_json_then_valid_is_retried_once);
 	tcase_add_test(tc, test_invalid_json_twice_stops_the_run_resumable);
+	tcase_add_test(
+		tc, test_verify_commands_that_change_the_machine_are_retried);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("budgets");
@@ -908,6 +985,10 @@ static Suite *engine_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_cancel_from_another_process_then_resume);
 	tcase_add_test(tc, test_resume_of_a_completed_run_is_refused);
+	tcase_add_test(tc, test_keep_sandboxes_keeps_the_sandbox);
+	tcase_add_test(tc, test_keep_on_failure_keeps_a_failed_runs_sandbox);
+	tcase_add_test(tc,
+		       test_resume_after_gc_removed_the_workspace_is_refused);
 	tcase_add_test(tc,
 		       test_config_change_before_resume_is_reported_as_drift);
 	tcase_add_test(

@@ -68,6 +68,9 @@ def full_disk(r):
                     "data": {"level": "abort", "disk_used_pct": 99.7, "mem_used_pct": 10.0}}]
     return r
 S["resources"] = [D(task("t1")), P(), E(), full_disk(SP)]
+# a verify command that changes the machine is linted and retried
+S["lint"] = [D(task("t1", verify=("sudo apt-get install -y jq", "[[ -f out-%s.txt ]]"))),
+             D(task("t1")), P(), E(), SP, VA]
 for k, v in S.items():
     with open(k + ".json", "w") as f:
         json.dump(v, f, indent=1); f.write("\n")
