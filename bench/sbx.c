@@ -1,0 +1,236 @@
+/*
+ * bench/sbx: whole runs of the real `sbxloop` binary on the sbx provider
+ * against the fake sbx (tests/fakes/bin/sbx, built by `make check` or
+ * `make tests/fakes/bin/sbx`) with N independent tasks (N = 1, 5, 20
+ * unless given) and the script backend. Prints per N: sbx invocations
+ * per task, the host CPU sbxloop itself spent per task, the CPU of the
+ * whole process tree per task (sbxloop, every sbx call and the workers
+ * the fake runs on this host) and wall time per task. Figures only;
+ * nothing is asserted. Upstream's target: at most 6 invocations a task.
+ *
+ * Environment: SBXLOOP_BIN, SBXLOOP_WORKER, SBXLOOP_SRCDIR (prompts),
+ * SBXLOOP_BUILDDIR (the fake) and SBXLOOP_PLUGIN_PATH as in `make
+ * check`; the defaults suit the top of the build tree.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *env_or(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : dflt;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int write_scenario(const char *path, int n)
+{
+	FILE *f = fopen(path, "w");
+	int i;
+
+	if (!f)
+		return -1;
+	fputs("[{\"json\":{\"tasks\":[", f);
+	for (i = 1; i <= n; i++)
+		fprintf(f, "%s{\"id\":\"t%d\",\"title\":\"task %d\"}",
+			i > 1 ? "," : "", i, i);
+	fputs("]}}", f);
+	for (i = 1; i <= n; i++)
+		fprintf(f,
+			",\n{\"json\":{\"steps\":[\"nothing\"]}}"
+			",\n{\"text\":\"done t%d\"}"
+			",\n{\"json\":{\"verdict\":\"pass\"}}"
+			",\n{\"json\":{\"verdict\":\"accept\"}}",
+			i);
+	fputs("]\n", f);
+	return fclose(f);
+}
+
+static int write_config(const char *path, int n)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fprintf(f,
+		"state_dir: state\n"
+		"prompts_dir: %s/prompts\n"
+		"worker_path: %s\n"
+		"plugins:\n  sandbox: sbx\n"
+		"  secrets: [sbx-proxy, plain-env]\n  policy: [sbx]\n"
+		"  sinks: []\n"
+		"agent:\n  backend: script\n  script: scenario.json\n"
+		"budgets:\n  max_tasks: %d\n"
+		"limits:\n  disk_warn: 0\n  disk_abort: 0\n  mem_warn: 0\n"
+		"  mem_abort: 0\n",
+		env_or("SBXLOOP_SRCDIR", "."),
+		env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"), n + 1);
+	return fclose(f);
+}
+
+static long count_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long n = 0;
+	int c;
+
+	if (!f)
+		return -1;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/* utime + stime of the process itself (not its children), in ms. */
+static double own_cpu_ms(pid_t pid)
+{
+	char path[64], buf[4096], *p;
+	unsigned long ut = 0, st = 0;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	for (field = 3; p && field <= 15; field++) {
+		p = strchr(p + 1, ' ');
+		if (p && field == 13)
+			ut = strtoul(p + 1, NULL, 10);
+		if (p && field == 14)
+			st = strtoul(p + 1, NULL, 10);
+	}
+	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double tv_ms(const struct timeval *tv)
+{
+	return (double)tv->tv_sec * 1000.0 + (double)tv->tv_usec / 1000.0;
+}
+
+static int bench(int n)
+{
+	char dir[] = "/tmp/sbxloop-bench-sbx-XXXXXX", path[256], cmd[300];
+	char *fake_bin = NULL, *new_path = NULL, *fake_dir = NULL;
+	struct rusage ru;
+	siginfo_t si;
+	double t0, wall, cpu, tree;
+	long calls;
+	pid_t pid;
+	int status, rc = -1;
+
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/scenario.json", dir);
+	if (write_scenario(path, n) < 0)
+		goto out;
+	snprintf(path, sizeof(path), "%s/sbxloop.yaml", dir);
+	if (write_config(path, n) < 0)
+		goto out;
+	if (asprintf(&fake_bin, "%s/tests/fakes/bin",
+		     env_or("SBXLOOP_BUILDDIR", ".")) < 0 ||
+	    asprintf(&new_path, "%s:%s", fake_bin, env_or("PATH", "/bin")) <
+		    0 ||
+	    asprintf(&fake_dir, "%s/fake", dir) < 0)
+		goto out;
+	snprintf(path, sizeof(path), "%s/sbx", fake_bin);
+	if (access(path, X_OK) < 0) {
+		fprintf(stderr, "bench: no fake sbx at %s; run `make "
+			"tests/fakes/bin/sbx` first\n", path);
+		goto out;
+	}
+	t0 = now();
+	pid = fork();
+	if (pid < 0)
+		goto out;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (chdir(dir) < 0)
+			_exit(126);
+		dup2(null, 1);
+		dup2(null, 2);
+		setenv("PATH", new_path, 1);
+		setenv("SBX_FAKE_DIR", fake_dir, 1);
+		if (!getenv("COPILOT_GITHUB_TOKEN"))
+			setenv("COPILOT_GITHUB_TOKEN",
+			       "ghp_benchTOKEN0123456789abcdef", 1);
+		execl(env_or("SBXLOOP_BIN", "./sbxloop"), "sbxloop", "run",
+		      "benchmark", "--no-tui", (char *)NULL);
+		_exit(127);
+	}
+	memset(&si, 0, sizeof(si));
+	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 &&
+	       errno == EINTR)
+		;
+	wall = now() - t0;
+	cpu = own_cpu_ms(pid);
+	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "bench: run with %d tasks failed (status %d); "
+			"see %s\n", n, status, dir);
+		free(fake_bin);
+		free(new_path);
+		free(fake_dir);
+		return -1;
+	}
+	tree = tv_ms(&ru.ru_utime) + tv_ms(&ru.ru_stime);
+	snprintf(path, sizeof(path), "%s/invocations.jsonl", fake_dir);
+	calls = count_lines(path);
+	printf("N=%-3d sbx calls %4ld = %5.2f/task  sbxloop CPU %6.2f "
+	       "ms/task  tree CPU %7.2f ms/task  wall %7.2f ms/task\n",
+	       n, calls, (double)calls / n, cpu / n, tree / n,
+	       wall * 1000.0 / n);
+	rc = 0;
+out:
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench: cannot remove %s\n", dir);
+	free(fake_bin);
+	free(new_path);
+	free(fake_dir);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const int dflt[] = {1, 5, 20};
+	int i, failed = 0;
+
+	if (argc > 1) {
+		for (i = 1; i < argc; i++)
+			failed |= bench(atoi(argv[i])) < 0;
+	} else {
+		for (i = 0; i < 3; i++)
+			failed |= bench(dflt[i]) < 0;
+	}
+	return failed ? 1 : 0;
+}
