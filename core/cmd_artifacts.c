@@ -173,6 +173,7 @@ int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv)
 	size_t n_ex, i;
 	struct stat st;
 
+	optind = 0; /* glibc: forget the "+" mode main() parsed with */
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (opt == 't')
 			tree = 1;
@@ -441,6 +442,7 @@ int sbx_cmd_gc(struct sbx_cli *cli, int argc, char **argv)
 	size_t n = 0, i, removed = 0, prunable = 0;
 	long long bytes = 0;
 
+	optind = 0; /* glibc: forget the "+" mode main() parsed with */
 	while ((opt = getopt_long(argc, argv, "hn", longopts, NULL)) != -1) {
 		if (opt == 'o') {
 			errno = 0;
