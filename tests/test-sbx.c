@@ -853,6 +853,69 @@ START_TEST(test_proxy_holds_when_exec_sees_the_token)
 }
 END_TEST
 
+START_TEST(test_proxy_alone_accepts_only_the_sentinel)
+{
+	struct sbxloop_secret_req req;
+	struct sbxloop_secret_outcome out;
+	struct sbxloop_error err = {0, ""};
+	struct sbx_instance inst;
+	const struct sbxloop_secret_ops *so;
+	const struct sbxloop_sandbox_ops *bo;
+	cJSON *st;
+
+	{
+		char *text = sbx_xasprintf("state_dir: %s/state\n"
+					   "plugins:\n"
+					   "  sandbox: sbx\n"
+					   "  secrets: [sbx-proxy]\n",
+					   dir);
+
+		tu_write(cfg_path, text);
+		free(text);
+	}
+	core_up();
+	box_up();
+	bo = box.ops;
+	ck_assert(bo->capabilities(box.ctx) &
+		  SBXLOOP_CAP_SECRET_NEVER_IN_SANDBOX);
+	must_create("sbxloop-r1-agent");
+	secret_req(&req, "sbxloop-r1-agent", 0);
+	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SECRET,
+					      "sbx-proxy", &inst, &err),
+			 0);
+	so = inst.ops;
+	/* the fake hides the value entirely: nothing to fall back to */
+	ck_assert_int_eq(so->provide(inst.ctx, &req, &out, &err),
+			 SBXLOOP_ESTATE);
+	ck_assert_msg(strstr(err.message, "not visible"), "%s", err.message);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 0);
+	cJSON_Delete(st);
+
+	/* sbx's placeholder under exec: the proxy holds */
+	script("[{\"prefix\":\"exec sbxloop-r1-agent sh -lc\","
+	       "\"returncode\":3}]");
+	memset(&out, 0, sizeof(out));
+	ck_assert_msg(so->provide(inst.ctx, &req, &out, &err) == 0, "%s",
+		      err.message);
+	ck_assert_str_eq(out.strategy, "sbx-proxy");
+	ck_assert_int_eq(out.never_in_sandbox, 1);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 1);
+	cJSON_Delete(st);
+	ck_assert_ptr_null(env_file("sbxloop-r1-agent"));
+	/* revoke takes the registration back */
+	ck_assert_int_eq(so->revoke(inst.ctx, &req, &err), 0);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 0);
+	cJSON_Delete(st);
+	sbx_instance_destroy(&inst);
+}
+END_TEST
+
 START_TEST(test_proxy_unclean_probe_twice_fails)
 {
 	struct sbxloop_secret_req req;
@@ -1411,21 +1474,32 @@ END_TEST
 
 #define RUN_TOKEN "ghp_e2eRUNtoken0123456789abcdefXYZ"
 
+/* The run's config and its own copy of a scenario (the script backend
+ * keeps its cursor next to the file). */
 static void write_run_config(const char *scenario)
 {
+	char *src = sbx_xasprintf("%s/tests/scenarios/%s.json",
+				  tu_env("SBXLOOP_SRCDIR"), scenario);
+	char *dst = sbx_xasprintf("%s/scenario.json", dir);
+	char *body = tu_read(src);
+
+	ck_assert_msg(body != NULL, "cannot read %s", src);
+	tu_write(dst, body);
+	free(body);
+	free(src);
+	free(dst);
 	char *extra = sbx_xasprintf(
 		"prompts_dir: %s/prompts\n"
 		"worker_path: %s\n"
 		"agent:\n"
 		"  backend: script\n"
-		"  script: %s/tests/scenarios/%s.json\n"
+		"  script: %s/scenario.json\n"
 		"limits:\n"
 		"  disk_warn: 0\n"
 		"  disk_abort: 0\n"
 		"  mem_warn: 0\n"
 		"  mem_abort: 0\n",
-		tu_env("SBXLOOP_SRCDIR"), tu_env("SBXLOOP_WORKER"),
-		tu_env("SBXLOOP_SRCDIR"), scenario);
+		tu_env("SBXLOOP_SRCDIR"), tu_env("SBXLOOP_WORKER"), dir);
 	char *text = sbx_xasprintf("state_dir: %s/state\n"
 				   "plugins:\n"
 				   "  sandbox: sbx\n"
@@ -1607,6 +1681,7 @@ static Suite *sbx_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_proxy_invisible_falls_back_to_plain_env);
 	tcase_add_test(tc, test_proxy_holds_when_exec_sees_the_token);
+	tcase_add_test(tc, test_proxy_alone_accepts_only_the_sentinel);
 	tcase_add_test(tc, test_proxy_unclean_probe_twice_fails);
 	tcase_add_test(tc, test_proxy_replaces_leftover_registration);
 	tcase_add_test(tc, test_github_token_goes_on_stdin_and_split_holds);

@@ -234,9 +234,7 @@ int sbxp_run(struct sbxp *s, const struct sbxp_call *call,
 	t0 = now_s();
 	rc = h->proc_run(h, &spec, res, err);
 	dt = now_s() - t0;
-	if (rc == SBXLOOP_ENOTFOUND || (rc == 0 && res->exit_code == 127 &&
-					res->err_len == 0 &&
-					res->out_len == 0)) {
+	if (rc == SBXLOOP_ENOTFOUND) {
 		rc = h->error_set(h, err, SBXLOOP_ENOTFOUND,
 				  "sbx binary 'sbx' not found on PATH: "
 				  "install Docker Sandboxes and run "

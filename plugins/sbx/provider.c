@@ -77,8 +77,8 @@ static void prov_destroy(void *ctx)
 
 /*
  * The token stays outside the VM only when sbx-proxy is the one strategy
- * configured: it then either holds or fails provisioning, never falling
- * back to an env file inside the sandbox.
+ * configured: it then holds (the sandbox sees sbx's placeholder) or
+ * fails provisioning, never falling back to an env file inside.
  */
 static uint32_t prov_capabilities(void *ctx)
 {

@@ -7,7 +7,9 @@
  *              replace-on-exists ladder, then probes whether exec'd
  *              processes see it. A clean "unset" or "sentinel" answer
  *              hands over to the next strategy (SBXLOOP_EUNSUPPORTED);
- *              two unclean answers fail provisioning.
+ *              two unclean answers fail provisioning. As the last
+ *              strategy of the chain it is strict: only the sentinel
+ *              (the value stays outside the VM) is accepted.
  *   plain-env  writes /home/agent/.sbxloop/env.sh (0600) inside the
  *              sandbox; the worker loads it.
  *
@@ -297,6 +299,51 @@ static int proxy_revoke(void *ctx, const struct sbxloop_secret_req *req,
 	return 0;
 }
 
+/*
+ * Strict mode: sbx-proxy is the last strategy of plugins.secrets, so
+ * there is nothing to fall back to and the configuration asks for the
+ * value to stay outside the VM. Only the proxy sentinel satisfies that.
+ */
+static int strict(struct proxy *p)
+{
+	const struct sbxloop_host *h = p->sbx.host;
+	size_t n = h->config_list_len(h, "plugins.secrets");
+	const char *last = n ? h->config_list_item(h, "plugins.secrets",
+						   n - 1) : NULL;
+
+	return last && !strcmp(last, "sbx-proxy");
+}
+
+static int strict_verdict(struct proxy *p,
+			  const struct sbxloop_secret_req *req, int answer,
+			  struct sbxloop_secret_outcome *out,
+			  struct sbxloop_error *err)
+{
+	const struct sbxloop_host *h = p->sbx.host;
+
+	if (answer == 3) {
+		if (out) {
+			snprintf(out->strategy, sizeof(out->strategy),
+				 "sbx-proxy");
+			out->never_in_sandbox = 1;
+			snprintf(out->detail, sizeof(out->detail),
+				 "the sandbox sees only sbx's placeholder; "
+				 "the proxy adds the value on the wire");
+		}
+		return 0;
+	}
+	proxy_revoke(p, req, NULL);
+	return h->error_set(
+		h, err, SBXLOOP_ESTATE,
+		"sbx-proxy: %s is %s in sandbox '%s', and plugins.secrets "
+		"has no strategy after sbx-proxy; add plain-env to allow an "
+		"env file inside the sandbox",
+		req->env_name,
+		answer == 0 ? "visible as a real token (not proxied)"
+			    : "not visible at all",
+		req->sandbox);
+}
+
 static int proxy_provide(void *ctx, const struct sbxloop_secret_req *req,
 			 struct sbxloop_secret_outcome *out,
 			 struct sbxloop_error *err)
@@ -335,6 +382,8 @@ static int proxy_provide(void *ctx, const struct sbxloop_secret_req *req,
 		proxy_revoke(p, req, NULL);
 		return rc;
 	}
+	if (strict(p))
+		return strict_verdict(p, req, answer, out, err);
 	if (answer != 0) {
 		msg = sbxp_printf(
 			"%s is %s under sbx exec in sandbox '%s'; falling "
