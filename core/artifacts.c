@@ -570,7 +570,7 @@ int sbx_artifacts_harvest(const struct sbx_harvest *h,
 
 	memset(&listed, 0, sizeof(listed));
 	memset(&kept, 0, sizeof(kept));
-	sbx_artifacts_scan_clear(scan);
+	memset(scan, 0, sizeof(*scan));
 	listing.scan = &listed;
 	listing.exclude = h->exclude;
 	listing.n = h->n_exclude;
