@@ -301,9 +301,10 @@ static char **gitignored(const char *root, int saw_gitignore, size_t *n)
 			size_t len = strnlen(res.out + off, res.out_len - off);
 
 			if (len) {
-				list = sbx_xrealloc(list, (*n + 2) *
-								  sizeof(*list));
-				list[(*n)++] = sbx_xstrndup(res.out + off, len);
+				list = sbx_xrealloc(
+					list, (*n + 2) * sizeof(*list));
+				list[(*n)++] =
+					sbx_xstrndup(res.out + off, len);
 			}
 			off += len + 1;
 		}
@@ -355,8 +356,9 @@ int sbx_artifacts_scan(const char *root, const char *const *exclude,
 			sbx_artifacts_tally_add(scan, key, 1);
 			continue;
 		}
-		scan->files = sbx_xrealloc(scan->files, (scan->n_files + 1) *
-							       sizeof(*scan->files));
+		scan->files = sbx_xrealloc(scan->files,
+					   (scan->n_files + 1) *
+						   sizeof(*scan->files));
 		scan->files[scan->n_files].relpath = w.v[i].relpath;
 		scan->files[scan->n_files].size = w.v[i].size;
 		w.v[i].relpath = NULL;
@@ -380,8 +382,8 @@ char *sbx_artifacts_note(const struct sbx_artifact_scan *scan)
 		return NULL;
 	sbx_buf_addf(&b, "%zu file(s) excluded (", scan->excluded);
 	for (i = 0; i < scan->n_tally; i++)
-		sbx_buf_addf(&b, "%s%s: %zu", i ? ", " : "", scan->tally[i].key,
-			     scan->tally[i].count);
+		sbx_buf_addf(&b, "%s%s: %zu", i ? ", " : "",
+			     scan->tally[i].key, scan->tally[i].count);
 	sbx_buf_adds(&b, ")");
 	return sbx_buf_detach(&b);
 }
@@ -598,8 +600,9 @@ int sbx_artifacts_harvest(const struct sbx_harvest *h,
 	sbx_artifacts_rmtree_quiet(staging);
 	rc = sbx_mkdirs(staging, 0755);
 	if (rc) {
-		rc = sbx_error(err, SBXLOOP_ERR, "harvest: cannot create '%s': "
-			       "%s", staging, strerror(-rc));
+		rc = sbx_error(err, SBXLOOP_ERR,
+			       "harvest: cannot create '%s': %s", staging,
+			       strerror(-rc));
 		goto out;
 	}
 	memset(&ps, 0, sizeof(ps));

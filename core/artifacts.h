@@ -103,8 +103,9 @@ struct sbx_harvest {
  * Copy the workspace out of the sandbox into `dest` (replaced whole,
  * only once the new copy is complete), leaving out excluded files and
  * links; `scan` (an output, release it with sbx_artifacts_scan_clear)
- * gets the kept files and the tally, what stayed inside included. Best effort: a negative
- * code means nothing changed in `dest`; the caller logs it and goes on.
+ * gets the kept files and the tally, what stayed inside included. Best
+ * effort: a negative code means nothing changed in `dest`; the caller
+ * logs it and goes on.
  */
 int sbx_artifacts_harvest(const struct sbx_harvest *h,
 			  struct sbx_artifact_scan *scan,

@@ -182,7 +182,8 @@ int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv)
 		else if (opt == 'p')
 			path_only = 1;
 		else
-			return sbx_cli_usage(find_cmd("artifacts"), opt != 'h');
+			return sbx_cli_usage(find_cmd("artifacts"),
+					     opt != 'h');
 	}
 	if (optind + 1 != argc)
 		return sbx_cli_usage(find_cmd("artifacts"), 1);
@@ -260,6 +261,12 @@ out:
 
 /* -------------------------------------------------------------- gc */
 
+static int says_failed(const cJSON *v)
+{
+	return cJSON_IsString(v) && (!strcmp(v->valuestring, "error") ||
+				     !strcmp(v->valuestring, "failed"));
+}
+
 struct deliver_state {
 	int failed;
 };
@@ -274,10 +281,7 @@ static int deliver_cb(void *user, const struct sbxloop_event *ev)
 
 	/* the latest outcome decides: a later success clears a failure */
 	d->failed = (e && !cJSON_IsNull(e) && !cJSON_IsFalse(e)) ||
-		    (cJSON_IsString(o) && (!strcmp(o->valuestring, "error") ||
-					   !strcmp(o->valuestring, "failed"))) ||
-		    (cJSON_IsString(s) && (!strcmp(s->valuestring, "error") ||
-					   !strcmp(s->valuestring, "failed")));
+		    says_failed(o) || says_failed(s);
 	cJSON_Delete(data);
 	return 0;
 }
@@ -447,8 +451,8 @@ int sbx_cmd_gc(struct sbx_cli *cli, int argc, char **argv)
 		if (opt == 'o') {
 			errno = 0;
 			days = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(days) ||
-			    days < 0) {
+			if (errno || end == optarg || *end ||
+			    !isfinite(days) || days < 0) {
 				sbx_cli_error("--older-than wants a "
 					      "non-negative number of days, "
 					      "not '%s'",

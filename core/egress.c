@@ -48,6 +48,8 @@ const char *const sbx_egress_declarable[] = {
 	"center.conan.io", "astral.sh", NULL,
 };
 
+#define EXTRAS "sandbox.extra_allow_domains"
+
 #define RETRY_HINT                                                            \
 	"use a baseline host; only the operator can widen the bounds in "     \
 	"sbxloop.yaml"
@@ -86,8 +88,8 @@ int sbx_egress_check(const struct sbx_config *cfg, const char *domain,
 	p = list_covering(cfg, "policy.deny", domain);
 	if (p) {
 		if (why)
-			*why = sbx_xasprintf("matches policy.deny pattern '%s'",
-					     p);
+			*why = sbx_xasprintf(
+				"matches policy.deny pattern '%s'", p);
 		return 0;
 	}
 	if (tier_covers(sbx_egress_control_plane, domain) ||
@@ -203,14 +205,13 @@ char **sbx_egress_agent_seed(const struct sbx_config *cfg)
 	char **list = sbx_xcalloc(1, sizeof(*list));
 	size_t n = 0, i;
 	const char *const *t;
-	size_t extras = sbx_config_list_len(cfg, "sandbox.extra_allow_domains");
+	size_t extras = sbx_config_list_len(cfg, EXTRAS);
 
 	for (t = sbx_egress_control_plane; *t; t++)
 		list_push(&list, &n, *t);
 	for (i = 0; i < extras; i++)
 		push_filtered(cfg, &list, &n,
-			      sbx_config_list_item(
-				      cfg, "sandbox.extra_allow_domains", i));
+			      sbx_config_list_item(cfg, EXTRAS, i));
 	for (t = sbx_egress_registries; *t; t++)
 		push_filtered(cfg, &list, &n, *t);
 	for (t = sbx_egress_distro; *t; t++)
@@ -223,14 +224,13 @@ char **sbx_egress_github_seed(const struct sbx_config *cfg)
 	char **list = sbx_xcalloc(1, sizeof(*list));
 	size_t n = 0, i;
 	const char *const *t;
-	size_t extras = sbx_config_list_len(cfg, "sandbox.extra_allow_domains");
+	size_t extras = sbx_config_list_len(cfg, EXTRAS);
 
 	for (t = sbx_egress_github; *t; t++)
 		list_push(&list, &n, *t);
 	for (i = 0; i < extras; i++)
 		push_filtered(cfg, &list, &n,
-			      sbx_config_list_item(
-				      cfg, "sandbox.extra_allow_domains", i));
+			      sbx_config_list_item(cfg, EXTRAS, i));
 	return list;
 }
 
@@ -396,24 +396,20 @@ int sbx_egress_grant_all(struct sbx_egress_ledger *l, const char *task_id,
 
 	cJSON_ArrayForEach(e, egress)
 	{
-		const cJSON *dj = cJSON_GetObjectItemCaseSensitive(e, "domain");
-		const cJSON *rj = cJSON_GetObjectItemCaseSensitive(e, "reason");
+		const cJSON *dj = cJSON_GetObjectItem(e, "domain");
+		const cJSON *rj = cJSON_GetObjectItem(e, "reason");
 		const char *reason = cJSON_IsString(rj) ? rj->valuestring : "";
+		const char *raw = cJSON_IsString(dj) ? dj->valuestring : "";
 		struct sbxloop_grant g;
 		struct sbx_buf why = SBX_BUF_INIT;
 		char *bad = NULL, *d, *msg;
 		int who = -1, r;
 
-		d = sbx_egress_normalize(cJSON_IsString(dj) ? dj->valuestring
-							    : "",
-					 &bad);
+		d = sbx_egress_normalize(raw, &bad);
 		if (!d) {
-			msg = sbx_xasprintf("egress refused: '%s' — %s",
-					    cJSON_IsString(dj) ? dj->valuestring
-							       : "",
+			msg = sbx_xasprintf("egress refused: '%s' — %s", raw,
 					    bad);
-			emit_policy(l, SBX_EV_POLICY_DENY, task_id,
-				    cJSON_IsString(dj) ? dj->valuestring : "",
+			emit_policy(l, SBX_EV_POLICY_DENY, task_id, raw,
 				    reason, NULL, msg);
 			free(msg);
 			free(bad);

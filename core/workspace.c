@@ -120,7 +120,8 @@ static int git(struct git_out *g, const char *cwd, const char *const *argv)
 	return g->status == 0 ? 0 : -1;
 }
 
-#define GIT(g, cwd, ...) git((g), (cwd), (const char *const[]){__VA_ARGS__, NULL})
+#define GIT(g, cwd, ...)                                                      \
+	git((g), (cwd), (const char *const[]){__VA_ARGS__, NULL})
 
 static int git_available(void)
 {
@@ -271,8 +272,9 @@ static int make_clone(struct sbx_workspace *ws, const char *src,
 	git_out_clear(&g);
 	if (GIT(&g, clone, "git", "update-ref", "refs/sbxloop/base",
 		commit)) {
-		rc = sbx_error(err, SBXLOOP_ERR, "cannot pin refs/sbxloop/base "
-			       "in '%s': %s", clone, g.err);
+		rc = sbx_error(err, SBXLOOP_ERR,
+			       "cannot pin refs/sbxloop/base in '%s': %s",
+			       clone, g.err);
 		goto fail;
 	}
 	git_out_clear(&g);
@@ -322,8 +324,9 @@ int sbx_workspace_isolate(const char *source, const char *mode,
 	}
 	src = abs_path(source);
 	if (!src || !is_dir(src)) {
-		rc = sbx_error(err, SBXLOOP_EINVAL, "sandbox.workspace '%s' is "
-			       "not a directory", source);
+		rc = sbx_error(err, SBXLOOP_EINVAL,
+			       "sandbox.workspace '%s' is not a directory",
+			       source);
 		goto out;
 	}
 	if (in_place || !strcmp(src, clone)) {

@@ -241,7 +241,7 @@ START_TEST(test_gitignored_files_are_counted_in_a_checkout)
 }
 END_TEST
 
-START_TEST(test_gitignore_applies_without_a_checkout_but_not_parents)
+START_TEST(test_gitignore_without_checkout_not_parents)
 {
 	struct sbx_artifact_scan s;
 	struct sbxloop_error err = {0, ""};
@@ -634,7 +634,7 @@ START_TEST(test_artifacts_lists_files_sizes_and_exclusions)
 }
 END_TEST
 
-START_TEST(test_artifacts_of_an_unmounted_run_reads_the_harvest)
+START_TEST(test_artifacts_of_unmounted_run_reads_harvest)
 {
 	char *ws = sbx_xasprintf("%s/ws", dir);
 	char *adir = sbx_xasprintf("%s/runs/rbcdefghj/artifacts", state);
@@ -821,8 +821,7 @@ static Suite *artifacts_suite(void)
 	tcase_add_test(tc, test_scan_counts_every_excluded_file_by_key);
 	tcase_add_test(tc, test_nothing_excluded_means_no_note);
 	tcase_add_test(tc, test_gitignored_files_are_counted_in_a_checkout);
-	tcase_add_test(tc,
-		       test_gitignore_applies_without_a_checkout_but_not_parents);
+	tcase_add_test(tc, test_gitignore_without_checkout_not_parents);
 	tcase_add_test(tc, test_artifacts_dir_follows_the_workspace_mount);
 	tcase_add_test(tc, test_event_data_carries_counts_and_pressure);
 	suite_add_tcase(s, tc);
@@ -833,7 +832,7 @@ static Suite *artifacts_suite(void)
 
 	tcase_add_checked_fixture(tm, cmd_setup, cmd_teardown);
 	tcase_add_test(tm, test_artifacts_lists_files_sizes_and_exclusions);
-	tcase_add_test(tm, test_artifacts_of_an_unmounted_run_reads_the_harvest);
+	tcase_add_test(tm, test_artifacts_of_unmounted_run_reads_harvest);
 	tcase_add_test(tm, test_artifacts_refuses_runs_without_a_workspace);
 	tcase_add_test(tm, test_gc_dry_run_removes_nothing);
 	tcase_add_test(tm, test_gc_removes_old_finished_runs_and_records_it);

@@ -283,7 +283,7 @@ START_TEST(test_declarations_refuse_star_scheme_path_and_port)
 }
 END_TEST
 
-START_TEST(test_out_of_bounds_plan_gets_reasons_and_the_retry_hint)
+START_TEST(test_out_of_bounds_plan_gets_reasons_and_hint)
 {
 	struct sbx_buf msg = SBX_BUF_INIT;
 	cJSON *eg = cJSON_Parse(
@@ -298,9 +298,10 @@ START_TEST(test_out_of_bounds_plan_gets_reasons_and_the_retry_hint)
 	ck_assert_ptr_nonnull(strstr(
 		sbx_buf_str(&msg), "- evil.example: not covered by "
 				   "policy.allow in sbxloop.yaml"));
-	ck_assert_ptr_nonnull(strstr(
-		sbx_buf_str(&msg), "- tracker.example.net: matches "
-				   "policy.deny pattern 'tracker.example.net'"));
+	ck_assert_ptr_nonnull(
+		strstr(sbx_buf_str(&msg),
+		       "- tracker.example.net: matches policy.deny "
+		       "pattern 'tracker.example.net'"));
 	ck_assert_ptr_nonnull(strstr(sbx_buf_str(&msg),
 				     "'https://astral.sh': a domain only: "
 				     "drop the scheme"));
@@ -429,7 +430,7 @@ static const char *declared =
 	"[{\"domain\":\"api.example.com\",\"reason\":\"fetch the schema\"},"
 	"{\"domain\":\"pypi.org\",\"reason\":\"wheels\"}]";
 
-START_TEST(test_grant_emits_policy_allow_with_task_phase_and_sandbox)
+START_TEST(test_grant_emits_policy_allow_with_context)
 {
 	struct fake f = {"fake", 0, 0, ""};
 	struct sbx_egress_granter chain[] = {{"fake", &fake_ops, &f}};
@@ -480,7 +481,7 @@ START_TEST(test_grant_is_idempotent_per_domain)
 }
 END_TEST
 
-START_TEST(test_out_of_bounds_declaration_is_refused_with_policy_deny)
+START_TEST(test_out_of_bounds_grant_is_a_policy_deny)
 {
 	struct fake f = {"fake", 0, 0, ""};
 	struct sbx_egress_granter chain[] = {{"fake", &fake_ops, &f}};
@@ -535,7 +536,7 @@ START_TEST(test_unsupporting_granter_passes_to_the_next)
 }
 END_TEST
 
-START_TEST(test_granter_that_cannot_enforce_egress_refuses_with_why)
+START_TEST(test_granter_without_egress_refuses_with_why)
 {
 	struct fake a = {"nonet", SBXLOOP_EUNSUPPORTED, 0, ""};
 	struct sbx_egress_granter chain[] = {{"nonet", &fake_ops, &a}};
@@ -783,7 +784,7 @@ static cJSON *sample(const char *json)
 	return j;
 }
 
-START_TEST(test_disk_abort_sample_fails_with_the_disk_diagnosis)
+START_TEST(test_disk_abort_gives_the_disk_diagnosis)
 {
 	cJSON *s = sample("{\"level\":\"abort\",\"disk_used_pct\":97.4,"
 			  "\"mem_used_pct\":40.0}");
@@ -798,7 +799,7 @@ START_TEST(test_disk_abort_sample_fails_with_the_disk_diagnosis)
 }
 END_TEST
 
-START_TEST(test_memory_abort_sample_fails_with_the_memory_diagnosis)
+START_TEST(test_memory_abort_gives_the_memory_diagnosis)
 {
 	cJSON *s = sample("{\"level\":\"abort\",\"disk_used_pct\":50.0,"
 			  "\"mem_used_pct\":93.25}");
@@ -865,22 +866,18 @@ static Suite *egress_suite(void)
 	tcase_add_test(tc, test_extra_allow_domains_are_seeded_and_in_bounds);
 	tcase_add_test(tc, test_declarations_are_trimmed_and_lowercased);
 	tcase_add_test(tc, test_declarations_refuse_star_scheme_path_and_port);
-	tcase_add_test(tc,
-		       test_out_of_bounds_plan_gets_reasons_and_the_retry_hint);
+	tcase_add_test(tc, test_out_of_bounds_plan_gets_reasons_and_hint);
 	tcase_add_test(tc, test_in_bounds_plan_passes);
 	tcase_add_test(tc,
 		       test_config_policy_prints_phases_bounds_and_audit_hint);
 	suite_add_tcase(s, tc);
 
 	tcase_add_checked_fixture(tl, ledger_setup, ledger_teardown);
-	tcase_add_test(tl,
-		       test_grant_emits_policy_allow_with_task_phase_and_sandbox);
+	tcase_add_test(tl, test_grant_emits_policy_allow_with_context);
 	tcase_add_test(tl, test_grant_is_idempotent_per_domain);
-	tcase_add_test(tl,
-		       test_out_of_bounds_declaration_is_refused_with_policy_deny);
+	tcase_add_test(tl, test_out_of_bounds_grant_is_a_policy_deny);
 	tcase_add_test(tl, test_unsupporting_granter_passes_to_the_next);
-	tcase_add_test(tl,
-		       test_granter_that_cannot_enforce_egress_refuses_with_why);
+	tcase_add_test(tl, test_granter_without_egress_refuses_with_why);
 	tcase_add_test(tl, test_empty_granter_chain_refuses_every_grant);
 	tcase_add_test(tl, test_granter_failure_is_audited_and_returned);
 	tcase_add_test(tl,
@@ -891,9 +888,8 @@ static Suite *egress_suite(void)
 	suite_add_tcase(s, tl);
 
 	tcase_add_checked_fixture(tg, setup, teardown);
-	tcase_add_test(tg, test_disk_abort_sample_fails_with_the_disk_diagnosis);
-	tcase_add_test(tg,
-		       test_memory_abort_sample_fails_with_the_memory_diagnosis);
+	tcase_add_test(tg, test_disk_abort_gives_the_disk_diagnosis);
+	tcase_add_test(tg, test_memory_abort_gives_the_memory_diagnosis);
 	tcase_add_test(tg, test_ok_or_warn_sample_does_not_fail_the_task);
 	tcase_add_test(tg,
 		       test_artifacts_carry_disk_figures_only_under_pressure);

@@ -144,7 +144,7 @@ START_TEST(test_clone_mode_needs_a_workspace)
 }
 END_TEST
 
-START_TEST(test_auto_clones_a_clean_checkout_on_the_run_branch)
+START_TEST(test_auto_clones_a_clean_checkout)
 {
 	struct sbx_workspace ws;
 	struct sbxloop_error err = {0, ""};
@@ -299,12 +299,13 @@ START_TEST(test_clone_without_source_origin_has_no_remote)
 }
 END_TEST
 
-START_TEST(test_url_userinfo_is_stripped_from_scheme_urls_only)
+START_TEST(test_userinfo_is_stripped_from_scheme_urls)
 {
 	static const char *const t[][2] = {
 		{"https://u:p@example.com/o/r.git",
 		 "https://example.com/o/r.git"},
-		{"https://tok@example.com:8443/r", "https://example.com:8443/r"},
+		{"https://tok@example.com:8443/r",
+		 "https://example.com:8443/r"},
 		{"ssh://git@example.com/r.git", "ssh://example.com/r.git"},
 		{"https://a@b@example.com/r", "https://example.com/r"},
 		{"https://example.com/p@th", "https://example.com/p@th"},
@@ -441,13 +442,13 @@ static Suite *workspace_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_unset_workspace_gets_a_fresh_directory);
 	tcase_add_test(tc, test_clone_mode_needs_a_workspace);
-	tcase_add_test(tc, test_auto_clones_a_clean_checkout_on_the_run_branch);
+	tcase_add_test(tc, test_auto_clones_a_clean_checkout);
 	tcase_add_test(tc, test_auto_refuses_a_dirty_tree);
 	tcase_add_test(tc, test_clone_mode_proceeds_from_head_with_a_warning);
 	tcase_add_test(tc, test_in_place_works_on_the_source);
 	tcase_add_test(tc, test_clone_origin_has_credentials_stripped);
 	tcase_add_test(tc, test_clone_without_source_origin_has_no_remote);
-	tcase_add_test(tc, test_url_userinfo_is_stripped_from_scheme_urls_only);
+	tcase_add_test(tc, test_userinfo_is_stripped_from_scheme_urls);
 	tcase_add_test(tc, test_existing_clone_is_reused_with_its_work);
 	tcase_add_test(tc, test_source_checkout_is_never_touched);
 	tcase_add_test(tc, test_subtree_and_empty_repository_are_refused);
