@@ -209,6 +209,7 @@ static void describe_clone(struct sbx_workspace *ws, const char *source,
 	ws->cloned = 1;
 	ws->branch = sbx_xstrdup(branch);
 	ws->fetch_cmd = sbx_xasprintf("git -C %s fetch %s %s", qs, qc, branch);
+	cJSON_AddStringToObject(d, "fetch", ws->fetch_cmd);
 	free(msg);
 	free(qs);
 	free(qc);

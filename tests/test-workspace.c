@@ -170,6 +170,7 @@ START_TEST(test_auto_clones_a_clean_checkout)
 	ck_assert_int_eq(ev_bool(&ws, "dirty"), 0);
 	ck_assert_int_eq(ev_bool(&ws, "reused"), 0);
 	ck_assert_ptr_nonnull(ev(&ws, "message"));
+	ck_assert_str_eq(ev(&ws, "fetch"), ws.fetch_cmd);
 	/* the printed command really brings the work back */
 	sh("cd '%s' && echo more >> src/app.py && git commit -qam work",
 	   ws.path);
