@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "artifacts.h"
+#include "event_types.h"
 #include "guard.h"
 #include "proc.h"
 #include "util.h"
@@ -669,4 +670,32 @@ cJSON *sbx_artifacts_event_data(const char *path, int mounted,
 	}
 	sbx_guard_artifact_fields(sample, d);
 	return d;
+}
+
+/* ---------------------------------------------------------------- gc */
+
+static int removed_cb(void *user, const struct sbxloop_event *ev)
+{
+	int *removed = user;
+	cJSON *data = cJSON_Parse(ev->data_json ? ev->data_json : "{}");
+
+	if (cJSON_IsTrue(cJSON_GetObjectItem(data, "workspace_removed")) &&
+	    !cJSON_GetObjectItem(data, "error"))
+		*removed = 1;
+	cJSON_Delete(data);
+	return *removed;
+}
+
+int sbx_gc_workspace_removed(const struct sbxloop_store_ops *ops, void *ctx,
+			     const char *run_id, struct sbxloop_error *err)
+{
+	struct sbxloop_event_query q;
+	int removed = 0, rc;
+
+	memset(&q, 0, sizeof(q));
+	q.struct_size = sizeof(q);
+	q.run_id = run_id;
+	q.type_prefix = SBX_EV_GC;
+	rc = ops->events_query(ctx, &q, removed_cb, &removed, err);
+	return rc ? rc : removed;
 }

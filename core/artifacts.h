@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include <sbxloop/sandbox.h>
+#include <sbxloop/store.h>
 
 #include "conf.h"
 
@@ -119,5 +120,13 @@ int sbx_artifacts_harvest(const struct sbx_harvest *h,
 cJSON *sbx_artifacts_event_data(const char *path, int mounted,
 				const struct sbx_artifact_scan *scan,
 				const cJSON *sample);
+
+/*
+ * Did `sbxloop gc` remove the run's recorded workspace (a daemon.gc
+ * event with workspace_removed:true)? 1 yes, 0 no, negative when the
+ * store failed (err says why). A resume must refuse such a run.
+ */
+int sbx_gc_workspace_removed(const struct sbxloop_store_ops *ops, void *ctx,
+			     const char *run_id, struct sbxloop_error *err);
 
 #endif

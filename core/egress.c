@@ -323,8 +323,9 @@ int sbx_egress_ledger_has(const struct sbx_egress_ledger *l,
 {
 	size_t i;
 
+	/* a seeded or granted wildcard already opens its subdomains */
 	for (i = 0; i < l->n_entries; i++)
-		if (strcasecmp(l->entries[i].domain, domain) == 0)
+		if (sbx_pattern_covers(l->entries[i].domain, domain))
 			return 1;
 	return 0;
 }

@@ -104,7 +104,8 @@ int sbx_egress_grant_all(struct sbx_egress_ledger *ledger,
 int sbx_egress_revoke_all(struct sbx_egress_ledger *ledger,
 			  const char *task_id, struct sbxloop_error *err);
 
-/* Is `domain` (normalised) currently granted or seeded? */
+/* Can the sandbox reach `domain` (normalised) already: is it covered by
+ * a seeded or a current granted pattern? */
 int sbx_egress_ledger_has(const struct sbx_egress_ledger *ledger,
 			  const char *domain);
 

@@ -742,6 +742,10 @@ START_TEST(test_gc_removes_old_finished_runs_and_records_it)
 	ck_assert_ptr_nonnull(strstr(g.data, "\"workspace_removed\":true"));
 	ck_assert_ptr_nonnull(strstr(g.data, "\"by\":\"gc\""));
 	ck_assert_ptr_nonnull(strstr(g.data, "\"bytes\":"));
+	/* a resume must now refuse the run */
+	ck_assert_int_eq(sbx_gc_workspace_removed(ops, store.ctx,
+						  "refghjkmn", &err),
+			 1);
 	free(old);
 	free(ws);
 }
@@ -749,6 +753,7 @@ END_TEST
 
 START_TEST(test_gc_never_removes_a_resumable_or_protected_run)
 {
+	struct sbxloop_error err = {0, ""};
 	static const char *const names[] = {"rfghjkmnp", "rghjkmnpq",
 					    "rhjkmnpqr", "rjkmnpqrs",
 					    "not-a-run", "rkmnpqrst"};
@@ -762,6 +767,9 @@ START_TEST(test_gc_never_removes_a_resumable_or_protected_run)
 		free(d);
 	}
 	make_run("rfghjkmnp", "running", 60, NULL, 0, NULL);
+	ck_assert_int_eq(sbx_gc_workspace_removed(store.ops, store.ctx,
+						  "rfghjkmnp", &err),
+			 0);
 	make_run("rghjkmnpq", "failed", 2, NULL, 0, NULL);
 	make_run("rhjkmnpqr", "completed", 60, NULL, 0, "manual");
 	make_run("rjkmnpqrs", "completed", 60, NULL, 0, NULL);

@@ -460,6 +460,27 @@ START_TEST(test_grant_emits_policy_allow_with_context)
 }
 END_TEST
 
+START_TEST(test_domain_under_a_seeded_wildcard_needs_no_grant)
+{
+	struct fake f = {"fake", 0, 0, ""};
+	struct sbx_egress_granter chain[] = {{"fake", &fake_ops, &f}};
+	struct sbxloop_error err = {0, ""};
+	struct sbx_egress_ledger *l;
+	cJSON *eg = cJSON_Parse("[{\"domain\":\"proxy.githubcopilot.com\"},"
+				"{\"domain\":\"*.example.com\"},"
+				"{\"domain\":\"cdn.example.com\"}]");
+
+	load("policy:\n  allow: [\"*.example.com\"]\n");
+	l = sbx_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
+	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
+	/* the wildcard grant covers the later, narrower declaration */
+	ck_assert_str_eq(f.calls, "grant:*.example.com t1 execute sb;");
+	ck_assert_int_eq(cJSON_GetArraySize(events), 1);
+	sbx_egress_ledger_free(l);
+	cJSON_Delete(eg);
+}
+END_TEST
+
 START_TEST(test_grant_is_idempotent_per_domain)
 {
 	struct fake f = {"fake", 0, 0, ""};
@@ -875,6 +896,7 @@ static Suite *egress_suite(void)
 	tcase_add_checked_fixture(tl, ledger_setup, ledger_teardown);
 	tcase_add_test(tl, test_grant_emits_policy_allow_with_context);
 	tcase_add_test(tl, test_grant_is_idempotent_per_domain);
+	tcase_add_test(tl, test_domain_under_a_seeded_wildcard_needs_no_grant);
 	tcase_add_test(tl, test_out_of_bounds_grant_is_a_policy_deny);
 	tcase_add_test(tl, test_unsupporting_granter_passes_to_the_next);
 	tcase_add_test(tl, test_granter_without_egress_refuses_with_why);
