@@ -2,9 +2,10 @@
  * Artifacts (UPSTREAM 11): owns the exclusion matcher and its tally, the
  * scan of an artifacts directory (with gitignored files left out), the
  * artifacts directory of a run, the harvest of an unmounted workspace
- * out of its sandbox, and the run.artifacts event data. Callers: the
- * engine (harvest per task and at finalize), cmd_artifacts.c
- * (`artifacts`, `gc`) and delivery.
+ * out of its sandbox, the run.artifacts event data, and whether gc took
+ * a run's workspace. Callers: the engine (harvest per task and at
+ * finalize, the resume check), cmd_artifacts.c (`artifacts`, `gc`) and
+ * delivery.
  */
 #include "config.h"
 
