@@ -17,12 +17,16 @@
 #include <sbxloop/sandbox.h>
 
 #include "engine.h"
+#include "artifacts.h"
+#include "egress.h"
 #include "events.h"
+#include "guard.h"
 #include "phases.h"
 #include "prompt.h"
 #include "redact.h"
 #include "util.h"
 #include "worker_client.h"
+#include "workspace.h"
 
 #define STATE_LEN 24
 
@@ -60,6 +64,18 @@ struct sbx_engine {
 	char **live; /* session ids this process created */
 	size_t n_live;
 	char *prompts_dir;
+	/* egress: policy granters and the agent sandbox's grant ledger */
+	struct sbx_instance *granters;
+	size_t n_granters;
+	struct sbx_egress_ledger *ledger;
+	struct sbx_egress_granter *chain;
+	/* for the summary */
+	char *fetch_cmd;
+	char *artifacts_dir;
+	char *artifacts_note;
+	char **artifact_files;
+	size_t n_artifact_files;
+	size_t n_artifacts;
 };
 
 static const char *const terminal_task[] = {"done", "failed", "skipped"};
@@ -123,12 +139,24 @@ void sbx_engine_free(struct sbx_engine *e)
 	if (!e)
 		return;
 	tasks_clear(e);
+	sbx_worker_forget_resources();
 	for (i = 0; i < e->n_live; i++)
 		free(e->live[i]);
 	free(e->live);
 	free(e->outcome);
 	free(e->workspace);
 	free(e->prompts_dir);
+	sbx_egress_ledger_free(e->ledger);
+	for (i = 0; i < e->n_granters; i++)
+		sbx_instance_destroy(&e->granters[i]);
+	free(e->granters);
+	free(e->chain);
+	free(e->fetch_cmd);
+	free(e->artifacts_dir);
+	free(e->artifacts_note);
+	for (i = 0; i < e->n_artifact_files; i++)
+		free(e->artifact_files[i]);
+	free(e->artifact_files);
 	free(e);
 }
 
@@ -613,10 +641,29 @@ static int step_execute(struct sbx_engine *e, struct task *t,
 	rc = latest_attempt(e, t->id, "execute", &prior, err);
 	if (rc < 0)
 		return rc;
+	if (e->ledger) {
+		rc = sbx_egress_grant_all(
+			e->ledger, t->id,
+			cJSON_GetObjectItemCaseSensitive(t->plan, "egress"),
+			err);
+		if (rc < 0) {
+			latest_clear(&prior);
+			return rc;
+		}
+	}
 	rc = sbx_phase_execute(&pc, t->spec, t->plan, t->feedback,
 			       jstr(prior.output, "report", ""), resume,
 			       &report, &sid, err);
 	latest_clear(&prior);
+	if (e->ledger) {
+		struct sbxloop_error rerr = {0, ""};
+
+		if (sbx_egress_revoke_all(e->ledger, t->id, &rerr) < 0)
+			sbx_log(SBXLOOP_LOG_WARN,
+				"cannot revoke egress grants "
+				"of task %s: %s",
+				t->id, rerr.message);
+	}
 	if (rc < 0)
 		goto out;
 	free(t->session_id);
@@ -788,24 +835,11 @@ out:
  */
 static int resources_exhausted(struct sbx_engine *e, struct task *t)
 {
-	const struct sbx_resource_sample *r = sbx_worker_last_resources();
-	double disk_abort =
-		sbx_config_double(e->core->cfg, "limits.disk_abort", 0);
-	double mem_abort =
-		sbx_config_double(e->core->cfg, "limits.mem_abort", 0);
-	char *why;
+	char *why =
+		sbx_guard_diagnosis(sbx_worker_last_resources(), e->core->cfg);
 
-	if (strcmp(r->level, "abort") != 0)
+	if (!why)
 		return 0;
-	if (disk_abort > 0 && r->disk_used_pct >= disk_abort)
-		why = sbx_xasprintf("sandbox disk exhausted: %.1f%% of the "
-				    "workspace filesystem is used "
-				    "(limits.disk_abort=%g%%)",
-				    r->disk_used_pct, disk_abort);
-	else
-		why = sbx_xasprintf("sandbox memory exhausted: %.1f%% of "
-				    "memory is used (limits.mem_abort=%g%%)",
-				    r->mem_used_pct, mem_abort);
 	set_feedback(t, why);
 	free(why);
 	return 1;
@@ -1028,27 +1062,44 @@ char *sbx_worker_path(const struct sbx_core *core)
 	return sbx_xstrdup(SBXLOOP_LIBEXECDIR "/sbxloop-worker");
 }
 
+/* A fresh run's workspace, resolved and isolated (a per-run clone). */
+static char *fresh_workspace(struct sbx_engine *e, struct sbxloop_error *err)
+{
+	const char *sd = sbx_core_state_dir(e->core);
+	struct sbx_workspace ws;
+	char *path;
+
+	if (!sd) {
+		sbx_error(err, SBXLOOP_EINFRA,
+			  "cannot create the state directory");
+		return NULL;
+	}
+	if (sbx_workspace_resolve(e->core->cfg, sd, e->run_id, &ws, err) < 0)
+		return NULL;
+	if (ws.warning)
+		sbx_log(SBXLOOP_LOG_WARN, "%s", ws.warning);
+	if (ws.clone_event) {
+		emit(e, SBX_EV_SANDBOX_WORKSPACE_CLONE, ws.clone_event);
+		ws.clone_event = NULL;
+	}
+	free(e->fetch_cmd);
+	e->fetch_cmd = ws.fetch_cmd;
+	ws.fetch_cmd = NULL;
+	path = ws.path;
+	ws.path = NULL;
+	sbx_workspace_clear(&ws);
+	return path;
+}
+
 static char *choose_workspace(struct sbx_engine *e, const char *pinned,
 			      struct sbxloop_error *err)
 {
-	const char *ws = sbx_config_str(e->core->cfg, "sandbox.workspace");
-	const char *sd;
 	char *path, *abs;
 	int rc;
 
-	if (pinned && *pinned) {
-		path = sbx_xstrdup(pinned);
-	} else if (ws && *ws) {
-		path = sbx_xstrdup(ws);
-	} else {
-		sd = sbx_core_state_dir(e->core);
-		if (!sd) {
-			sbx_error(err, SBXLOOP_EINFRA,
-				  "cannot create the state directory");
-			return NULL;
-		}
-		path = sbx_xasprintf("%s/runs/%s/workspace", sd, e->run_id);
-	}
+	if (!pinned || !*pinned)
+		return fresh_workspace(e, err);
+	path = sbx_xstrdup(pinned);
 	rc = sbx_mkdirs(path, 0755);
 	if (rc < 0) {
 		sbx_error(err, SBXLOOP_EINFRA,
@@ -1062,7 +1113,7 @@ static char *choose_workspace(struct sbx_engine *e, const char *pinned,
 		free(path);
 		path = abs;
 	}
-	if (pinned && *pinned && strcmp(path, pinned) != 0) {
+	if (strcmp(path, pinned) != 0) {
 		sbx_error(err, SBXLOOP_ESTATE,
 			  "workspace mismatch: the run used '%s' but it now "
 			  "resolves to '%s'; refusing to continue in a "
@@ -1074,12 +1125,52 @@ static char *choose_workspace(struct sbx_engine *e, const char *pinned,
 	return path;
 }
 
+static void policy_event(void *user, const char *type, cJSON *data)
+{
+	struct sbx_engine *e = user;
+
+	emit(e, type, data);
+}
+
+/* The policy granters of plugins.policy and the agent's grant ledger. */
+static int open_egress(struct sbx_engine *e, struct sbxloop_error *err)
+{
+	size_t n = sbx_config_list_len(e->core->cfg, "plugins.policy"), i;
+	struct sbx_egress_granter *chain;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	e->granters = sbx_xcalloc(n, sizeof(*e->granters));
+	chain = sbx_xcalloc(n, sizeof(*chain));
+	for (i = 0; i < n; i++) {
+		const char *name = sbx_config_list_item(e->core->cfg,
+							"plugins.policy", i);
+
+		rc = sbx_core_instantiate(e->core, SBXLOOP_KIND_POLICY, name,
+					  &e->granters[i], err);
+		if (rc < 0) {
+			free(chain);
+			return rc;
+		}
+		e->n_granters++;
+		chain[i].name = name;
+		chain[i].ops = e->granters[i].ops;
+		chain[i].ctx = e->granters[i].ctx;
+	}
+	/* the ledger borrows the chain for its life: keep it there */
+	e->ledger = sbx_egress_ledger_new(e->core->cfg, e->box_name, chain, n,
+					  policy_event, e);
+	e->chain = chain;
+	return 0;
+}
+
 static int provision(struct sbx_engine *e, const char *pinned,
 		     struct sbxloop_error *err)
 {
 	struct sbxloop_sandbox_spec spec;
 	struct sbxloop_run_update u;
-	char *worker = NULL;
+	char *worker = NULL, **seed;
 	cJSON *d;
 	int rc;
 
@@ -1099,6 +1190,8 @@ static int provision(struct sbx_engine *e, const char *pinned,
 	spec.run_id = e->run_id;
 	spec.workspace = e->workspace;
 	spec.worker_path = worker;
+	seed = sbx_egress_agent_seed(e->core->cfg);
+	spec.allow_domains = (const char *const *)seed;
 	memset(&e->info, 0, sizeof(e->info));
 	e->info.struct_size = sizeof(e->info);
 	d = cJSON_CreateObject();
@@ -1115,6 +1208,7 @@ static int provision(struct sbx_engine *e, const char *pinned,
 	rc = e->box->sandbox_create(e->core->sandbox.ctx, &spec, &e->info,
 				    err);
 	free(worker);
+	sbx_egress_list_free(seed);
 	if (rc < 0) {
 		char msg[SBXLOOP_ERROR_MAX];
 
@@ -1129,6 +1223,9 @@ static int provision(struct sbx_engine *e, const char *pinned,
 	cJSON_AddStringToObject(d, "workdir", e->info.workdir);
 	cJSON_AddBoolToObject(d, "mounted", e->info.mounted);
 	emit(e, SBX_EV_SANDBOX_READY, d);
+	rc = open_egress(e, err);
+	if (rc < 0)
+		return rc;
 
 	memset(&u, 0, sizeof(u));
 	u.struct_size = sizeof(u);
@@ -1187,6 +1284,68 @@ void sbx_engine_teardown(struct sbx_engine *e)
 	emit(e, SBX_EV_SANDBOX_REMOVED, d);
 }
 
+#define SUMMARY_FILES 50
+
+/*
+ * Where the run's results are, and run.artifacts: the live workspace
+ * when it is mounted, else a harvest out of the sandbox. Best effort.
+ */
+static void report_artifacts(struct sbx_engine *e)
+{
+	struct sbx_artifact_scan scan;
+	struct sbxloop_error err = {0, ""};
+	const char *sd = sbx_core_state_dir(e->core);
+	const char **ex = NULL;
+	size_t n_ex = 0, i;
+	int rc = 0;
+
+	memset(&scan, 0, sizeof(scan));
+	if (!sd || !e->workspace)
+		return;
+	free(e->artifacts_dir);
+	e->artifacts_dir = sbx_artifacts_dir(sd, e->run_id, e->workspace,
+					     e->info.mounted);
+	if (!e->artifacts_dir)
+		return;
+	ex = sbx_artifacts_excludes(e->core->cfg, &n_ex);
+	if (e->info.mounted) {
+		rc = sbx_artifacts_scan(e->workspace, ex, n_ex, &scan, &err);
+	} else if (e->have_box) {
+		struct sbx_harvest h;
+
+		memset(&h, 0, sizeof(h));
+		h.ops = e->box;
+		h.ctx = e->core->sandbox.ctx;
+		h.sandbox = e->box_name;
+		h.workdir = e->info.workdir;
+		h.home = e->info.home;
+		h.dest = e->artifacts_dir;
+		h.exclude = ex;
+		h.n_exclude = n_ex;
+		rc = sbx_artifacts_harvest(&h, &scan, &err);
+	}
+	if (rc < 0)
+		sbx_log(SBXLOOP_LOG_WARN, "cannot collect the artifacts: %s",
+			err.message);
+	emit(e, SBX_EV_RUN_ARTIFACTS,
+	     sbx_artifacts_event_data(e->artifacts_dir, e->info.mounted, &scan,
+				      sbx_worker_last_resources()));
+	e->n_artifacts = scan.n_files;
+	free(e->artifacts_note);
+	e->artifacts_note = sbx_artifacts_note(&scan);
+	for (i = 0; i < e->n_artifact_files; i++)
+		free(e->artifact_files[i]);
+	free(e->artifact_files);
+	e->n_artifact_files =
+		scan.n_files < SUMMARY_FILES ? scan.n_files : SUMMARY_FILES;
+	e->artifact_files =
+		sbx_xcalloc(e->n_artifact_files + 1, sizeof(char *));
+	for (i = 0; i < e->n_artifact_files; i++)
+		e->artifact_files[i] = sbx_xstrdup(scan.files[i].relpath);
+	sbx_artifacts_scan_clear(&scan);
+	free(ex);
+}
+
 static int drive(struct sbx_engine *e, const char *pinned,
 		 struct sbxloop_error *err)
 {
@@ -1229,6 +1388,7 @@ static int drive(struct sbx_engine *e, const char *pinned,
 		if (strcmp(e->tasks[i].state, "done") != 0)
 			failed = 1;
 	final = failed ? "failed" : "completed";
+	report_artifacts(e);
 	if (failed)
 		keep_on_failure(e);
 	sbx_engine_teardown(e);
@@ -1242,6 +1402,8 @@ static int drive(struct sbx_engine *e, const char *pinned,
 	sbx_bus_flush(e->core, err);
 	return 0;
 fail:
+	if (!e->cancel)
+		report_artifacts(e);
 	if (rc != SBXLOOP_ECANCELLED || !e->cancel)
 		keep_on_failure(e);
 	sbx_engine_teardown(e);
@@ -1419,8 +1581,26 @@ void sbx_engine_print_summary(struct sbx_engine *e, FILE *out)
 		fprintf(out, "  %s: %s  (%s)\n", e->tasks[i].id,
 			e->tasks[i].state, e->tasks[i].title);
 	fprintf(out, "duration: %.1fs\n", secs);
-	if (e->workspace)
+	if (e->artifacts_dir && e->n_artifacts) {
+		fprintf(out, "artifacts: %zu file(s) in %s (%s)\n",
+			e->n_artifacts, e->artifacts_dir,
+			e->info.mounted ? "live workspace" : "harvested");
+		for (i = 0; i < e->n_artifact_files; i++)
+			fprintf(out, "  %s\n", e->artifact_files[i]);
+		if (e->n_artifacts > e->n_artifact_files)
+			fprintf(out, "  ... +%zu more\n",
+				e->n_artifacts - e->n_artifact_files);
+		if (e->artifacts_note)
+			fprintf(out, "  %s\n", e->artifacts_note);
+	} else if (e->workspace) {
+		fprintf(out, "artifacts: none produced (workspace: %s)\n",
+			e->workspace);
+	}
+	if (e->workspace &&
+	    (!e->artifacts_dir || strcmp(e->artifacts_dir, e->workspace) != 0))
 		fprintf(out, "workspace: %s\n", e->workspace);
+	if (e->fetch_cmd)
+		fprintf(out, "bring the work back with: %s\n", e->fetch_cmd);
 	if (e->kept_reason)
 		fprintf(out,
 			"kept sandbox: %s (sbxloop shell %s; sbxloop "

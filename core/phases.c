@@ -13,6 +13,7 @@
 
 #include "phases.h"
 #include "dag.h"
+#include "egress.h"
 #include "policy_patterns.h"
 #include "prompt.h"
 #include "redact.h"
@@ -82,14 +83,27 @@ static void var_take(cJSON *vars, const char *name, char *value)
 	free(value);
 }
 
+/* `a`, `b`, ... or (none); caller frees. */
+static char *domain_list(const char *const *domains)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+
+	for (; domains && *domains; domains++)
+		sbx_buf_addf(&b, "%s`%s`", b.len ? ", " : "", *domains);
+	if (!b.len)
+		sbx_buf_adds(&b, "(none)");
+	return sbx_buf_detach(&b);
+}
+
 static cJSON *base_vars(const struct sbx_phase_ctx *pc)
 {
 	cJSON *v = cJSON_CreateObject();
 
 	var_set(v, "outcome", pc->outcome);
 	var_set(v, "retry_context", "");
-	var_set(v, "baseline_registries", "(none)");
-	var_set(v, "declarable_registries", "(none)");
+	var_take(v, "baseline_registries", domain_list(sbx_egress_registries));
+	var_take(v, "declarable_registries",
+		 domain_list(sbx_egress_declarable));
 	var_set(v, "guidance", "(none)");
 	return v;
 }
@@ -695,9 +709,6 @@ static int validate_plan(const struct sbx_phase_ctx *pc, const cJSON *in,
 	cJSON_ArrayForEach(e, eg)
 	{
 		cJSON *o = cJSON_CreateObject();
-		const char *d;
-		char *lower;
-		size_t k;
 
 		cJSON_AddItemToArray(egress, o);
 		if (only_keys(e, ekeys, "an egress entry", msg) < 0 ||
@@ -706,26 +717,10 @@ static int validate_plan(const struct sbx_phase_ctx *pc, const cJSON *in,
 		    str_field(e, "reason", "", 0, "an egress entry", o, msg) <
 			    0)
 			goto fail;
-		d = json_str(o, "domain", "");
-		while (isspace((unsigned char)*d))
-			d++;
-		lower = sbx_xstrdup(d);
-		for (k = 0; lower[k]; k++)
-			lower[k] = (char)tolower((unsigned char)lower[k]);
-		while (k && isspace((unsigned char)lower[k - 1]))
-			lower[--k] = '\0';
-		cJSON_ReplaceItemInObjectCaseSensitive(
-			o, "domain", cJSON_CreateString(lower));
-		if (!sbx_pattern_valid(lower, 0)) {
-			sbx_buf_addf(msg,
-				     "- %s: not an exact domain or "
-				     "'*.domain'",
-				     lower);
-			free(lower);
-			goto fail;
-		}
-		free(lower);
 	}
+	/* well-formed and inside the operator's bounds (normalised here) */
+	if (sbx_egress_validate_plan(pc->core->cfg, egress, msg) < 0)
+		goto fail;
 	sbx_verify_lint(
 		pc->core,
 		cJSON_GetObjectItemCaseSensitive(plan, "verify_commands"), "",

@@ -47,32 +47,33 @@ static void keep_tail(struct relay *r, const char *line, size_t len)
 	r->tail[r->n_tail++] = sbx_xstrndup(line, len > 400 ? 400 : len);
 }
 
-/* The newest resource sample any worker reported (single lane). */
-static struct sbx_resource_sample last_sample;
+/* The data of the newest resource sample relayed (single lane). */
+static cJSON *last_sample;
 
-const struct sbx_resource_sample *sbx_worker_last_resources(void)
+const cJSON *sbx_worker_last_resources(void)
 {
-	return &last_sample;
+	return last_sample;
+}
+
+void sbx_worker_forget_resources(void)
+{
+	cJSON_Delete(last_sample);
+	last_sample = NULL;
 }
 
 static void note_resources(const char *line, size_t len)
 {
 	cJSON *ev = cJSON_ParseWithLength(line, len);
-	const cJSON *d = cJSON_GetObjectItemCaseSensitive(ev, "data");
-	const cJSON *v;
+	cJSON *d = cJSON_DetachItemFromObjectCaseSensitive(ev, "data");
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
 
-	if (!cJSON_IsObject(d))
-		goto out;
-	v = cJSON_GetObjectItemCaseSensitive(d, "level");
-	if (!cJSON_IsString(v))
-		goto out;
-	snprintf(last_sample.level, sizeof(last_sample.level), "%s",
-		 v->valuestring);
-	v = cJSON_GetObjectItemCaseSensitive(d, "disk_used_pct");
-	last_sample.disk_used_pct = cJSON_IsNumber(v) ? v->valuedouble : -1;
-	v = cJSON_GetObjectItemCaseSensitive(d, "mem_used_pct");
-	last_sample.mem_used_pct = cJSON_IsNumber(v) ? v->valuedouble : -1;
-out:
+	if (cJSON_IsObject(d) && cJSON_IsString(type) &&
+	    strcmp(type->valuestring, SBX_EV_SANDBOX_RESOURCES) == 0) {
+		cJSON_Delete(last_sample);
+		last_sample = d;
+		d = NULL;
+	}
+	cJSON_Delete(d);
 	cJSON_Delete(ev);
 }
 

@@ -17,15 +17,12 @@ struct sbx_job_tags {
 	const char *task_id; /* or NULL */
 };
 
-/* A worker's resource sample: level "ok" | "warn" | "abort" ("" none). */
-struct sbx_resource_sample {
-	char level[8];
-	double disk_used_pct; /* -1 when not sampled */
-	double mem_used_pct;
-};
-
-/* The newest sample relayed from any job of this process. */
-const struct sbx_resource_sample *sbx_worker_last_resources(void);
+/*
+ * The data of the newest sandbox.resources event any job relayed
+ * (borrowed; NULL before the first), and a way to drop it.
+ */
+const cJSON *sbx_worker_last_resources(void);
+void sbx_worker_forget_resources(void);
 
 /*
  * Run `job` (borrowed; v, job_id and run_id are filled in here) in the

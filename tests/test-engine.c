@@ -382,6 +382,7 @@ START_TEST(test_one_task_completes)
 	ck_assert(file_exists(run, "out-t1.txt"));
 	ck_assert_int_eq(count_events(run, "run.tasks"), 1);
 	ck_assert_int_eq(count_events(run, "run.end"), 1);
+	ck_assert_int_eq(count_events(run, "run.artifacts"), 1);
 	ck_assert_int_eq(count_events(run, "sandbox.removed"), 1);
 	{
 		char *out = output("out.txt");
@@ -467,6 +468,40 @@ START_TEST(test_verify_commands_that_change_the_machine_are_retried)
 	spec = q_str("SELECT spec_json FROM tasks WHERE run_id='%s'", run);
 	ck_assert_ptr_null(strstr(spec, "sudo"));
 	free(spec);
+	free(run);
+}
+END_TEST
+
+START_TEST(test_plan_egress_outside_the_bounds_is_retried)
+{
+	char *run, *plan;
+
+	scenario("egress_bounds", NULL);
+	ck_assert_int_eq(sbx("run", "egress", "--no-tui"), 0);
+	run = last_run();
+	assert_task(run, "t1", "done", 0, 0);
+	assert_attempts(run, "t1", "plan", "ok");
+	plan = q_str("SELECT output_json FROM phase_attempts WHERE "
+		     "run_id='%s' AND phase='plan'",
+		     run);
+	ck_assert_ptr_null(strstr(plan, "example.org"));
+	free(plan);
+	free(run);
+}
+END_TEST
+
+START_TEST(test_plan_egress_inside_the_bounds_is_kept_normalised)
+{
+	char *run, *plan;
+
+	scenario("egress_bounds", "policy:\n  allow: [\"*.example.org\"]\n");
+	ck_assert_int_eq(sbx("run", "egress", "--no-tui"), 0);
+	run = last_run();
+	plan = q_str("SELECT output_json FROM phase_attempts WHERE "
+		     "run_id='%s' AND phase='plan' ORDER BY id LIMIT 1",
+		     run);
+	ck_assert_msg(strstr(plan, "\"data.example.org\""), "plan: %s", plan);
+	free(plan);
 	free(run);
 }
 END_TEST
@@ -961,6 +996,9 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_invalid_json_twice_stops_the_run_resumable);
 	tcase_add_test(
 		tc, test_verify_commands_that_change_the_machine_are_retried);
+	tcase_add_test(tc, test_plan_egress_outside_the_bounds_is_retried);
+	tcase_add_test(tc,
+		       test_plan_egress_inside_the_bounds_is_kept_normalised);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("budgets");

@@ -71,6 +71,10 @@ S["resources"] = [D(task("t1")), P(), E(), full_disk(SP)]
 # a verify command that changes the machine is linted and retried
 S["lint"] = [D(task("t1", verify=("sudo apt-get install -y jq", "[[ -f out-%s.txt ]]"))),
              D(task("t1")), P(), E(), SP, VA]
+# a plan declaring egress outside the operator's bounds is retried
+def egress(r, domain):
+    r = json.loads(json.dumps(r)); r["json"]["egress"] = [{"domain": domain, "reason": "fetch data"}]; return r
+S["egress_bounds"] = [D(task("t1")), egress(P(), "Data.Example.ORG"), P(), E(), SP, VA]
 for k, v in S.items():
     with open(k + ".json", "w") as f:
         json.dump(v, f, indent=1); f.write("\n")
