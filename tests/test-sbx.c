@@ -912,7 +912,15 @@ START_TEST(test_proxy_alone_accepts_only_the_sentinel)
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
 			 0);
 	cJSON_Delete(st);
+	/* and removing the sandbox removes what was registered for it */
+	ck_assert_int_eq(so->provide(inst.ctx, &req, &out, &err), 0);
 	sbx_instance_destroy(&inst);
+	ck_assert_int_eq(bo->sandbox_remove(box.ctx, "sbxloop-r1-agent", &err),
+			 0);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 0);
+	cJSON_Delete(st);
 }
 END_TEST
 

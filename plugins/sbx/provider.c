@@ -313,10 +313,14 @@ static int prov_sandbox_remove(void *ctx, const char *name,
 	struct provider *p = ctx;
 	const char *stop[] = {"stop", name, NULL};
 	struct sbxloop_error ignored = {0, ""};
+	int rc;
 
 	/* stopping first lets sbx end in-flight execs cleanly */
 	sbxp_checkv(&p->sbx, stop, &ignored);
-	return remove_box(p, name, err);
+	rc = remove_box(p, name, err);
+	if (rc == 0)
+		sbxp_forget_secrets(&p->sbx, name);
+	return rc;
 }
 
 /* ---- provisioning ------------------------------------------------------ */

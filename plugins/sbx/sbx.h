@@ -77,6 +77,10 @@ int sbxp_exec_infra_failure(const char *err);
 /* Does stderr of a checked call say the sandbox is unknown? */
 int sbxp_not_found(const char *err);
 
+/* Remove every secret registration sbx-proxy made for `sandbox` in this
+ * process (best effort; called when the sandbox is removed). */
+void sbxp_forget_secrets(struct sbxp *s, const char *sandbox);
+
 /* Parse `sbx ls` output (UPSTREAM.md 8.1.1); calls cb per named row. */
 void sbxp_parse_ls(const char *text,
 		   void (*cb)(void *user, const char *name,

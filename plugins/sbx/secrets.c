@@ -17,6 +17,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,7 @@ static int removed(const struct sbxloop_proc_result *res)
 }
 
 /* One `secret rm ... -f` rung; 1 when it deleted, 0 otherwise. */
-static int rm_rung(struct proxy *p, const struct sbxloop_secret_req *req,
+static int rm_rung(struct sbxp *s, const struct sbxloop_secret_req *req,
 		   const char *scope, int with_host)
 {
 	struct sbxloop_error err = {0, ""};
@@ -88,10 +89,120 @@ static int rm_rung(struct proxy *p, const struct sbxloop_secret_req *req,
 	args[n] = NULL;
 	memset(&call, 0, sizeof(call));
 	call.args = args;
-	if (sbxp_run(&p->sbx, &call, &res, &err) == 0)
+	if (sbxp_run(s, &call, &res, &err) == 0)
 		ok = removed(&res);
-	p->sbx.host->proc_result_clear(&res);
+	s->host->proc_result_clear(&res);
 	return ok;
+}
+
+/*
+ * Every registration sbx-proxy made in this process, whichever instance
+ * made it, so that removing a sandbox also removes what was registered
+ * for it (sbx keeps name-scoped secrets after the sandbox is gone, and a
+ * later sandbox of the same name would inherit them).
+ */
+struct registration {
+	struct registration *next;
+	char *sandbox;
+	char *env_name;
+	char *bind_host;  /* or NULL */
+	char *service;    /* or NULL */
+};
+
+static struct registration *registry;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void registration_free(struct registration *r)
+{
+	free(r->sandbox);
+	free(r->env_name);
+	free(r->bind_host);
+	free(r->service);
+	free(r);
+}
+
+static void remember(const struct sbxloop_secret_req *req)
+{
+	struct registration *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return;
+	r->sandbox = strdup(req->sandbox);
+	r->env_name = strdup(req->env_name);
+	r->bind_host = req->bind_host ? strdup(req->bind_host) : NULL;
+	r->service = req->service ? strdup(req->service) : NULL;
+	if (!r->sandbox || !r->env_name) {
+		registration_free(r);
+		return;
+	}
+	pthread_mutex_lock(&registry_lock);
+	r->next = registry;
+	registry = r;
+	pthread_mutex_unlock(&registry_lock);
+}
+
+static struct registration *take_all(void)
+{
+	struct registration *out;
+
+	pthread_mutex_lock(&registry_lock);
+	out = registry;
+	registry = NULL;
+	pthread_mutex_unlock(&registry_lock);
+	return out;
+}
+
+/* Take the sandbox's entries (env_name NULL = all of them) out of the
+ * registry; the caller frees the returned list. */
+static struct registration *take(const char *sandbox, const char *env_name)
+{
+	struct registration **pp, *r, *out = NULL;
+
+	pthread_mutex_lock(&registry_lock);
+	for (pp = &registry; *pp;) {
+		r = *pp;
+		if (!strcmp(r->sandbox, sandbox) &&
+		    (!env_name || !strcmp(r->env_name, env_name))) {
+			*pp = r->next;
+			r->next = out;
+			out = r;
+		} else {
+			pp = &r->next;
+		}
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return out;
+}
+
+#if defined(__GNUC__)
+/* The module is unloaded: what it still remembers is only memory now. */
+__attribute__((destructor)) static void registry_release(void)
+{
+	struct registration *r = take_all(), *next;
+
+	for (; r; r = next) {
+		next = r->next;
+		registration_free(r);
+	}
+}
+#endif
+
+void sbxp_forget_secrets(struct sbxp *s, const char *sandbox)
+{
+	struct registration *r = take(sandbox, NULL), *next;
+	struct sbxloop_secret_req req;
+
+	for (; r; r = next) {
+		next = r->next;
+		memset(&req, 0, sizeof(req));
+		req.struct_size = sizeof(req);
+		req.sandbox = r->sandbox;
+		req.env_name = r->env_name;
+		req.bind_host = r->bind_host;
+		req.service = r->service;
+		rm_rung(s, &req, r->sandbox, 1);
+		registration_free(r);
+	}
 }
 
 /* The owner scope named in an exists-error: `in scope "?<name>"?`. */
@@ -202,7 +313,7 @@ static int register_secret(struct proxy *p,
 		for (with_host = 1; with_host >= 0; with_host--) {
 			if (req->service && !with_host)
 				break;
-			if (!rm_rung(p, req, scopes[i], with_host))
+			if (!rm_rung(&p->sbx, req, scopes[i], with_host))
 				continue;
 			h->proc_result_clear(&res);
 			rc = set_once(p, req, &res, err);
@@ -294,8 +405,17 @@ static int proxy_revoke(void *ctx, const struct sbxloop_secret_req *req,
 	(void)err;
 	if (!req || !req->sandbox || (!req->service && !req->env_name))
 		return 0;
+	{
+		struct registration *r = take(req->sandbox, req->env_name);
+		struct registration *next;
+
+		for (; r; r = next) {
+			next = r->next;
+			registration_free(r);
+		}
+	}
 	if (req->service || req->bind_host)
-		rm_rung(p, req, req->sandbox, 1);
+		rm_rung(&p->sbx, req, req->sandbox, 1);
 	return 0;
 }
 
@@ -365,6 +485,7 @@ static int proxy_provide(void *ctx, const struct sbxloop_secret_req *req,
 	rc = register_secret(p, req, err);
 	if (rc < 0)
 		return rc;
+	remember(req);
 
 	why[0] = '\0';
 	for (tries = 0; tries < 2 && answer < 0; tries++)
