@@ -845,6 +845,8 @@ static int resources_exhausted(struct sbx_engine *e, struct task *t)
 	return 1;
 }
 
+static void harvest_task(struct sbx_engine *e);
+
 static int run_task(struct sbx_engine *e, struct task *t,
 		    struct sbxloop_error *err)
 {
@@ -899,6 +901,7 @@ static int run_task(struct sbx_engine *e, struct task *t,
 		if (rc < 0)
 			return rc;
 	}
+	harvest_task(e);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "task_id", t->id);
 	cJSON_AddStringToObject(d, "title", t->title);
@@ -1286,6 +1289,53 @@ void sbx_engine_teardown(struct sbx_engine *e)
 
 #define SUMMARY_FILES 50
 
+/* Copy an unmounted workspace out of the sandbox into `dest`. */
+static int harvest(struct sbx_engine *e, const char *dest,
+		   const char *const *ex, size_t n_ex,
+		   struct sbx_artifact_scan *scan, struct sbxloop_error *err)
+{
+	struct sbx_harvest h;
+
+	memset(&h, 0, sizeof(h));
+	h.ops = e->box;
+	h.ctx = e->core->sandbox.ctx;
+	h.sandbox = e->box_name;
+	h.workdir = e->info.workdir;
+	h.home = e->info.home;
+	h.dest = dest;
+	h.exclude = ex;
+	h.n_exclude = n_ex;
+	return sbx_artifacts_harvest(&h, scan, err);
+}
+
+/* harvest_mode per-task: keep each finished task's work on the host. */
+static void harvest_task(struct sbx_engine *e)
+{
+	struct sbx_artifact_scan scan;
+	struct sbxloop_error err = {0, ""};
+	const char *sd = sbx_core_state_dir(e->core);
+	const char *mode =
+		sbx_config_str(e->core->cfg, "artifacts.harvest_mode");
+	const char **ex;
+	size_t n_ex = 0;
+	char *dest;
+
+	if (e->info.mounted || !e->have_box || !sd ||
+	    (mode && strcmp(mode, "per-task") != 0))
+		return;
+	dest = sbx_artifacts_dir(sd, e->run_id, e->workspace, 0);
+	if (!dest)
+		return;
+	memset(&scan, 0, sizeof(scan));
+	ex = sbx_artifacts_excludes(e->core->cfg, &n_ex);
+	if (harvest(e, dest, ex, n_ex, &scan, &err) < 0)
+		sbx_log(SBXLOOP_LOG_WARN, "cannot harvest the workspace: %s",
+			err.message);
+	sbx_artifacts_scan_clear(&scan);
+	free(ex);
+	free(dest);
+}
+
 /*
  * Where the run's results are, and run.artifacts: the live workspace
  * when it is mounted, else a harvest out of the sandbox. Best effort.
@@ -1308,22 +1358,10 @@ static void report_artifacts(struct sbx_engine *e)
 	if (!e->artifacts_dir)
 		return;
 	ex = sbx_artifacts_excludes(e->core->cfg, &n_ex);
-	if (e->info.mounted) {
+	if (e->info.mounted)
 		rc = sbx_artifacts_scan(e->workspace, ex, n_ex, &scan, &err);
-	} else if (e->have_box) {
-		struct sbx_harvest h;
-
-		memset(&h, 0, sizeof(h));
-		h.ops = e->box;
-		h.ctx = e->core->sandbox.ctx;
-		h.sandbox = e->box_name;
-		h.workdir = e->info.workdir;
-		h.home = e->info.home;
-		h.dest = e->artifacts_dir;
-		h.exclude = ex;
-		h.n_exclude = n_ex;
-		rc = sbx_artifacts_harvest(&h, &scan, &err);
-	}
+	else if (e->have_box)
+		rc = harvest(e, e->artifacts_dir, ex, n_ex, &scan, &err);
 	if (rc < 0)
 		sbx_log(SBXLOOP_LOG_WARN, "cannot collect the artifacts: %s",
 			err.message);
