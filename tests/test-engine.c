@@ -1067,7 +1067,7 @@ START_TEST(test_ctrl_c_removes_sandboxes_and_leaves_the_run_resumable)
 			   "state='executing'",
 			   20));
 	sleep_ms(300);
-	kill(pid, SIGINT);
+	kill(pid, _i ? SIGTERM : SIGINT);
 	ck_assert_int_eq(wait_code(pid), 130);
 	run = last_run();
 	out = output("out.txt");
@@ -1080,6 +1080,29 @@ START_TEST(test_ctrl_c_removes_sandboxes_and_leaves_the_run_resumable)
 	ck_assert_int_ne(access(path, F_OK), 0);
 	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 0);
 	assert_run_state(run, "completed");
+	free(run);
+}
+END_TEST
+
+START_TEST(test_second_ctrl_c_forces_the_exit)
+{
+	const char *args[] = {"run", "interrupt me twice", "--no-tui", NULL};
+	pid_t pid;
+	char *run;
+
+	scenario("kill_execute", NULL);
+	pid = spawn(args);
+	ck_assert(wait_for("SELECT count(*) FROM tasks WHERE "
+			   "state='executing'",
+			   20));
+	sleep_ms(300);
+	kill(pid, SIGINT);
+	sleep_ms(100);
+	kill(pid, SIGINT);
+	ck_assert_int_eq(wait_code(pid), 130);
+	assert_stderr_has("forced exit");
+	run = last_run();
+	assert_run_state(run, "running");
 	free(run);
 }
 END_TEST
@@ -1208,9 +1231,10 @@ static Suite *engine_suite(void)
 		       test_resume_after_gc_removed_the_workspace_is_refused);
 	tcase_add_test(tc,
 		       test_config_change_before_resume_is_reported_as_drift);
-	tcase_add_test(
-		tc,
-		test_ctrl_c_removes_sandboxes_and_leaves_the_run_resumable);
+	tcase_add_loop_test(
+		tc, test_ctrl_c_removes_sandboxes_and_leaves_the_run_resumable,
+		0, 2);
+	tcase_add_test(tc, test_second_ctrl_c_forces_the_exit);
 	tcase_add_loop_test(tc, test_sigkill_during_each_phase_then_resume, 0,
 			    6);
 	suite_add_tcase(s, tc);
