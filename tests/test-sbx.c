@@ -684,10 +684,12 @@ START_TEST(test_copy_list_and_remove)
 	ck_assert(!box_exists("sbxloop-r1-agent"));
 	ck_assert_int_eq(count_calls("stop sbxloop-r1-agent"), 1);
 	ck_assert_int_eq(count_calls("rm --force sbxloop-r1-agent"), 1);
-	/* removing what is gone is fine */
+	/* removing what is gone is fine, and one call */
 	ck_assert_int_eq(ops()->sandbox_remove(box.ctx, "sbxloop-r1-agent",
 					       &err),
 			 0);
+	ck_assert_int_eq(count_calls("stop sbxloop-r1-agent"), 2);
+	ck_assert_int_eq(count_calls("rm --force sbxloop-r1-agent"), 1);
 	free(src);
 	free(back);
 }

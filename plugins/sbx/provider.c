@@ -315,9 +315,14 @@ static int prov_sandbox_remove(void *ctx, const char *name,
 	struct sbxloop_error ignored = {0, ""};
 	int rc;
 
-	/* stopping first lets sbx end in-flight execs cleanly */
-	sbxp_checkv(&p->sbx, stop, &ignored);
-	rc = remove_box(p, name, err);
+	/* stopping first lets sbx end in-flight execs cleanly; a sandbox
+	 * sbx does not know needs no `rm` either */
+	if (sbxp_checkv(&p->sbx, stop, &ignored) == SBXLOOP_ENOTFOUND) {
+		box_forget(p, name);
+		rc = 0;
+	} else {
+		rc = remove_box(p, name, err);
+	}
 	if (rc == 0)
 		sbxp_forget_secrets(&p->sbx, name);
 	return rc;
