@@ -385,10 +385,10 @@ static char *probe_script(const char *workspace, const char *marker)
 		"v=$(\"$w\" version) || exit 5; echo \"version:$v\"; "
 		"%s%s%s%s%s"
 		":",
-		marker ? "r=; for d in " : "", marker ? roots : "",
-		marker ? "; do [ -d \"$d\" ] && r=\"$r $d\"; done; "
-			 "if [ -n \"$r\" ]; then h=$(find -L $r -maxdepth 4 "
-			 "-name " : "",
+		marker ? "set --; for d in " : "", marker ? roots : "",
+		marker ? "; do [ -d \"$d\" ] && set -- \"$@\" \"$d\"; done; "
+			 "if [ $# -gt 0 ]; then "
+			 "h=$(find -L \"$@\" -maxdepth 4 -name " : "",
 		marker ? marker : "",
 		marker ? " -print 2>/dev/null | head -1); "
 			 "echo \"mount:$h\"; fi; " : "");
