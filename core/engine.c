@@ -629,18 +629,18 @@ static int step_execute(struct sbx_engine *e, struct task *t,
 {
 	struct sbx_phase_ctx pc;
 	struct latest prior;
-	char *report = NULL, *sid = NULL;
-	const char *resume = NULL;
+	char *report = NULL, *sid = NULL, *resume = NULL;
 	cJSON *out = NULL, *verdict = NULL;
 	double t0 = sbx_now();
 	int rc;
 
 	phase_ctx(e, t, &pc);
+	/* only sessions this process started can be taken up again */
 	if (t->session_id && session_live(e, t->session_id))
-		resume = t->session_id;
+		resume = sbx_xstrdup(t->session_id);
 	rc = latest_attempt(e, t->id, "execute", &prior, err);
 	if (rc < 0)
-		return rc;
+		goto out;
 	if (e->ledger) {
 		rc = sbx_egress_grant_all(
 			e->ledger, t->id,
@@ -648,7 +648,7 @@ static int step_execute(struct sbx_engine *e, struct task *t,
 			err);
 		if (rc < 0) {
 			latest_clear(&prior);
-			return rc;
+			goto out;
 		}
 	}
 	rc = sbx_phase_execute(&pc, t->spec, t->plan, t->feedback,
@@ -680,6 +680,10 @@ static int step_execute(struct sbx_engine *e, struct task *t,
 		cJSON_AddStringToObject(out, "session_id", t->session_id);
 	else
 		cJSON_AddNullToObject(out, "session_id");
+	if (resume)
+		cJSON_AddStringToObject(out, "resumed_session", resume);
+	else
+		cJSON_AddNullToObject(out, "resumed_session");
 	rc = record_attempt(e, t->id, "execute", t->revisions + 1, "ok", out,
 			    t0, err);
 	if (rc < 0)
@@ -718,6 +722,7 @@ out:
 		rc = 0;
 	free(report);
 	free(sid);
+	free(resume);
 	cJSON_Delete(out);
 	cJSON_Delete(verdict);
 	return rc;

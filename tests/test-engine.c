@@ -691,6 +691,14 @@ START_TEST(test_revise_then_pass_spends_one_revision)
 	sid = q_str("SELECT session_id FROM tasks WHERE run_id='%s'", run);
 	ck_assert_str_eq(sid, "sess-t1");
 	free(sid);
+	/* the revision took the first session up again */
+	sid = q_str("SELECT group_concat(ifnull(json_extract(output_json, "
+		    "'$.resumed_session'), '-'), ',') FROM (SELECT output_json"
+		    " FROM phase_attempts WHERE run_id='%s' AND "
+		    "phase='execute' ORDER BY id)",
+		    run);
+	ck_assert_str_eq(sid, "-,sess-t1");
+	free(sid);
 	free(run);
 }
 END_TEST
@@ -705,6 +713,14 @@ START_TEST(test_verify_failures_exhaust_revisions_and_spend_a_replan)
 	assert_task(run, "t1", "done", 0, 1);
 	assert_attempts(run, "t1", "plan", "ok,ok");
 	assert_attempts(run, "t1", "verify", "failed,failed,failed,ok");
+	/* revisions resume the session; the replan starts a fresh one */
+	msg = q_str("SELECT group_concat(ifnull(json_extract(output_json, "
+		    "'$.resumed_session'), '-'), ',') FROM (SELECT output_json"
+		    " FROM phase_attempts WHERE run_id='%s' AND "
+		    "phase='execute' ORDER BY id)",
+		    run);
+	ck_assert_str_eq(msg, "-,sess-t1,sess-t1,-");
+	free(msg);
 	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
 			       " AND type='phase.end' AND data_json LIKE "
 			       "'%%\"status\":\"failed\"%%'",
