@@ -605,6 +605,41 @@ START_TEST(test_exec_streams_stdin_and_lines)
 }
 END_TEST
 
+START_TEST(test_exec_refuses_a_secret_in_its_env)
+{
+	struct sbxloop_proc_result res;
+	struct sbxloop_error err = {0, ""};
+	struct sbxloop_exec_spec spec;
+	const char *argv[] = {"true", NULL};
+	const char *envp[] = {"PLAIN=1", "GH_TOKEN=" GH_TOKEN_VALUE, NULL};
+	int before;
+
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	core->host.secret_register(&core->host, GH_TOKEN_VALUE);
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.argv = argv;
+	spec.envp = envp;
+	memset(&res, 0, sizeof(res));
+	before = count_calls(NULL);
+	ck_assert_int_eq(ops()->exec(box.ctx, "sbxloop-r1-agent", &spec, &res,
+				     &err),
+			 SBXLOOP_EINVAL);
+	ck_assert_msg(strstr(err.message, "GH_TOKEN=..."), "%s", err.message);
+	ck_assert_int_eq(count_calls(NULL), before);
+	ck_assert(!argv_contains(GH_TOKEN_VALUE, NULL));
+	/* plain variables are fine */
+	envp[1] = NULL;
+	ck_assert_int_eq(ops()->exec(box.ctx, "sbxloop-r1-agent", &spec, &res,
+				     &err),
+			 0);
+	ck_assert_int_eq(count_calls("exec -e PLAIN=1 -w "), 1);
+	sbx_proc_result_clear(&res);
+}
+END_TEST
+
 START_TEST(test_exec_timeout_kills)
 {
 	struct sbxloop_proc_result res;
@@ -1682,6 +1717,7 @@ static Suite *sbx_suite(void)
 	tcase_add_test(tc, test_exec_returns_inner_exit_code);
 	tcase_add_test(tc, test_exec_in_missing_or_stopped_sandbox_is_infra);
 	tcase_add_test(tc, test_exec_streams_stdin_and_lines);
+	tcase_add_test(tc, test_exec_refuses_a_secret_in_its_env);
 	tcase_add_test(tc, test_exec_timeout_kills);
 	tcase_add_test(tc, test_copy_list_and_remove);
 	tcase_add_test(tc, test_ls_parses_old_and_sparse_columns);

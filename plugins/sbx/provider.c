@@ -140,6 +140,19 @@ static int exec_argv(struct provider *p, const char *name,
 		return h->error_set(h, err, SBXLOOP_EINVAL,
 				    "sbx: empty command for sandbox '%s'",
 				    name);
+	for (i = 0; i < nenv; i++) {
+		/* `-e NAME=VALUE` is argv: no registered secret may ride it */
+		char *red = h->redact(h, spec->envp[i]);
+		int secret = red && strcmp(red, spec->envp[i]);
+
+		h->free(red);
+		if (secret)
+			return h->error_set(h, err, SBXLOOP_EINVAL,
+					    "sbx: refusing to pass a secret on "
+					    "the sbx command line (%.*s=...)",
+					    (int)strcspn(spec->envp[i], "="),
+					    spec->envp[i]);
+	}
 	args = calloc(nargv + 2 * nenv + 8, sizeof(*args));
 	if (!args)
 		return h->error_set(h, err, SBXLOOP_ENOMEM,
