@@ -1505,39 +1505,17 @@ static int run_info_cb(void *user, const struct sbxloop_run_row *run)
 	return 0;
 }
 
-static int gc_cb(void *user, const struct sbxloop_event *ev)
-{
-	cJSON *d = ev->data_json ? cJSON_Parse(ev->data_json) : NULL;
-	int *removed = user;
-
-	if (cJSON_IsTrue(
-		    cJSON_GetObjectItemCaseSensitive(d, "workspace_removed")))
-		*removed = 1;
-	cJSON_Delete(d);
-	return *removed;
-}
-
-/* Did a gc sweep remove this run's workspace? */
+/* Did a gc sweep remove this run's workspace? Then it cannot resume. */
 static int gc_guard(struct sbx_engine *e, struct sbxloop_error *err)
 {
-	struct sbxloop_event_query q;
-	int removed = 0, rc;
+	int rc = sbx_gc_workspace_removed(e->st, e->sctx, e->run_id, err);
 
-	memset(&q, 0, sizeof(q));
-	q.struct_size = sizeof(q);
-	q.run_id = e->run_id;
-	q.type_prefix = SBX_EV_GC;
-	rc = e->st->events_query(e->sctx, &q, gc_cb, &removed, err);
-	if (rc < 0)
+	if (rc <= 0)
 		return rc;
-	if (removed)
-		return sbx_error(
-			err, SBXLOOP_ESTATE,
-			"run %s cannot be resumed: a gc sweep removed "
-			"its workspace (see `sbxloop logs %s --type "
-			"%s`)",
-			e->run_id, e->run_id, SBX_EV_GC);
-	return 0;
+	return sbx_error(err, SBXLOOP_ESTATE,
+			 "run %s cannot be resumed: a gc sweep removed its "
+			 "workspace (see `sbxloop logs %s --type %s`)",
+			 e->run_id, e->run_id, SBX_EV_GC);
 }
 
 int sbx_engine_resume(struct sbx_engine *e, const char *run_id,
