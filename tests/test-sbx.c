@@ -1697,6 +1697,96 @@ START_TEST(test_run_sigterm_leaves_no_sandbox_and_no_secret)
 }
 END_TEST
 
+/* ----------------------------------------------------------- the fake */
+
+static void fake(struct tu_run *r, const char *const *argv)
+{
+	tu_exec(r, NULL, NULL, argv);
+}
+
+START_TEST(test_fake_secret_rm_without_f_removes_nothing)
+{
+	const char *set[] = {"sbx", "secret", "set-custom", "-g", "--host",
+			     "api.github.com", "--env", "E1", "--value",
+			     "v-123456", NULL};
+	const char *rm[] = {"sbx", "secret", "rm", "--host", "api.github.com",
+			    "--env", "E1", "-g", NULL};
+	const char *env_only[] = {"sbx", "secret", "rm", "--env", "E1", "-g",
+				  "-f", NULL};
+	const char *rm_f[] = {"sbx", "secret", "rm", "--host",
+			      "api.github.com", "--env", "E1", "-g", "-f",
+			      NULL};
+	struct tu_run r;
+	cJSON *st;
+
+	fake(&r, set);
+	ck_assert_int_eq(r.status, 0);
+	tu_run_free(&r);
+	fake(&r, set);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_str_eq(r.err, "ERROR: custom secret env \"E1\" already "
+				"exists in scope global with placeholder "
+				"sbx-cs-abc123.\n");
+	tu_run_free(&r);
+	fake(&r, rm);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, "Delete selected secret? (y/N): Cancelled\n");
+	tu_run_free(&r);
+	fake(&r, env_only);
+	ck_assert_int_eq(r.status, 1);
+	tu_run_free(&r);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 1);
+	cJSON_Delete(st);
+	fake(&r, rm_f);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert(strstr(r.out, "Deleted"));
+	tu_run_free(&r);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 0);
+	cJSON_Delete(st);
+}
+END_TEST
+
+START_TEST(test_fake_exec_maps_sandbox_paths_only)
+{
+	const char *app[] = {"sbx", "--app-name", "x", "create",
+			     "--name=b1", "shell", ws, NULL};
+	char *script = sbx_xasprintf("echo /home/agent/f; echo %s/a; "
+				     "echo x=/tmp/sbxloop/j", dir);
+	const char *run[] = {"sbx", "exec", "b1", "sh", "-c", script, NULL};
+	char *want;
+	struct tu_run r;
+	cJSON *all;
+
+	fake(&r, app);
+	ck_assert_int_eq(r.status, 0);
+	tu_run_free(&r);
+	all = invocations();
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(
+				 cJSON_GetArrayItem(all, 0), "app_name")),
+			 "x");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetArrayItem(
+				 cJSON_GetObjectItem(cJSON_GetArrayItem(all, 0),
+						     "argv"),
+				 0)),
+			 "create");
+	cJSON_Delete(all);
+	fake(&r, run);
+	ck_assert_int_eq(r.status, 0);
+	/* the test dir starts /tmp/sbxloop-test-: a host path, untouched */
+	want = sbx_xasprintf("%s/sandboxes/b1/fs/home/agent/f\n%s/a\n"
+			     "x=%s/sandboxes/b1/fs/tmp/sbxloop/j\n",
+			     fake_dir, dir, fake_dir);
+	ck_assert_str_eq(r.out, want);
+	free(want);
+	tu_run_free(&r);
+	free(script);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- suite */
 
 static Suite *sbx_suite(void)
@@ -1747,6 +1837,12 @@ static Suite *sbx_suite(void)
 	tcase_add_test(tc, test_shell_runs_a_command_in_the_pair);
 	tcase_add_test(tc, test_doctor_reports_each_failure_row);
 	tcase_add_test(tc, test_secrets_list_and_clean_stale);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("fake");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_fake_secret_rm_without_f_removes_nothing);
+	tcase_add_test(tc, test_fake_exec_maps_sandbox_paths_only);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("runs");
