@@ -1765,14 +1765,17 @@ START_TEST(test_fake_exec_maps_sandbox_paths_only)
 	ck_assert_int_eq(r.status, 0);
 	tu_run_free(&r);
 	all = invocations();
-	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(
-				 cJSON_GetArrayItem(all, 0), "app_name")),
-			 "x");
-	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetArrayItem(
-				 cJSON_GetObjectItem(cJSON_GetArrayItem(all, 0),
-						     "argv"),
-				 0)),
-			 "create");
+	{
+		const cJSON *first = cJSON_GetArrayItem(all, 0);
+		const cJSON *args = cJSON_GetObjectItem(first, "argv");
+
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(
+					 first, "app_name")),
+				 "x");
+		ck_assert_str_eq(cJSON_GetStringValue(
+					 cJSON_GetArrayItem(args, 0)),
+				 "create");
+	}
 	cJSON_Delete(all);
 	fake(&r, run);
 	ck_assert_int_eq(r.status, 0);
