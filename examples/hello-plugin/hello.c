@@ -54,6 +54,7 @@ static int hello_event(void *ctx, const struct sbxloop_event *ev,
 {
 	struct hello *h = ctx;
 
+	(void)err;
 	h->seen++;
 	if (strncmp(ev->type, "run.", 4) == 0)
 		fprintf(h->out, "hello from %s: %s\n", ev->run_id, ev->type);
