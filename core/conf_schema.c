@@ -155,13 +155,17 @@ const struct sbx_config_spec sbx_core_schema[] = {
 	{"worker_path", STR, NULL, NULL,
 	 "host path of sbxloop-worker (default: the installed one)", NULL},
 
-	{"plugins.sandbox", STR, "local", NULL,
-	 "sandbox provider: local, sbx, or a third-party plugin", NULL},
+	{"plugins.sandbox", STR, "sbx", NULL,
+	 "sandbox provider: sbx (Docker Sandboxes), local, or a third-party "
+	 "plugin", NULL},
 	{"plugins.store", STR, "sqlite", NULL, "state store", NULL},
-	{"plugins.secrets", LIST, "[]", NULL,
-	 "secret strategies, tried in order", NULL},
-	{"plugins.policy", LIST, "[]", NULL,
-	 "egress policy granters, tried in order", NULL},
+	/* left unset, these two apply only with the sbx provider */
+	{"plugins.secrets", LIST, "[sbx-proxy, plain-env]", NULL,
+	 "secret strategies, tried in order (unset: sbx's, with sbx only)",
+	 NULL},
+	{"plugins.policy", LIST, "[sbx, local]", NULL,
+	 "egress policy granters, tried in order (unset: the active "
+	 "provider's own)", NULL},
 	{"plugins.sinks", LIST, "[plain]", NULL,
 	 "event sinks every event fans out to", NULL},
 	{"plugins.reporters", LIST, "[]", NULL,

@@ -1,14 +1,16 @@
 /*
  * The run driver and the per-task state machine (single lane). Owns run
  * and task states, budgets, revisions and replans, cancellation and the
- * wall clock, provisioning and teardown of the run's agent sandbox, and
- * what is persisted when. Phase work is delegated to phases.c. Called
- * by the `run` and `resume` commands (cmd_run.c).
+ * wall clock, when the run's sandbox pair is provisioned and torn down
+ * (provision.c does the work), and what is persisted when. Phase work is
+ * delegated to phases.c. Called by the `run` and `resume` commands
+ * (cmd_run.c).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,6 +25,7 @@
 #include "guard.h"
 #include "phases.h"
 #include "prompt.h"
+#include "provision.h"
 #include "redact.h"
 #include "util.h"
 #include "worker_client.h"
@@ -52,7 +55,8 @@ struct sbx_engine {
 	char *outcome;
 	char *workspace;
 	char state[STATE_LEN];
-	struct sbxloop_sandbox_info info;
+	struct sbx_pair *pair; /* the run's sandboxes and their secrets */
+	struct sbxloop_sandbox_info info; /* the agent sandbox's, copied */
 	char box_name[SBXLOOP_NAME_MAX];
 	int have_box;
 	const char *kept_reason;
@@ -69,6 +73,8 @@ struct sbx_engine {
 	size_t n_granters;
 	struct sbx_egress_ledger *ledger;
 	struct sbx_egress_granter *chain;
+	/* the signal path revokes open grants from the main thread */
+	pthread_mutex_t ledger_lock;
 	/* for the summary */
 	char *fetch_cmd;
 	char *artifacts_dir;
@@ -126,6 +132,8 @@ struct sbx_engine *sbx_engine_new(struct sbx_core *core,
 	e->st = store->ops;
 	e->sctx = store->ctx;
 	e->box = core->sandbox.ops;
+	e->pair = sbx_pair_new(core);
+	pthread_mutex_init(&e->ledger_lock, NULL);
 	e->started = sbx_monotonic();
 	snprintf(e->state, sizeof(e->state), "created");
 	e->prompts_dir = sbx_xstrdup(sbx_prompt_dir(core->cfg));
@@ -139,6 +147,7 @@ void sbx_engine_free(struct sbx_engine *e)
 	if (!e)
 		return;
 	tasks_clear(e);
+	sbx_pair_free(e->pair);
 	sbx_worker_forget_resources();
 	for (i = 0; i < e->n_live; i++)
 		free(e->live[i]);
@@ -147,6 +156,7 @@ void sbx_engine_free(struct sbx_engine *e)
 	free(e->workspace);
 	free(e->prompts_dir);
 	sbx_egress_ledger_free(e->ledger);
+	pthread_mutex_destroy(&e->ledger_lock);
 	for (i = 0; i < e->n_granters; i++)
 		sbx_instance_destroy(&e->granters[i]);
 	free(e->granters);
@@ -624,6 +634,17 @@ static int verify_suspect(struct sbx_engine *e, struct task *t, const cJSON *v,
 	return rc < 0 ? rc : honored;
 }
 
+/* Revoke the open grants (task_id NULL: each its own); ledger_lock held. */
+static void revoke_grants(struct sbx_engine *e, const char *task_id)
+{
+	struct sbxloop_error rerr = {0, ""};
+
+	if (sbx_egress_revoke_all(e->ledger, task_id, &rerr) < 0)
+		sbx_log(SBXLOOP_LOG_WARN, "cannot revoke egress grants%s%s: %s",
+			task_id ? " of task " : "", task_id ? task_id : "",
+			rerr.message);
+}
+
 static int step_execute(struct sbx_engine *e, struct task *t,
 			struct sbxloop_error *err)
 {
@@ -642,10 +663,14 @@ static int step_execute(struct sbx_engine *e, struct task *t,
 	if (rc < 0)
 		goto out;
 	if (e->ledger) {
+		pthread_mutex_lock(&e->ledger_lock);
 		rc = sbx_egress_grant_all(
 			e->ledger, t->id,
 			cJSON_GetObjectItemCaseSensitive(t->plan, "egress"),
 			err);
+		if (rc < 0) /* take back what this entry opened */
+			revoke_grants(e, t->id);
+		pthread_mutex_unlock(&e->ledger_lock);
 		if (rc < 0) {
 			latest_clear(&prior);
 			goto out;
@@ -656,13 +681,9 @@ static int step_execute(struct sbx_engine *e, struct task *t,
 			       &report, &sid, err);
 	latest_clear(&prior);
 	if (e->ledger) {
-		struct sbxloop_error rerr = {0, ""};
-
-		if (sbx_egress_revoke_all(e->ledger, t->id, &rerr) < 0)
-			sbx_log(SBXLOOP_LOG_WARN,
-				"cannot revoke egress grants "
-				"of task %s: %s",
-				t->id, rerr.message);
+		pthread_mutex_lock(&e->ledger_lock);
+		revoke_grants(e, t->id);
+		pthread_mutex_unlock(&e->ledger_lock);
 	}
 	if (rc < 0)
 		goto out;
@@ -1143,22 +1164,24 @@ static void policy_event(void *user, const char *type, cJSON *data)
 /* The policy granters of plugins.policy and the agent's grant ledger. */
 static int open_egress(struct sbx_engine *e, struct sbxloop_error *err)
 {
-	size_t n = sbx_config_list_len(e->core->cfg, "plugins.policy"), i;
 	struct sbx_egress_granter *chain;
+	const char **names;
+	size_t n, i;
 	int rc;
 
-	if (n == 0)
-		return 0;
-	e->granters = sbx_xcalloc(n, sizeof(*e->granters));
-	chain = sbx_xcalloc(n, sizeof(*chain));
+	names = sbx_chain_names(e->core, "plugins.policy",
+				SBXLOOP_KIND_POLICY, 1, &n);
+	/* even an empty chain gets a ledger: its refusals are audited */
+	e->granters = sbx_xcalloc(n ? n : 1, sizeof(*e->granters));
+	chain = sbx_xcalloc(n ? n : 1, sizeof(*chain));
 	for (i = 0; i < n; i++) {
-		const char *name = sbx_config_list_item(e->core->cfg,
-							"plugins.policy", i);
+		const char *name = names[i];
 
 		rc = sbx_core_instantiate(e->core, SBXLOOP_KIND_POLICY, name,
 					  &e->granters[i], err);
 		if (rc < 0) {
 			free(chain);
+			free(names);
 			return rc;
 		}
 		e->n_granters++;
@@ -1170,67 +1193,41 @@ static int open_egress(struct sbx_engine *e, struct sbxloop_error *err)
 	e->ledger = sbx_egress_ledger_new(e->core->cfg, e->box_name, chain, n,
 					  policy_event, e);
 	e->chain = chain;
+	free(names);
 	return 0;
 }
 
+/*
+ * Tokens first (nothing exists yet when one is missing), then the
+ * workspace, then the pair with its secrets. A resume provisions a fresh
+ * pair and hands it the tokens again.
+ */
 static int provision(struct sbx_engine *e, const char *pinned,
 		     struct sbxloop_error *err)
 {
-	struct sbxloop_sandbox_spec spec;
+	const struct sbxloop_sandbox_info *agent;
 	struct sbxloop_run_update u;
-	char *worker = NULL, **seed;
-	cJSON *d;
 	int rc;
 
 	if (!e->box)
 		return sbx_error(err, SBXLOOP_EINFRA,
 				 "no sandbox provider is active");
+	rc = sbx_pair_check_tokens(e->pair, err);
+	if (rc < 0)
+		return rc;
 	e->workspace = choose_workspace(e, pinned, err);
 	if (!e->workspace)
 		return err->code ? err->code : SBXLOOP_EINFRA;
-	snprintf(e->box_name, sizeof(e->box_name), "sbxloop-%s-agent",
-		 e->run_id);
-	worker = sbx_worker_path(e->core);
-	memset(&spec, 0, sizeof(spec));
-	spec.struct_size = sizeof(spec);
-	spec.name = e->box_name;
-	spec.role = "agent";
-	spec.run_id = e->run_id;
-	spec.workspace = e->workspace;
-	spec.worker_path = worker;
-	seed = sbx_egress_agent_seed(e->core->cfg);
-	spec.allow_domains = (const char *const *)seed;
-	memset(&e->info, 0, sizeof(e->info));
-	e->info.struct_size = sizeof(e->info);
-	d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "name", e->box_name);
-	cJSON_AddStringToObject(d, "role", "agent");
-	emit(e, SBX_EV_SANDBOX_PROVISION_START, d);
-	{
-		/* a sandbox left by a killed process is never reused */
-		struct sbxloop_error ignored = {0, ""};
-
-		e->box->sandbox_remove(e->core->sandbox.ctx, e->box_name,
-				       &ignored);
-	}
-	rc = e->box->sandbox_create(e->core->sandbox.ctx, &spec, &e->info,
-				    err);
-	free(worker);
-	sbx_egress_list_free(seed);
-	if (rc < 0) {
-		char msg[SBXLOOP_ERROR_MAX];
-
-		snprintf(msg, sizeof(msg), "%s", err->message);
-		return sbx_error(err, rc, "cannot create sandbox '%s': %s",
-				 e->box_name, msg);
-	}
+	/* decided before the pair exists: the signal path reads it */
+	if (sbx_config_bool(e->core->cfg, "keep_sandboxes", 0))
+		e->kept_reason = "manual";
+	rc = sbx_pair_up(e->pair, e->run_id, e->workspace, &e->cancel, err);
+	if (rc < 0)
+		return rc;
+	agent = sbx_pair_agent(e->pair);
+	e->info = *agent;
+	snprintf(e->box_name, sizeof(e->box_name), "%s", agent->name);
 	e->have_box = 1;
-	d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "name", e->box_name);
-	cJSON_AddStringToObject(d, "role", "agent");
-	cJSON_AddStringToObject(d, "workdir", e->info.workdir);
-	cJSON_AddBoolToObject(d, "mounted", e->info.mounted);
-	emit(e, SBX_EV_SANDBOX_READY, d);
 	rc = open_egress(e, err);
 	if (rc < 0)
 		return rc;
@@ -1241,10 +1238,9 @@ static int provision(struct sbx_engine *e, const char *pinned,
 	u.fields = SBXLOOP_RUN_WORKSPACE;
 	u.workspace = e->workspace;
 	u.mounted = e->info.mounted;
-	if (sbx_config_bool(e->core->cfg, "keep_sandboxes", 0)) {
+	if (e->kept_reason) {
 		u.fields |= SBXLOOP_RUN_KEPT;
-		u.kept_reason = "manual";
-		e->kept_reason = "manual";
+		u.kept_reason = e->kept_reason;
 	}
 	return e->st->run_update(e->sctx, &u, NULL, 0, err);
 }
@@ -1253,6 +1249,8 @@ static void keep_on_failure(struct sbx_engine *e)
 {
 	struct sbxloop_run_update u;
 	struct sbxloop_error err = {0, ""};
+	const char *names[2];
+	size_t n;
 	cJSON *d;
 
 	if (e->kept_reason || !e->have_box ||
@@ -1267,29 +1265,30 @@ static void keep_on_failure(struct sbx_engine *e)
 	e->st->run_update(e->sctx, &u, NULL, 0, &err);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "reason", "debug");
+	n = sbx_pair_names(e->pair, names);
 	cJSON_AddItemToObject(d, "sandboxes",
-			      cJSON_CreateStringArray(
-				      (const char *const[]){e->box_name}, 1));
+			      cJSON_CreateStringArray(names, (int)n));
 	emit(e, SBX_EV_RUN_KEEP, d);
 }
 
+/*
+ * Every secret revoked, then both sandboxes removed. Also called from the
+ * signal path's thread while provisioning may be under way: the pair
+ * then waits for it (cut short by the cancel flag) and removes what it
+ * made.
+ */
 void sbx_engine_teardown(struct sbx_engine *e)
 {
-	struct sbxloop_error err = {0, ""};
-	cJSON *d;
-
-	if (!e->have_box || e->kept_reason)
+	/* an interrupted EXECUTE leaves no grant open, kept pair or not */
+	if (e->ledger) {
+		pthread_mutex_lock(&e->ledger_lock);
+		revoke_grants(e, NULL);
+		pthread_mutex_unlock(&e->ledger_lock);
+	}
+	if (e->kept_reason)
 		return;
 	e->have_box = 0;
-	if (e->box->sandbox_remove(e->core->sandbox.ctx, e->box_name, &err) <
-	    0) {
-		sbx_log(SBXLOOP_LOG_WARN, "cannot remove sandbox '%s': %s",
-			e->box_name, err.message);
-		return;
-	}
-	d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "name", e->box_name);
-	emit(e, SBX_EV_SANDBOX_REMOVED, d);
+	sbx_pair_down(e->pair);
 }
 
 #define SUMMARY_FILES 50
@@ -1622,10 +1621,16 @@ void sbx_engine_print_summary(struct sbx_engine *e, FILE *out)
 		fprintf(out, "workspace: %s\n", e->workspace);
 	if (e->fetch_cmd)
 		fprintf(out, "bring the work back with: %s\n", e->fetch_cmd);
-	if (e->kept_reason)
+	if (e->kept_reason) {
+		const char *names[2];
+		size_t n = sbx_pair_names(e->pair, names);
+
 		fprintf(out,
-			"kept sandbox: %s (sbxloop shell %s; sbxloop "
+			"kept sandbox%s: %s%s%s (sbxloop shell %s; sbxloop "
 			"sandbox rm --run %s)\n",
-			e->box_name, e->run_id, e->run_id);
+			n > 1 ? "es" : "", n ? names[0] : e->box_name,
+			n > 1 ? ", " : "", n > 1 ? names[1] : "", e->run_id,
+			e->run_id);
+	}
 	fprintf(out, "events: sbxloop logs %s\n", e->run_id);
 }

@@ -41,6 +41,8 @@
 #define SBX_EV_SANDBOX_REMOVED "sandbox.removed"
 #define SBX_EV_SANDBOX_WORKSPACE_CLONE "sandbox.workspace_clone"
 #define SBX_EV_SANDBOX_WORKSPACE_MOUNT "sandbox.workspace_mount"
+#define SBX_EV_SANDBOX_SECRET "sandbox.secret"
+#define SBX_EV_SANDBOX_SECRET_REVOKED "sandbox.secret_revoked"
 #define SBX_EV_SANDBOX_SECRET_FALLBACK "sandbox.secret_env_fallback"
 #define SBX_EV_SANDBOX_SECRET_PROBE_ERROR "sandbox.secret_probe_error"
 #define SBX_EV_SANDBOX_RESOURCES "sandbox.resources"

@@ -1521,7 +1521,7 @@ END_TEST
 
 /* The run's config and its own copy of a scenario (the script backend
  * keeps its cursor next to the file). */
-static void write_run_config(const char *scenario)
+static void write_run_config_with(const char *scenario, const char *more)
 {
 	char *src = sbx_xasprintf("%s/tests/scenarios/%s.json",
 				  tu_env("SBXLOOP_SRCDIR"), scenario);
@@ -1551,13 +1551,18 @@ static void write_run_config(const char *scenario)
 				   "  secrets: [sbx-proxy, plain-env]\n"
 				   "  policy: [sbx]\n"
 				   "  sinks: []\n"
-				   "%s",
-				   dir, extra);
+				   "%s%s",
+				   dir, extra, more);
 
 	tu_write(cfg_path, text);
 	free(text);
 	free(extra);
 	setenv("COPILOT_GITHUB_TOKEN", RUN_TOKEN, 1);
+}
+
+static void write_run_config(const char *scenario)
+{
+	write_run_config_with(scenario, "");
 }
 
 static int sandboxes_left(void)
@@ -1596,7 +1601,7 @@ START_TEST(test_run_completes_on_sbx_with_one_exec_per_job)
 	char *state = sbx_xasprintf("%s/state", dir);
 	struct tu_run r;
 	cJSON *all, *rec;
-	int execs = 0, with_stdin = 0;
+	int execs = 0, with_stdin = 0, custom = 0;
 
 	write_run_config("happy1");
 	sbxloop(&r, run);
@@ -1614,7 +1619,12 @@ START_TEST(test_run_completes_on_sbx_with_one_exec_per_job)
 		const char *in = cJSON_GetStringValue(
 			cJSON_GetObjectItem(rec, "stdin"));
 
-		ck_assert_msg(!strstr(j, RUN_TOKEN), "argv: %s", j);
+		/* set-custom is the one call sbx gives no stdin for */
+		if (strstr(j, RUN_TOKEN)) {
+			ck_assert_msg(sbx_starts_with(j, "secret set-custom "),
+				      "argv: %s", j);
+			custom++;
+		}
 		ck_assert(!in || !strstr(in, RUN_TOKEN) ||
 			  sbx_starts_with(j, "secret set "));
 		if (sbx_starts_with(j, "exec -i ") &&
@@ -1627,9 +1637,112 @@ START_TEST(test_run_completes_on_sbx_with_one_exec_per_job)
 	cJSON_Delete(all);
 	ck_assert_int_ge(execs, 5);
 	ck_assert_int_eq(with_stdin, execs);
+	/* the model token went to the agent sandbox, once */
+	ck_assert_int_eq(custom, 1);
 	/* nothing the host wrote holds the token */
 	ck_assert(!tree_contains(state, RUN_TOKEN));
 	free(state);
+}
+END_TEST
+
+#define RUN_GH_TOKEN "ghs_e2eGITHUBtoken9876543210zyxwVU"
+
+/* Does any recorded call start with `prefix` and name `sandbox`? */
+static int call_names(const char *prefix, const char *sandbox)
+{
+	cJSON *all = invocations(), *rec;
+	int hit = 0;
+
+	cJSON_ArrayForEach(rec, all)
+	{
+		char *j = argv_joined(rec);
+
+		hit |= sbx_starts_with(j, prefix) && strstr(j, sandbox);
+		free(j);
+	}
+	cJSON_Delete(all);
+	return hit;
+}
+
+/*
+ * With github.repo set a run provisions the pair: the model token goes
+ * to the agent sandbox only, the GitHub token to the github sandbox
+ * only and on stdin; at the end both sandboxes and every registered
+ * secret are gone, and no file the host wrote holds either token.
+ */
+START_TEST(test_run_with_a_repo_provisions_the_pair_and_splits_tokens)
+{
+	const char *run[] = {"run", "make a thing", "--no-tui", NULL};
+	char *state = sbx_xasprintf("%s/state", dir);
+	struct tu_run r;
+	cJSON *all, *rec, *st;
+	int gh_stdin = 0;
+
+	write_run_config_with("happy1", "github:\n  repo: octo/demo\n");
+	setenv("GH_TOKEN", RUN_GH_TOKEN, 1);
+	sbxloop(&r, run);
+	unsetenv("GH_TOKEN");
+	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
+	ck_assert(!strstr(r.out, RUN_GH_TOKEN) && !strstr(r.err, RUN_GH_TOKEN));
+	tu_run_free(&r);
+	ck_assert(call_names("create --name=sbxloop-", "-agent "));
+	ck_assert(call_names("create --name=sbxloop-", "-github "));
+	all = invocations();
+	cJSON_ArrayForEach(rec, all)
+	{
+		char *j = argv_joined(rec);
+		const char *in = cJSON_GetStringValue(
+			cJSON_GetObjectItem(rec, "stdin"));
+
+		ck_assert_msg(!strstr(j, RUN_GH_TOKEN), "argv: %s", j);
+		/* the model token is registered for the agent sandbox only */
+		if (strstr(j, RUN_TOKEN))
+			ck_assert_msg(strstr(j, "-agent "), "argv: %s", j);
+		if (in && strstr(in, RUN_GH_TOKEN)) {
+			ck_assert_msg(sbx_starts_with(j, "secret set ") &&
+					      strstr(j, "-github github"),
+				      "the GitHub token went to: %s", j);
+			gh_stdin++;
+		}
+		free(j);
+	}
+	cJSON_Delete(all);
+	ck_assert_int_eq(gh_stdin, 1);
+	ck_assert_int_eq(sandboxes_left(), 0);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 0);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(st, "service")), 0);
+	cJSON_Delete(st);
+	ck_assert(!tree_contains(state, RUN_GH_TOKEN));
+	ck_assert(!tree_contains(state, RUN_TOKEN));
+	free(state);
+}
+END_TEST
+
+/* A missing token stops the run before any sandbox exists. */
+START_TEST(test_run_missing_token_creates_nothing)
+{
+	const char *run[] = {"run", "make a thing", "--no-tui", NULL};
+	struct tu_run r;
+
+	write_run_config_with("happy1", "github:\n  repo: octo/demo\n");
+	unsetenv("GH_TOKEN");
+	unsetenv("GITHUB_TOKEN");
+	if (_i == 1) {
+		setenv("GH_TOKEN", RUN_GH_TOKEN, 1);
+		unsetenv("COPILOT_GITHUB_TOKEN");
+	}
+	sbxloop(&r, run);
+	unsetenv("GH_TOKEN");
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, _i ? "COPILOT_GITHUB_TOKEN" : "GH_TOKEN"),
+		      "%s", r.err);
+	tu_run_free(&r);
+	ck_assert_int_eq(count_calls("create "), 0);
+	ck_assert_int_eq(count_calls("secret set"), 0);
+	ck_assert_int_eq(sandboxes_left(), 0);
 }
 END_TEST
 
@@ -1853,6 +1966,9 @@ static Suite *sbx_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_run_completes_on_sbx_with_one_exec_per_job);
 	tcase_add_test(tc, test_run_provision_failure_rolls_back);
+	tcase_add_test(tc,
+		       test_run_with_a_repo_provisions_the_pair_and_splits_tokens);
+	tcase_add_loop_test(tc, test_run_missing_token_creates_nothing, 0, 2);
 	tcase_add_test(tc, test_run_sigterm_leaves_no_sandbox_and_no_secret);
 	suite_add_tcase(s, tc);
 	return s;
