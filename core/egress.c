@@ -389,6 +389,32 @@ static int grant_one(struct sbx_egress_ledger *l,
 	return 1;
 }
 
+/* Did an entry of `egress` before `upto` declare `domain` already? */
+static int declared_before(const cJSON *egress, const cJSON *upto,
+			   const char *domain)
+{
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, egress)
+	{
+		const cJSON *dj = cJSON_GetObjectItem(e, "domain");
+		char *bad = NULL, *d;
+		int same;
+
+		if (e == upto)
+			break;
+		d = sbx_egress_normalize(cJSON_IsString(dj) ? dj->valuestring
+							    : "",
+					 &bad);
+		same = d && strcmp(d, domain) == 0;
+		free(d);
+		free(bad);
+		if (same)
+			return 1;
+	}
+	return 0;
+}
+
 int sbx_egress_grant_all(struct sbx_egress_ledger *l, const char *task_id,
 			 const cJSON *egress, struct sbxloop_error *err)
 {
@@ -407,6 +433,11 @@ int sbx_egress_grant_all(struct sbx_egress_ledger *l, const char *task_id,
 		int who = -1, r;
 
 		d = sbx_egress_normalize(raw, &bad);
+		/* one answer per domain, however often the plan names it */
+		if (d && declared_before(egress, e, d)) {
+			free(d);
+			continue;
+		}
 		if (!d) {
 			msg = sbx_xasprintf("egress refused: '%s' — %s", raw,
 					    bad);
