@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "events.h"
 #include "ids.h"
+#include "redact.h"
 #include "util.h"
 
 #define TREE_CAP 50
@@ -153,6 +154,57 @@ static void print_tree(const struct sbx_artifact_scan *scan)
 		printf("  ... %zu more file(s)\n", scan->n_files - i);
 }
 
+/* The exclusion note of a run's last harvest (its run.artifacts). */
+static int harvest_note_cb(void *user, const struct sbxloop_event *ev)
+{
+	char **note = user;
+	cJSON *data = cJSON_Parse(ev->data_json ? ev->data_json : "{}");
+	const cJSON *ex = cJSON_GetObjectItemCaseSensitive(data, "excluded");
+	const cJSON *c;
+	struct sbx_buf b = SBX_BUF_INIT;
+	double total = 0;
+
+	cJSON_ArrayForEach(c, ex)
+		if (cJSON_IsNumber(c))
+			total += c->valuedouble;
+	free(*note);
+	*note = NULL;
+	if (total > 0) {
+		int first = 1;
+
+		sbx_buf_addf(&b, "%.0f file(s) excluded (", total);
+		cJSON_ArrayForEach(c, ex)
+		{
+			if (!cJSON_IsNumber(c))
+				continue;
+			sbx_buf_addf(&b, "%s%s: %.0f", first ? "" : ", ",
+				     c->string, c->valuedouble);
+			first = 0;
+		}
+		sbx_buf_adds(&b, ")");
+		*note = sbx_buf_detach(&b);
+	}
+	cJSON_Delete(data);
+	return 0;
+}
+
+static char *harvest_note(struct sbx_instance *store, const char *run_id)
+{
+	const struct sbxloop_store_ops *ops = store->ops;
+	struct sbxloop_error err = {0, ""};
+	struct sbxloop_event_query q;
+	char *note = NULL;
+
+	memset(&q, 0, sizeof(q));
+	q.struct_size = sizeof(q);
+	q.run_id = run_id;
+	q.type_prefix = SBX_EV_RUN_ARTIFACTS;
+	if (ops->events_query(store->ctx, &q, harvest_note_cb, &note, &err))
+		sbx_log(SBXLOOP_LOG_WARN, "cannot read the harvest of run %s: "
+			"%s", run_id, err.message);
+	return note;
+}
+
 int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -244,7 +296,12 @@ int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv)
 			printf("  %s  %s\n", scan.files[i].relpath, sz);
 		}
 	}
-	note = sbx_artifacts_note(&scan);
+	/* a harvested copy holds none of what was left out: the harvest
+	 * itself counted it */
+	if (!run.mounted)
+		note = harvest_note(&store, run_id);
+	if (!note)
+		note = sbx_artifacts_note(&scan);
 	if (note)
 		printf("%s\n", note);
 	rc = SBX_EXIT_OK;
