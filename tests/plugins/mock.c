@@ -3,7 +3,10 @@
  * `local` without isolation (it shares plugins/local/dirbox.c) and
  * injects the faults the loop must survive, each switched on by a key of
  * the `mock:` mapping. Exec counts live in a file of the sandbox so they
- * hold across processes. Built by `make check`, never installed.
+ * hold across processes; the allowlist a sandbox was created with is kept
+ * in its `allow` file. With `unmounted` the sandbox works in a directory
+ * of its own, like an sbx sandbox whose mount probe missed, so the run
+ * harvests its artifacts. Built by `make check`, never installed.
  */
 #include "config.h"
 
@@ -12,10 +15,12 @@
 #include <sbxloop/sandbox.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MOCK_RESULT_MARK "sbxloop_result"
@@ -31,6 +36,9 @@ static const struct sbxloop_config_key mock_keys[] = {
 	{"lose_result", SBXLOOP_VALUE_BOOL, "false", NULL,
 	 "after each worker exec, delete results/*.json and drop result "
 	 "lines from stdout"},
+	{"unmounted", SBXLOOP_VALUE_BOOL, "false", NULL,
+	 "the sandbox works in a directory of its own (starting empty), "
+	 "not in the run workspace"},
 	{NULL, 0, NULL, NULL, NULL}};
 
 struct mock {
@@ -39,6 +47,7 @@ struct mock {
 	long long fail_exec_after;
 	long long timeout_exec;
 	int lose_result;
+	int unmounted;
 };
 
 /* Wraps the caller's line callbacks to drop result lines. */
@@ -66,6 +75,9 @@ static int mock_create(const struct sbxloop_host *host, void **ctx,
 		host->config_int(host, "mock.fail_exec_after", -1);
 	m->timeout_exec = host->config_int(host, "mock.timeout_exec", 0);
 	m->lose_result = host->config_bool(host, "mock.lose_result", 0);
+	m->unmounted = host->config_bool(host, "mock.unmounted", 0);
+	if (m->unmounted)
+		m->box.caps &= ~(uint32_t)SBXLOOP_CAP_WORKSPACE_MOUNTED;
 	*ctx = m;
 	return 0;
 }
@@ -80,19 +92,69 @@ static uint32_t mock_capabilities(void *ctx)
 	return ((struct mock *)ctx)->box.caps;
 }
 
+/* The seeded allowlist, one domain a line, in the sandbox's `allow`. */
+static int record_allowlist(struct mock *m,
+			    const struct sbxloop_sandbox_spec *spec,
+			    struct sbxloop_error *err)
+{
+	char *text = NULL;
+	size_t len = 0, i;
+	FILE *f = open_memstream(&text, &len);
+	int rc;
+
+	if (!f)
+		return m->box.host->error_set(m->box.host, err, SBXLOOP_ENOMEM,
+					      "mock: out of memory");
+	for (i = 0; spec->allow_domains && spec->allow_domains[i]; i++)
+		fprintf(f, "%s\n", spec->allow_domains[i]);
+	fclose(f);
+	rc = dirbox_write_meta(&m->box, spec->name, "allow", text, err);
+	free(text);
+	return rc;
+}
+
 static int mock_sandbox_create(void *ctx,
 			       const struct sbxloop_sandbox_spec *spec,
 			       struct sbxloop_sandbox_info *info,
 			       struct sbxloop_error *err)
 {
 	struct mock *m = ctx;
+	const struct sbxloop_host *host = m->box.host;
+	char dir[SBXLOOP_PATH_MAX], work[SBXLOOP_PATH_MAX + 8];
+	int n, rc;
 
 	if (m->fail_create)
-		return m->box.host->error_set(
-			m->box.host, err, SBXLOOP_EINFRA,
+		return host->error_set(
+			host, err, SBXLOOP_EINFRA,
 			"mock: injected failure creating sandbox '%s'",
 			spec && spec->name ? spec->name : "");
-	return dirbox_create(&m->box, spec, info, err);
+	rc = dirbox_create(&m->box, spec, info, err);
+	if (!rc)
+		rc = record_allowlist(m, spec, err);
+	if (rc || !m->unmounted)
+		return rc;
+	/* a workdir inside the sandbox: the host workspace never shows */
+	rc = dirbox_dir(&m->box, spec->name, dir, sizeof(dir), err);
+	if (rc)
+		return rc;
+	n = snprintf(work, sizeof(work), "%s/work", dir);
+	if (n < 0 || (size_t)n >= sizeof(info->workdir))
+		return host->error_set(host, err, SBXLOOP_EINVAL,
+				       "mock: sandbox path too long for '%s'",
+				       spec->name);
+	if (mkdir(work, 0700) < 0 && errno != EEXIST)
+		return host->error_set(host, err, SBXLOOP_EINFRA,
+				       "mock: cannot create '%s': %s", work,
+				       strerror(errno));
+	rc = dirbox_write_meta(&m->box, spec->name, "workspace", work, err);
+	if (rc)
+		return rc;
+	if (info) {
+		memcpy(info->workdir, work, (size_t)n + 1);
+		info->mounted = 0;
+		info->capabilities &= ~(uint32_t)SBXLOOP_CAP_WORKSPACE_MOUNTED;
+	}
+	return 0;
 }
 
 static int mock_sandbox_remove(void *ctx, const char *name,

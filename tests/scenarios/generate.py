@@ -75,6 +75,43 @@ S["lint"] = [D(task("t1", verify=("sudo apt-get install -y jq", "[[ -f out-%s.tx
 def egress(r, domain):
     r = json.loads(json.dumps(r)); r["json"]["egress"] = [{"domain": domain, "reason": "fetch data"}]; return r
 S["egress_bounds"] = [D(task("t1")), egress(P(), "Data.Example.ORG"), P(), E(), SP, VA]
+# tests/test-policy-run.c: egress grants, guardrails, harvest
+def declare(r, *pairs):
+    r = json.loads(json.dumps(r))
+    r["json"]["egress"] = [{"domain": d, "reason": why} for d, why in pairs]
+    return r
+GRANTS = (("Data.Example.ORG", "fetch data"), ("data.example.org", "again"),
+          ("astral.sh", "install uv"), ("pypi.org", "baseline"))
+S["policy_grant"] = [D(task("t1")), declare(P(), *GRANTS), E(), SP, VA]
+S["policy_revise"] = [D(task("t1")), declare(P(), ("data.example.org", "fetch data")),
+                      E(write=False), SR, E(), SP, VA]
+S["policy_kill_execute"] = [D(task("t1")), declare(P(), ("astral.sh", "install uv")),
+                            slow(E()), E(), SP, VA]
+S["policy_deny_baseline"] = [D(task("t1")), declare(P(), ("PyPI.org", "pip install")),
+                             declare(P(), ("pypi.org", "pip install"))]
+S["policy_out_of_bounds"] = [D(task("t1")), declare(P(), ("evil.example.com", "exfiltrate")),
+                             declare(P(), ("evil.example.com", "exfiltrate"))]
+# the scripted EXECUTE of t1 fills the disk the worker's sampler reads
+# (SBXLOOP_FAKE_RESOURCES=fake-resources.txt); t3 comes first and t2 needs t1
+S["policy_disk_abort"] = [D(task("t3"), task("t1"), task("t2", ["t1"])),
+                          P("t3"), E("t3"), SP, VA,
+                          P("t1"), E("t1", files={"out-t1.txt": "ok\n",
+                                                  "fake-resources.txt": "disk=97.5\nmem=10\n"}),
+                          SP]
+# an unmounted sandbox: the harvest leaves out (and counts) the usual junk
+S["policy_harvest"] = [D(task("t1")), P(),
+                       E(files={"out-t1.txt": "ok\n", "src/m.py": "x = 1\n",
+                                "node_modules/left-pad/index.js": "module.exports = 1\n",
+                                "web/node_modules/a/b.js": "b\n",
+                                ".venv/bin/python": "#!/bin/sh\n",
+                                "src/__pycache__/m.cpython-312.pyc": "pyc",
+                                "pkg.egg-info/PKG-INFO": "Name: pkg\n"}),
+                       SP, VA]
+# an executor that commits its work on the clone's branch
+S["policy_commit"] = [D(task("t1")), P(),
+                      E(run=["git add out-t1.txt && git -c user.name=agent "
+                             "-c user.email=agent@example.org commit -qm 'add out-t1.txt'"]),
+                      SP, VA]
 for k, v in S.items():
     with open(k + ".json", "w") as f:
         json.dump(v, f, indent=1); f.write("\n")

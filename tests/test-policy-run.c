@@ -1,0 +1,1417 @@
+/*
+ * End-to-end suite of the egress policy, the resource guardrails, the
+ * artifact harvest and workspace isolation (issue 6): the real `sbxloop`
+ * binary ($SBXLOOP_BIN) runs scripted scenarios (tests/scenarios/policy_*)
+ * in a scratch directory with the local or mock provider, the real worker
+ * and the test-only `recgranter` policy granter, which appends every call
+ * it gets to a file. Assertions read the store (events in seq order, task
+ * and run rows), `sbxloop logs --type policy. --json`, `sbxloop
+ * artifacts`, the granter's record, the files, git, and exit codes.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "testutil.h"
+
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+
+static char *dir;
+
+static const char *env_or(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : dflt;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* A path under the scratch dir (caller frees). */
+static char *at(const char *fmt, ...) PRINTF_LIKE(1, 2);
+
+static char *at(const char *fmt, ...)
+{
+	char rel[2048], *path;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rel, sizeof(rel), fmt, ap);
+	va_end(ap);
+	if (asprintf(&path, "%s/%s", dir, rel) < 0)
+		abort();
+	return path;
+}
+
+static int exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+/* A file of the scratch dir, or "" when missing (caller frees). */
+static char *slurp(const char *rel)
+{
+	char *path = at("%s", rel);
+	char *text = tu_read(path);
+
+	free(path);
+	return text ? text : strdup("");
+}
+
+static void put(const char *rel, const char *text)
+{
+	char *path = at("%s", rel);
+
+	tu_write(path, text);
+	free(path);
+}
+
+static void copy_scenario(const char *name)
+{
+	char path[4200];
+	char *text;
+
+	snprintf(path, sizeof(path), "%s/tests/scenarios/%s.json",
+		 env_or("SBXLOOP_SRCDIR", "."), name);
+	text = tu_read(path);
+	ck_assert_msg(text && *text, "cannot read scenario %s", path);
+	put("scenario.json", text);
+	free(text);
+}
+
+/*
+ * sbxloop.yaml: provider, the plugins.policy list (YAML flow sequence)
+ * and `extra` YAML. Resource limits are off unless `extra` sets them.
+ */
+static void write_config(const char *provider, const char *policy,
+			 const char *extra)
+{
+	char buf[8192];
+
+	snprintf(buf, sizeof(buf),
+		 "state_dir: state\n"
+		 "prompts_dir: %s/prompts\n"
+		 "worker_path: %s\n"
+		 "plugins:\n"
+		 "  sandbox: %s\n"
+		 "  sinks: []\n"
+		 "  policy: %s\n"
+		 "agent:\n"
+		 "  backend: script\n"
+		 "  script: scenario.json\n"
+		 "%s%s",
+		 env_or("SBXLOOP_SRCDIR", "."),
+		 env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"), provider,
+		 policy,
+		 extra && strstr(extra, "limits:") ? ""
+						   : "limits:\n"
+						     "  disk_warn: 0\n"
+						     "  disk_abort: 0\n"
+						     "  mem_warn: 0\n"
+						     "  mem_abort: 0\n",
+		 extra ? extra : "");
+	put("sbxloop.yaml", buf);
+}
+
+/* The recording granter, and bounds that cover *.example.org. */
+#define RECORDING                                                             \
+	"recgranter:\n  log: grants.log\n"                                    \
+	"policy:\n  allow: [\"*.example.org\"]\n"
+/* The same granter unable to revoke. */
+#define RECORDING_NO_REVOKE                                                   \
+	"recgranter:\n  log: grants.log\n  revoke: false\n"                  \
+	"policy:\n  allow: [\"*.example.org\"]\n"
+
+static void setup(void)
+{
+	dir = tu_tmpdir();
+}
+
+static void teardown(void)
+{
+	if (!getenv("SBXLOOP_KEEP_TEST_DIRS"))
+		tu_rmtree(dir);
+	free(dir);
+	dir = NULL;
+}
+
+/* ---- running sbxloop ---------------------------------------------------- */
+
+/*
+ * Start `sbxloop ARGS...` in the scratch dir with extra `env` entries
+ * (NULL-terminated, may be NULL); output goes to out.txt and err.txt.
+ */
+static pid_t spawn_env(const char *const *env, const char *const *args)
+{
+	const char *argv[16];
+	pid_t pid;
+	size_t n = 0;
+
+	argv[n++] = env_or("SBXLOOP_BIN", "sbxloop");
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int in, out, err;
+
+		if (chdir(dir) < 0)
+			_exit(126);
+		in = open("/dev/null", O_RDONLY);
+		out = open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		err = open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (in < 0 || out < 0 || err < 0)
+			_exit(126);
+		dup2(in, 0);
+		dup2(out, 1);
+		dup2(err, 2);
+		for (; env && *env; env++)
+			putenv((char *)*env);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int wait_code(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+/* sbxloop with up to three arguments, to completion: its exit code. */
+static int sbxloop(const char *a1, const char *a2, const char *a3)
+{
+	const char *args[] = {a1, a2, a3, NULL};
+
+	return wait_code(spawn_env(NULL, args));
+}
+
+/* sbxloop ARGS to completion with captured output (tu_run_free it). */
+static void sbxloop_capture(struct tu_run *r, const char *const *args)
+{
+	const char *argv[16];
+	size_t n = 0;
+
+	argv[n++] = env_or("SBXLOOP_BIN", "sbxloop");
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	tu_exec(r, dir, NULL, argv);
+}
+
+static void assert_file_has(const char *rel, const char *needle)
+{
+	char *text = slurp(rel);
+
+	ck_assert_msg(strstr(text, needle), "%s lacks '%s':\n%s", rel, needle,
+		      text);
+	free(text);
+}
+
+static void assert_file_lacks(const char *rel, const char *needle)
+{
+	char *text = slurp(rel);
+
+	ck_assert_msg(!strstr(text, needle), "%s has '%s':\n%s", rel, needle,
+		      text);
+	free(text);
+}
+
+/* ---- the store ---------------------------------------------------------- */
+
+static sqlite3 *db_open(void)
+{
+	char *path = at("state/state.db");
+	sqlite3 *db = NULL;
+
+	ck_assert_int_eq(
+		sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL),
+		SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	free(path);
+	return db;
+}
+
+/* First column of the first row, or "" (caller frees). */
+static char *q_str(const char *fmt, ...) PRINTF_LIKE(1, 2);
+
+static char *q_str(const char *fmt, ...)
+{
+	sqlite3 *db = db_open();
+	sqlite3_stmt *st = NULL;
+	char sql[4096];
+	char *res;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK,
+		      "bad query %s: %s", sql, sqlite3_errmsg(db));
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		res = strdup((const char *)sqlite3_column_text(st, 0));
+	else
+		res = strdup("");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return res;
+}
+
+static long q_int(const char *fmt, ...) PRINTF_LIKE(1, 2);
+
+static long q_int(const char *fmt, ...)
+{
+	char sql[4096], *s;
+	long v;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	s = q_str("%s", sql);
+	v = strtol(s, NULL, 10);
+	free(s);
+	return v;
+}
+
+static void q_exec(const char *sql)
+{
+	sqlite3 *db = db_open();
+	char *msg = NULL;
+
+	ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK,
+		      "%s: %s", sql, msg ? msg : "");
+	sqlite3_close(db);
+}
+
+static char *last_run(void)
+{
+	return q_str("SELECT run_id FROM runs ORDER BY created_at DESC "
+		     "LIMIT 1");
+}
+
+static void assert_run_state(const char *run, const char *state)
+{
+	char *got = q_str("SELECT state FROM runs WHERE run_id='%s'", run);
+
+	ck_assert_msg(strcmp(got, state) == 0, "run %s is '%s', not '%s'", run,
+		      got, state);
+	free(got);
+}
+
+static void assert_task_state(const char *run, const char *task,
+			      const char *state)
+{
+	char *got = q_str("SELECT state FROM tasks WHERE run_id='%s' AND "
+			  "task_id='%s'",
+			  run, task);
+
+	ck_assert_msg(strcmp(got, state) == 0, "task %s is '%s', not '%s'",
+		      task, got, state);
+	free(got);
+}
+
+static long count_events(const char *run, const char *type)
+{
+	return q_int("SELECT count(*) FROM events WHERE run_id='%s' AND "
+		     "type='%s'",
+		     run, type);
+}
+
+/* The types and domains of a run's policy events in seq order:
+ * "allow:a.org,revoke:a.org" (caller frees). */
+static char *policy_trail(const char *run)
+{
+	return q_str("SELECT group_concat(substr(type, 8) || ':' || "
+		     "json_extract(data_json, '$.domain'), ',') FROM (SELECT "
+		     "type, data_json FROM events WHERE run_id='%s' AND type "
+		     "LIKE 'policy.%%' ORDER BY seq)",
+		     run);
+}
+
+static void assert_trail(const char *run, const char *want)
+{
+	char *got = policy_trail(run);
+
+	ck_assert_msg(strcmp(got, want) == 0, "policy events are '%s', not "
+		      "'%s'", got, want);
+	free(got);
+}
+
+/* A seq: `agg` (min or max) over the run's events of `type` whose data
+ * field `field` equals `value` (field NULL: any); 0 when none. */
+static long seq_of(const char *run, const char *agg, const char *type,
+		   const char *field, const char *value)
+{
+	if (!field)
+		return q_int("SELECT ifnull(%s(seq), 0) FROM events WHERE "
+			     "run_id='%s' AND type='%s'",
+			     agg, run, type);
+	return q_int("SELECT ifnull(%s(seq), 0) FROM events WHERE run_id='%s'"
+		     " AND type='%s' AND json_extract(data_json, '$.%s')='%s'",
+		     agg, run, type, field, value);
+}
+
+/* A count from the store, 0 while the store is not created yet. */
+static long soft_count(const char *sql)
+{
+	char *path = at("state/state.db");
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	long v = 0;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_busy_timeout(db, 2000);
+		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+		    sqlite3_step(st) == SQLITE_ROW)
+			v = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	free(path);
+	return v;
+}
+
+/* Poll the store until `sql` (a count) is positive. */
+static int wait_for(const char *sql, double secs)
+{
+	double waited;
+
+	for (waited = 0; waited < secs; waited += 0.05) {
+		if (soft_count(sql) > 0)
+			return 1;
+		sleep_ms(50);
+	}
+	return 0;
+}
+
+/* ---- the granter's record ----------------------------------------------- */
+
+/*
+ * grants.log without the pid= fields, so a test can compare it whole;
+ * the pids go to `pids` (space-separated, one per line) when non-NULL.
+ */
+static char *granter_calls(char *pids, size_t pids_len)
+{
+	char *text = slurp("grants.log"), *out = calloc(1, strlen(text) + 1);
+	char *line, *save = NULL, *o = out;
+
+	if (pids)
+		pids[0] = '\0';
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *pid = strstr(line, " pid=");
+
+		if (pid) {
+			if (pids)
+				snprintf(pids + strlen(pids),
+					 pids_len - strlen(pids), "%s%s",
+					 *pids ? " " : "", pid + 5);
+			*pid = '\0';
+		}
+		o += sprintf(o, "%s\n", line);
+	}
+	free(text);
+	return out;
+}
+
+static void assert_granter_calls(const char *want)
+{
+	char *got = granter_calls(NULL, 0);
+
+	ck_assert_msg(strcmp(got, want) == 0,
+		      "the granter was called\n%s\nnot\n%s", got, want);
+	free(got);
+}
+
+/* ---- egress: grants at EXECUTE entry, revokes at its exit --------------- */
+
+/* The policy events of `sbxloop logs RUN --type policy. --json`. */
+static cJSON *policy_log(const char *run)
+{
+	const char *args[] = {"logs", run, "--type", "policy.", "--json",
+			      NULL};
+	struct tu_run r;
+	cJSON *list = cJSON_CreateArray();
+	char *line, *save = NULL;
+
+	sbxloop_capture(&r, args);
+	ck_assert_msg(r.status == 0, "logs exited %d: %s", r.status, r.err);
+	for (line = strtok_r(r.out, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		cJSON *ev = cJSON_Parse(line);
+
+		ck_assert_msg(ev != NULL, "logs printed no JSON: %s", line);
+		cJSON_AddItemToArray(list, ev);
+	}
+	tu_run_free(&r);
+	return list;
+}
+
+static const char *jget(const cJSON *ev, const char *key)
+{
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(ev, "data");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+START_TEST(test_declared_domains_are_granted_at_execute_entry_and_revoked)
+{
+	char *run, box[64], want[1024];
+	long executing, executor, scrutinizing;
+	cJSON *log, *ev;
+	int i = 0;
+
+	copy_scenario("policy_grant");
+	write_config("local", "[recgranter]", RECORDING);
+	ck_assert_int_eq(sbxloop("run", "grant", "--no-tui"), 0);
+	run = last_run();
+	snprintf(box, sizeof(box), "sbxloop-%s-agent", run);
+	assert_task_state(run, "t1", "done");
+	/* normalised, granted once each; the baseline pypi.org needs none */
+	assert_trail(run, "allow:data.example.org,allow:astral.sh,"
+			  "revoke:data.example.org,revoke:astral.sh");
+	snprintf(want, sizeof(want),
+		 "grant %s data.example.org task=t1 phase=execute\n"
+		 "grant %s astral.sh task=t1 phase=execute\n"
+		 "revoke %s data.example.org task=t1 phase=execute\n"
+		 "revoke %s astral.sh task=t1 phase=execute\n",
+		 box, box, box, box);
+	assert_granter_calls(want);
+	/* granted after EXECUTE was entered and before the executor ran;
+	 * revoked after it and before SCRUTINIZE started */
+	executing = seq_of(run, "min", "task.state", "state", "executing");
+	executor = seq_of(run, "min", "agent.message", "agent", "executor");
+	scrutinizing =
+		seq_of(run, "min", "task.state", "state", "scrutinizing");
+	ck_assert_int_gt(executing, 0);
+	ck_assert_int_gt(seq_of(run, "min", "policy.allow", NULL, NULL),
+			 executing);
+	ck_assert_int_lt(seq_of(run, "max", "policy.allow", NULL, NULL),
+			 executor);
+	ck_assert_int_gt(seq_of(run, "min", "policy.revoke", NULL, NULL),
+			 executor);
+	ck_assert_int_lt(seq_of(run, "max", "policy.revoke", NULL, NULL),
+			 scrutinizing);
+	ck_assert_int_lt(scrutinizing, seq_of(run, "min", "agent.message",
+					      "agent", "scrutinizer"));
+
+	/* the audit trail the operator reads carries the whole context */
+	log = policy_log(run);
+	ck_assert_int_eq(cJSON_GetArraySize(log), 4);
+	cJSON_ArrayForEach(ev, log)
+	{
+		const char *type = cJSON_GetObjectItem(ev, "type")->valuestring;
+
+		ck_assert_str_eq(type, i < 2 ? "policy.allow" : "policy.revoke");
+		ck_assert_str_eq(jget(ev, "task_id"), "t1");
+		ck_assert_str_eq(jget(ev, "phase"), "execute");
+		ck_assert_str_eq(jget(ev, "sandbox"), box);
+		ck_assert_str_eq(jget(ev, "granter"), "recgranter");
+		ck_assert_str_eq(jget(ev, "domain"),
+				 i % 2 ? "astral.sh" : "data.example.org");
+		ck_assert_str_eq(jget(ev, "reason"),
+				 i % 2 ? "install uv" : "fetch data");
+		i++;
+	}
+	ck_assert_str_eq(jget(cJSON_GetArrayItem(log, 1), "message"),
+			 "egress granted: astral.sh — install uv");
+	ck_assert_str_eq(jget(cJSON_GetArrayItem(log, 2), "message"),
+			 "egress revoked: data.example.org — EXECUTE ended");
+	cJSON_Delete(log);
+	free(run);
+}
+END_TEST
+
+/*
+ * A revision enters EXECUTE again. With a granter that revokes, the
+ * grant is made again (allow, revoke, allow, revoke); with one that
+ * cannot, the grant is still open and the ledger, idempotent per domain
+ * within one sandbox, asks for nothing.
+ */
+START_TEST(test_a_revision_grants_again_unless_the_grant_is_still_open)
+{
+	char *run, box[64], want[1024];
+
+	copy_scenario("policy_revise");
+	write_config("local", "[recgranter]",
+		     _i ? RECORDING_NO_REVOKE : RECORDING);
+	ck_assert_int_eq(sbxloop("run", "revise", "--no-tui"), 0);
+	run = last_run();
+	snprintf(box, sizeof(box), "sbxloop-%s-agent", run);
+	assert_task_state(run, "t1", "done");
+	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
+			       "run_id='%s' AND phase='execute'",
+			       run),
+			 2);
+	if (_i == 0) {
+		assert_trail(run, "allow:data.example.org,"
+				  "revoke:data.example.org,"
+				  "allow:data.example.org,"
+				  "revoke:data.example.org");
+		snprintf(want, sizeof(want),
+			 "grant %s data.example.org task=t1 phase=execute\n"
+			 "revoke %s data.example.org task=t1 phase=execute\n"
+			 "grant %s data.example.org task=t1 phase=execute\n"
+			 "revoke %s data.example.org task=t1 phase=execute\n",
+			 box, box, box, box);
+		/* the second grant came with the second EXECUTE entry */
+		ck_assert_int_gt(seq_of(run, "max", "policy.allow", NULL,
+					NULL),
+				 seq_of(run, "min", "phase.verdict", "verdict",
+					"revise"));
+	} else {
+		assert_trail(run, "allow:data.example.org");
+		snprintf(want, sizeof(want),
+			 "grant %s data.example.org task=t1 phase=execute\n",
+			 box);
+	}
+	assert_granter_calls(want);
+	free(run);
+}
+END_TEST
+
+/*
+ * SIGKILL (nothing is cleaned up) or Ctrl-C (the interrupted EXECUTE
+ * still revokes) during EXECUTE; `sbxloop resume` provisions a fresh
+ * sandbox and grants again at its EXECUTE entry, from another process.
+ */
+START_TEST(test_resume_grants_again_on_the_fresh_sandbox)
+{
+	const char *args[] = {"run", "kill me", "--no-tui", NULL};
+	char *run, *got, *last, box[64], want[1024], pids[256];
+	pid_t pid;
+
+	copy_scenario("policy_kill_execute");
+	write_config("local", "[recgranter]", RECORDING);
+	pid = spawn_env(NULL, args);
+	ck_assert(wait_for("SELECT count(*) FROM events WHERE "
+			   "type='policy.allow'",
+			   20));
+	sleep_ms(300);
+	kill(pid, _i ? SIGINT : SIGKILL);
+	ck_assert_int_eq(wait_code(pid), _i ? 130 : 128 + SIGKILL);
+	run = last_run();
+	snprintf(box, sizeof(box), "sbxloop-%s-agent", run);
+	/* a killed process revokes nothing; an interrupted one does */
+	assert_trail(run, _i ? "allow:astral.sh,revoke:astral.sh"
+			     : "allow:astral.sh");
+
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	assert_run_state(run, "completed");
+	assert_trail(run, _i ? "allow:astral.sh,revoke:astral.sh,"
+			       "allow:astral.sh,revoke:astral.sh"
+			     : "allow:astral.sh,allow:astral.sh,"
+			       "revoke:astral.sh");
+	ck_assert_int_eq(count_events(run, "sandbox.ready"), 2);
+	/* the second grant went to the sandbox the resume provisioned */
+	ck_assert_int_gt(seq_of(run, "max", "policy.allow", NULL, NULL),
+			 seq_of(run, "max", "sandbox.ready", NULL, NULL));
+	ck_assert_int_lt(seq_of(run, "min", "policy.allow", NULL, NULL),
+			 seq_of(run, "max", "sandbox.provision_start", NULL,
+				NULL));
+	if (_i)
+		snprintf(want, sizeof(want),
+			 "grant %s astral.sh task=t1 phase=execute\n"
+			 "revoke %s astral.sh task=t1 phase=execute\n"
+			 "grant %s astral.sh task=t1 phase=execute\n"
+			 "revoke %s astral.sh task=t1 phase=execute\n",
+			 box, box, box, box);
+	else
+		snprintf(want, sizeof(want),
+			 "grant %s astral.sh task=t1 phase=execute\n"
+			 "grant %s astral.sh task=t1 phase=execute\n"
+			 "revoke %s astral.sh task=t1 phase=execute\n",
+			 box, box, box);
+	got = granter_calls(pids, sizeof(pids));
+	ck_assert_msg(strcmp(got, want) == 0,
+		      "the granter was called\n%s\nnot\n%s", got, want);
+	/* by the run's process first, then by the resume's */
+	last = strrchr(pids, ' ');
+	ck_assert_ptr_nonnull(last);
+	*last++ = '\0';
+	pids[strcspn(pids, " ")] = '\0';
+	ck_assert_msg(strcmp(pids, last) != 0,
+		      "one process (pid %s) made every call", last);
+	free(got);
+	free(run);
+}
+END_TEST
+
+/*
+ * A granter that cannot enforce egress (the local provider's) refuses,
+ * and so does an empty chain: each declared domain gets a policy.deny
+ * saying why, never a silent allow, and the run goes on without it.
+ */
+START_TEST(test_a_granter_that_cannot_enforce_egress_refuses_with_why)
+{
+	char *run, *msg, want[512];
+	long executor;
+
+	copy_scenario("policy_grant");
+	write_config("local", _i ? "[]" : "[local]",
+		     "policy:\n  allow: [\"*.example.org\"]\n");
+	ck_assert_int_eq(sbxloop("run", "no egress here", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_task_state(run, "t1", "done");
+	assert_trail(run, "deny:data.example.org,deny:astral.sh");
+	msg = q_str("SELECT json_extract(data_json, '$.message') FROM events"
+		    " WHERE run_id='%s' AND type='policy.deny' AND "
+		    "json_extract(data_json, '$.domain')='astral.sh'",
+		    run);
+	if (_i)
+		snprintf(want, sizeof(want),
+			 "no granter can enforce it: no policy granter is "
+			 "configured (plugins.policy is empty)");
+	else
+		snprintf(want, sizeof(want),
+			 "no granter can enforce it: local: cannot grant "
+			 "'astral.sh' to sandbox 'sbxloop-%s-agent': the local "
+			 "provider cannot enforce per-domain egress",
+			 run);
+	ck_assert_msg(strncmp(msg, "egress refused: astral.sh — ", 29) == 0 &&
+			      strstr(msg, want),
+		      "policy.deny says '%s'", msg);
+	free(msg);
+	/* each refusal carries the context of a grant */
+	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
+			       " AND type='policy.deny' AND json_extract("
+			       "data_json, '$.task_id')='t1' AND json_extract("
+			       "data_json, '$.phase')='execute' AND "
+			       "json_extract(data_json, '$.sandbox')="
+			       "'sbxloop-%s-agent' AND json_extract(data_json,"
+			       " '$.reason') IN ('fetch data', 'install uv')",
+			       run, run),
+			 2);
+	executor = seq_of(run, "min", "agent.message", "agent", "executor");
+	ck_assert_int_lt(seq_of(run, "max", "policy.deny", NULL, NULL),
+			 executor);
+	free(run);
+}
+END_TEST
+
+/*
+ * A grant that fails for another reason than being unsupported is an
+ * infrastructure failure: audited, the run stops resumable, and what
+ * this EXECUTE entry had already opened is taken back.
+ */
+START_TEST(test_a_failing_grant_stops_the_run_and_revokes_what_it_opened)
+{
+	char *run, *msg, box[64], want[512];
+
+	copy_scenario("policy_grant");
+	write_config("local", "[recgranter]",
+		     "recgranter:\n  log: grants.log\n  fail: [astral.sh]\n"
+		     "policy:\n  allow: [\"*.example.org\"]\n");
+	ck_assert_int_eq(sbxloop("run", "broken granter", "--no-tui"), 2);
+	assert_file_has("err.txt", "injected failure granting 'astral.sh'");
+	assert_file_has("err.txt", "sbxloop resume");
+	run = last_run();
+	snprintf(box, sizeof(box), "sbxloop-%s-agent", run);
+	assert_task_state(run, "t1", "executing");
+	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
+			       "run_id='%s' AND phase='execute'",
+			       run),
+			 0);
+	assert_trail(run, "allow:data.example.org,deny:astral.sh,"
+			  "revoke:data.example.org");
+	msg = q_str("SELECT json_extract(data_json, '$.message') FROM events"
+		    " WHERE run_id='%s' AND type='policy.deny'",
+		    run);
+	ck_assert_str_eq(msg, "egress grant failed: astral.sh — recgranter: "
+			      "injected failure granting 'astral.sh'");
+	free(msg);
+	snprintf(want, sizeof(want),
+		 "grant %s data.example.org task=t1 phase=execute\n"
+		 "fail %s astral.sh task=t1 phase=execute\n"
+		 "revoke %s data.example.org task=t1 phase=execute\n",
+		 box, box, box);
+	assert_granter_calls(want);
+	free(run);
+}
+END_TEST
+
+/*
+ * Under bubblewrap, with /tmp private to the sandbox, the scripted agent
+ * still reads its scenario (in this test's /tmp directory) and keeps its
+ * cursor there: the provider binds the directory the core shares.
+ */
+START_TEST(test_a_scripted_run_works_under_bubblewrap)
+{
+	char *run, *cursor;
+
+	copy_scenario("policy_grant");
+	write_config("local", "[local]",
+		     "local:\n  isolation: bwrap\n"
+		     "policy:\n  allow: [\"*.example.org\"]\n");
+	ck_assert_int_eq(sbxloop("run", "confined", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_trail(run, "deny:data.example.org,deny:astral.sh");
+	/* the cursor moved on the host, past all five replies */
+	cursor = slurp("scenario.json.cursor");
+	ck_assert_msg(strtol(cursor, NULL, 10) == 5, "cursor is '%s'", cursor);
+	free(cursor);
+	free(run);
+}
+END_TEST
+
+/* Is `line` one whole line of `text`? */
+static int has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+	const char *p;
+
+	for (p = text; (p = strstr(p, line)) != NULL; p++)
+		if ((p == text || p[-1] == '\n') &&
+		    (p[n] == '\n' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+/*
+ * Deny beats the baseline: a denied registry is left out of the
+ * allowlist the sandbox is created with, and a plan declaring it is
+ * refused at PLAN, twice, which stops the run with the reason.
+ */
+START_TEST(test_a_denied_baseline_host_is_not_seeded_nor_declarable)
+{
+	char *run, *allow, *path;
+
+	copy_scenario("policy_deny_baseline");
+	write_config("mock", "[recgranter]",
+		     "recgranter:\n  log: grants.log\n"
+		     "policy:\n  deny: [pypi.org, \"*.npmjs.org\"]\n");
+	ck_assert_int_eq(sbxloop("run", "pip install", "--keep-sandboxes"), 2);
+	assert_file_has("err.txt", "plan produced invalid output twice");
+	assert_file_has("err.txt",
+			"- pypi.org: matches policy.deny pattern 'pypi.org'");
+	run = last_run();
+	path = at("state/sandboxes/sbxloop-%s-agent/allow", run);
+	allow = tu_read(path);
+	ck_assert_msg(allow != NULL, "the mock kept no allowlist at %s", path);
+	ck_assert_msg(!has_line(allow, "pypi.org") &&
+			      !has_line(allow, "registry.npmjs.org"),
+		      "denied hosts were seeded:\n%s", allow);
+	ck_assert(has_line(allow, "files.pythonhosted.org"));
+	ck_assert(has_line(allow, "registry.yarnpkg.com"));
+	ck_assert(has_line(allow, "api.githubcopilot.com"));
+	ck_assert(has_line(allow, "deb.debian.org"));
+	free(allow);
+	free(path);
+	/* nothing was granted or even offered */
+	assert_trail(run, "");
+	path = at("grants.log");
+	ck_assert(!exists(path));
+	free(path);
+	assert_task_state(run, "t1", "planning");
+	free(run);
+}
+END_TEST
+
+/*
+ * Bounds tightened while a run was down (its stored config edited, as
+ * an operator fixing a run would): the resumed EXECUTE refuses the
+ * stored plan's domain with a policy.deny and the granter is not asked.
+ */
+START_TEST(test_a_deny_added_before_resume_refuses_the_stored_grant)
+{
+	const char *args[] = {"run", "kill me", "--no-tui", NULL};
+	char *run, *msg, sql[512], box[64], want[256];
+	pid_t pid;
+
+	copy_scenario("policy_kill_execute");
+	write_config("local", "[recgranter]", RECORDING);
+	pid = spawn_env(NULL, args);
+	ck_assert(wait_for("SELECT count(*) FROM events WHERE "
+			   "type='policy.allow'",
+			   20));
+	sleep_ms(200);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(wait_code(pid), 128 + SIGKILL);
+	run = last_run();
+	snprintf(box, sizeof(box), "sbxloop-%s-agent", run);
+	snprintf(sql, sizeof(sql),
+		 "UPDATE runs SET config_json = json_set(config_json, "
+		 "'$.\"policy.deny\"', json('[\"astral.sh\"]')) WHERE "
+		 "run_id='%s'",
+		 run);
+	q_exec(sql);
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	assert_run_state(run, "completed");
+	assert_trail(run, "allow:astral.sh,deny:astral.sh");
+	msg = q_str("SELECT json_extract(data_json, '$.message') FROM events"
+		    " WHERE run_id='%s' AND type='policy.deny'",
+		    run);
+	ck_assert_str_eq(msg, "egress refused: astral.sh — matches "
+			      "policy.deny pattern 'astral.sh'");
+	free(msg);
+	snprintf(want, sizeof(want),
+		 "grant %s astral.sh task=t1 phase=execute\n", box);
+	assert_granter_calls(want);
+	free(run);
+}
+END_TEST
+
+/*
+ * A plan declaring a domain outside the bounds is sent back once with
+ * the reasons and the hint; the same plan again stops the run (invalid
+ * output twice is an infrastructure failure, UPSTREAM 3.9), resumable,
+ * with nothing granted.
+ */
+START_TEST(test_an_out_of_bounds_plan_twice_stops_the_run_with_the_hint)
+{
+	char *run, *reason, *path;
+
+	copy_scenario("policy_out_of_bounds");
+	write_config("local", "[recgranter]", RECORDING);
+	ck_assert_int_eq(sbxloop("run", "exfiltrate", "--no-tui"), 2);
+	assert_file_has("err.txt", "plan produced invalid output twice: "
+				   "plan-declared egress is outside the "
+				   "operator's bounds:\n"
+				   "- evil.example.com: not covered by "
+				   "policy.allow in sbxloop.yaml\n");
+	assert_file_has("err.txt", "drop these domains from 'egress': use a "
+				   "baseline host; only the operator can "
+				   "widen the bounds in sbxloop.yaml");
+	assert_file_has("err.txt", "sbxloop resume");
+	run = last_run();
+	assert_run_state(run, "running");
+	assert_task_state(run, "t1", "planning");
+	/* both plans were read; neither was accepted */
+	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
+			       " AND type='agent.message' AND json_extract("
+			       "data_json, '$.agent')='planner'",
+			       run),
+			 2);
+	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
+			       "run_id='%s' AND phase='plan'",
+			       run),
+			 0);
+	reason = q_str("SELECT count(*) FROM events WHERE run_id='%s' AND "
+		       "type='phase.plan'",
+		       run);
+	ck_assert_str_eq(reason, "0");
+	free(reason);
+	assert_trail(run, "");
+	path = at("grants.log");
+	ck_assert(!exists(path));
+	free(path);
+	free(run);
+}
+END_TEST
+
+/* ---- resource guardrails ------------------------------------------------ */
+
+/*
+ * The worker's real sampler reads figures from SBXLOOP_FAKE_RESOURCES
+ * (relative to the workspace), which t1's scripted EXECUTE fills: the
+ * next sample is at abort level, and at the next phase boundary t1 fails
+ * with the diagnosis, t2 (its dependent) is skipped, t3 (done first) is
+ * untouched, and run.artifacts says the disk was full.
+ */
+START_TEST(test_a_disk_abort_fails_the_task_and_skips_its_dependents)
+{
+	const char *env[] = {"SBXLOOP_FAKE_RESOURCES=fake-resources.txt",
+			     NULL};
+	const char *args[] = {"run", "fill the disk", "--no-tui", NULL};
+	char *run, *fb, *data;
+
+	copy_scenario("policy_disk_abort");
+	write_config("local", "[]",
+		     "limits:\n  disk_warn: 90\n  disk_abort: 95\n"
+		     "  mem_warn: 0\n  mem_abort: 0\n");
+	ck_assert_int_eq(wait_code(spawn_env(env, args)), 1);
+	run = last_run();
+	assert_run_state(run, "failed");
+	assert_task_state(run, "t3", "done");
+	assert_task_state(run, "t1", "failed");
+	assert_task_state(run, "t2", "skipped");
+	fb = q_str("SELECT last_feedback FROM tasks WHERE run_id='%s' AND "
+		   "task_id='t1'",
+		   run);
+	ck_assert_str_eq(fb, "sandbox disk exhausted: 97.5% of the workspace "
+			     "filesystem is used (limits.disk_abort=95%)");
+	free(fb);
+	/* the sample came from the worker, after the EXECUTE that filled
+	 * the disk; t1 never reached VERIFY, t2 never started */
+	ck_assert_int_gt(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
+			       " AND type='sandbox.resources_warning' AND "
+			       "task_id='t1' AND json_extract(data_json, "
+			       "'$.level')='abort'",
+			       run),
+			 0);
+	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
+			       "run_id='%s' AND task_id='t1' AND "
+			       "phase='verify'",
+			       run),
+			 0);
+	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
+			       "run_id='%s' AND task_id='t2'",
+			       run),
+			 0);
+	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
+			       "run_id='%s' AND task_id='t3' AND "
+			       "phase='validate' AND status='accept'",
+			       run),
+			 1);
+	data = q_str("SELECT json_extract(data_json, '$.disk_used_pct') || "
+		     "' ' || json_extract(data_json, '$.resources_level') "
+		     "FROM events WHERE run_id='%s' AND type='run.artifacts'",
+		     run);
+	ck_assert_str_eq(data, "97.5 abort");
+	free(data);
+	assert_file_has("out.txt", "finished: failed");
+	free(run);
+}
+END_TEST
+
+/* ---- artifacts ---------------------------------------------------------- */
+
+/*
+ * A sandbox that does not mount the workspace (the mock's `unmounted`):
+ * the run's results are harvested out of it, and what the exclusions
+ * left out is counted in run.artifacts and by `sbxloop artifacts`.
+ */
+START_TEST(test_an_unmounted_run_harvests_and_counts_what_it_left_out)
+{
+	const char *tree[] = {"artifacts", NULL, "--tree", NULL};
+	char *run, *adir, *p, *ex, *real;
+	struct tu_run r;
+
+	copy_scenario("policy_harvest");
+	write_config("mock", "[]", "mock:\n  unmounted: true\n");
+	ck_assert_int_eq(sbxloop("run", "harvest", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	ck_assert_int_eq(q_int("SELECT mounted FROM runs WHERE run_id='%s'",
+			       run),
+			 0);
+	real = realpath(dir, NULL);
+	adir = q_str("SELECT json_extract(data_json, '$.path') FROM events "
+		     "WHERE run_id='%s' AND type='run.artifacts'",
+		     run);
+	p = at("state/runs/%s/artifacts", run);
+	ck_assert_int_eq(strncmp(adir, real, strlen(real)), 0);
+	ck_assert_str_eq(adir + strlen(real), p + strlen(dir));
+	free(p);
+	ex = q_str("SELECT json_extract(data_json, '$.files') || ' ' || "
+		   "json_extract(data_json, '$.mounted') || ' ' || "
+		   "json(json_extract(data_json, '$.excluded')) FROM events "
+		   "WHERE run_id='%s' AND type='run.artifacts'",
+		   run);
+	ck_assert_str_eq(ex, "2 0 {\"*.egg-info\":1,\".venv\":1,"
+			     "\"__pycache__\":1,\"node_modules\":2}");
+	free(ex);
+	/* the copy holds the work and none of what was left out */
+	p = at("state/runs/%s/artifacts/out-t1.txt", run);
+	ck_assert(exists(p));
+	free(p);
+	p = at("state/runs/%s/artifacts/node_modules", run);
+	ck_assert(!exists(p));
+	free(p);
+	/* the host workspace was never the sandbox's */
+	p = at("state/runs/%s/workspace/out-t1.txt", run);
+	ck_assert(!exists(p));
+	free(p);
+	assert_file_has("out.txt", "(harvested)");
+	assert_file_has("out.txt", "5 file(s) excluded");
+
+	tree[1] = run;
+	sbxloop_capture(&r, tree);
+	ck_assert_msg(r.status == 0, "artifacts exited %d: %s", r.status,
+		      r.err);
+	ck_assert_msg(strstr(r.out, "(harvested copy)") &&
+			      strstr(r.out, "  src/\n    m.py\n") &&
+			      strstr(r.out, "  out-t1.txt\n") &&
+			      strstr(r.out, "5 file(s) excluded (*.egg-info: "
+					    "1, .venv: 1, __pycache__: 1, "
+					    "node_modules: 2)"),
+		      "artifacts --tree printed:\n%s", r.out);
+	ck_assert_ptr_null(strstr(r.out, "left-pad"));
+	tu_run_free(&r);
+	free(adir);
+	free(real);
+	free(run);
+}
+END_TEST
+
+/* ---- workspace isolation ------------------------------------------------ */
+
+/* `git -C repo ARGS...` must succeed: its stdout, trimmed (caller frees). */
+static char *git(const char *repo, ...)
+{
+	const char *argv[32];
+	struct tu_run r;
+	size_t n = 0, len;
+	va_list ap;
+	char *out;
+
+	argv[n++] = "git";
+	argv[n++] = "-C";
+	argv[n++] = repo;
+	va_start(ap, repo);
+	while (n < 31 && (argv[n] = va_arg(ap, const char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	tu_exec(&r, NULL, NULL, argv);
+	ck_assert_msg(r.status == 0, "git %s %s failed: %s", argv[3],
+		      argv[4] ? argv[4] : "", r.err);
+	out = r.out;
+	r.out = NULL;
+	tu_run_free(&r);
+	len = strlen(out);
+	while (len && out[len - 1] == '\n')
+		out[--len] = '\0';
+	return out;
+}
+
+#define GIT_ID "-c", "user.name=t", "-c", "user.email=t@example.org"
+
+/* src/: a checkout with one commit and an origin holding credentials
+ * (returns the absolute path; caller frees). */
+static char *make_checkout(void)
+{
+	char *src = at("src"), *real;
+
+	ck_assert_int_eq(mkdir(src, 0755), 0);
+	free(git(src, "init", "-q", NULL));
+	put("src/a.txt", "a\n");
+	free(git(src, "add", "a.txt", NULL));
+	free(git(src, GIT_ID, "commit", "-qm", "init", NULL));
+	free(git(src, "remote", "add", "origin",
+		 "https://user:s3cret@example.com/o/r.git", NULL));
+	real = realpath(src, NULL);
+	free(src);
+	return real;
+}
+
+/* Everything of a checkout a run could disturb (caller frees). */
+static char *snapshot(const char *src)
+{
+	char *parts[7], *all;
+	size_t i;
+
+	parts[0] = git(src, "rev-parse", "HEAD", "HEAD^{tree}", NULL);
+	parts[1] = git(src, "symbolic-ref", "HEAD", NULL);
+	parts[2] = git(src, "for-each-ref", NULL);
+	parts[3] = git(src, "--no-optional-locks", "status", "--porcelain",
+		       "--untracked-files=all", NULL);
+	parts[4] = git(src, "ls-files", "-s", NULL);
+	parts[5] = git(src, "config", "--local", "--list", NULL);
+	parts[6] = git(src, "stash", "list", NULL);
+	if (asprintf(&all, "%s\n--\n%s\n--\n%s\n--\n%s\n--\n%s\n--\n%s\n--\n%s",
+		     parts[0], parts[1], parts[2], parts[3], parts[4],
+		     parts[5], parts[6]) < 0)
+		abort();
+	for (i = 0; i < 7; i++)
+		free(parts[i]);
+	return all;
+}
+
+/* Where a run's clone goes: <state_dir>/runs/<run>/workspace, real. */
+static char *clone_path(const char *run)
+{
+	char *real = realpath(dir, NULL), *path;
+
+	ck_assert_ptr_nonnull(real);
+	if (asprintf(&path, "%s/state/runs/%s/workspace", real, run) < 0)
+		abort();
+	free(real);
+	return path;
+}
+
+static void workspace_config(const char *mode)
+{
+	char extra[256];
+
+	snprintf(extra, sizeof(extra),
+		 "sandbox:\n  workspace: src\n  workspace_isolation: %s\n",
+		 mode);
+	write_config("local", "[]", extra);
+}
+
+START_TEST(test_auto_refuses_a_dirty_checkout_and_creates_nothing)
+{
+	char *src = make_checkout(), *before, *after, *run, *p, *ws;
+
+	put("src/notes.txt", "untracked\n");
+	before = snapshot(src);
+	copy_scenario("happy1");
+	workspace_config("auto");
+	ck_assert_int_eq(sbxloop("run", "dirty", "--no-tui"), 2);
+	assert_file_has("err.txt", "has uncommitted changes; commit or stash "
+				   "them, or set "
+				   "sandbox.workspace_isolation to clone");
+	run = last_run();
+	/* no clone, no sandbox, no workspace recorded */
+	p = at("state/runs/%s", run);
+	ck_assert(!exists(p));
+	free(p);
+	p = at("state/sandboxes/sbxloop-%s-agent", run);
+	ck_assert(!exists(p));
+	free(p);
+	ws = q_str("SELECT ifnull(workspace, '') FROM runs WHERE "
+		   "run_id='%s'",
+		   run);
+	ck_assert_str_eq(ws, "");
+	free(ws);
+	ck_assert_int_eq(count_events(run, "sandbox.provision_start"), 0);
+	ck_assert_int_eq(count_events(run, "sandbox.workspace_clone"), 0);
+	after = snapshot(src);
+	ck_assert_str_eq(before, after);
+	free(before);
+	free(after);
+	free(run);
+	free(src);
+}
+END_TEST
+
+START_TEST(test_clone_mode_proceeds_from_head_with_a_warning)
+{
+	char *src = make_checkout(), *before, *after, *run, *clone, *text;
+	char *want;
+
+	put("src/a.txt", "changed\n");
+	put("src/notes.txt", "untracked\n");
+	before = snapshot(src);
+	copy_scenario("happy1");
+	workspace_config("clone");
+	ck_assert_int_eq(sbxloop("run", "dirty clone", "--no-tui"), 0);
+	assert_file_has("err.txt", "has uncommitted changes; the run starts "
+				   "from HEAD (");
+	run = last_run();
+	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
+			       " AND type='sandbox.workspace_clone' AND "
+			       "json_extract(data_json, '$.dirty') AND "
+			       "json_extract(data_json, '$.message') LIKE "
+			       "'%%uncommitted changes in the source were not "
+			       "included%%'",
+			       run),
+			 1);
+	clone = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
+	want = clone_path(run);
+	ck_assert_str_eq(clone, want);
+	free(want);
+	{
+		char *a, *notes, *out;
+
+		if (asprintf(&a, "%s/a.txt", clone) < 0 ||
+		    asprintf(&notes, "%s/notes.txt", clone) < 0 ||
+		    asprintf(&out, "%s/out-t1.txt", clone) < 0)
+			abort();
+		text = tu_read(a);
+		ck_assert_str_eq(text, "a\n");
+		free(text);
+		ck_assert(!exists(notes));
+		ck_assert(exists(out));
+		free(a);
+		free(notes);
+		free(out);
+	}
+	after = snapshot(src);
+	ck_assert_str_eq(before, after);
+	free(before);
+	free(after);
+	free(clone);
+	free(run);
+	free(src);
+}
+END_TEST
+
+START_TEST(test_in_place_works_on_the_source_checkout)
+{
+	char *src = make_checkout(), *run, *ws, *p, *status;
+
+	copy_scenario("happy1");
+	workspace_config("in-place");
+	ck_assert_int_eq(sbxloop("run", "in place", "--no-tui"), 0);
+	run = last_run();
+	ws = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
+	ck_assert_str_eq(ws, src);
+	free(ws);
+	p = at("src/out-t1.txt");
+	ck_assert(exists(p));
+	free(p);
+	status = git(src, "status", "--porcelain", NULL);
+	ck_assert_str_eq(status, "?? out-t1.txt");
+	free(status);
+	p = at("state/runs/%s/workspace", run);
+	ck_assert(!exists(p));
+	free(p);
+	ck_assert_int_eq(count_events(run, "sandbox.workspace_clone"), 0);
+	assert_file_lacks("out.txt", "bring the work back");
+	free(run);
+	free(src);
+}
+END_TEST
+
+/*
+ * The default on a clean checkout: the run works in a clone whose branch
+ * sbxloop/<run> carries the work (the scripted executor commits), the
+ * source is the same before and after, and the summary's fetch command
+ * brings the commit back.
+ */
+START_TEST(test_auto_clones_and_leaves_the_source_checkout_untouched)
+{
+	char *src = make_checkout(), *before, *after, *run, *clone, *want;
+	char *head, *base, *subject, *origin, *out, *cmd, *nl, *fetched;
+	struct tu_run r;
+
+	before = snapshot(src);
+	copy_scenario("policy_commit");
+	workspace_config("auto");
+	ck_assert_int_eq(sbxloop("run", "commit it", "--no-tui"), 0);
+	run = last_run();
+	after = snapshot(src);
+	ck_assert_str_eq(before, after);
+
+	clone = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
+	want = clone_path(run);
+	ck_assert_str_eq(clone, want);
+	free(want);
+	if (asprintf(&want, "refs/heads/sbxloop/%s", run) < 0)
+		abort();
+	head = git(clone, "symbolic-ref", "HEAD", NULL);
+	ck_assert_str_eq(head, want);
+	free(head);
+	subject = git(clone, "log", "-1", "--format=%s", NULL);
+	ck_assert_str_eq(subject, "add out-t1.txt");
+	free(subject);
+	base = git(clone, "rev-parse", "refs/sbxloop/base", NULL);
+	head = git(src, "rev-parse", "HEAD", NULL);
+	ck_assert_str_eq(base, head);
+	free(base);
+	origin = git(clone, "remote", "get-url", "origin", NULL);
+	ck_assert_str_eq(origin, "https://example.com/o/r.git");
+	free(origin);
+
+	/* the summary's command brings the branch's commit back */
+	out = slurp("out.txt");
+	cmd = strstr(out, "bring the work back with: ");
+	ck_assert_msg(cmd != NULL, "no fetch command in:\n%s", out);
+	cmd += strlen("bring the work back with: ");
+	nl = strchr(cmd, '\n');
+	if (nl)
+		*nl = '\0';
+	ck_assert_msg(strstr(cmd, src) && strstr(cmd, clone) &&
+			      strstr(cmd, want + strlen("refs/heads/")),
+		      "fetch command: %s", cmd);
+	{
+		const char *argv[] = {"sh", "-c", cmd, NULL};
+
+		tu_exec(&r, NULL, NULL, argv);
+		ck_assert_msg(r.status == 0, "%s: %s", cmd, r.err);
+		tu_run_free(&r);
+	}
+	fetched = git(src, "log", "-1", "--format=%s", "FETCH_HEAD", NULL);
+	ck_assert_str_eq(fetched, "add out-t1.txt");
+	free(fetched);
+	free(out);
+	free(head);
+	free(want);
+	free(clone);
+	free(before);
+	free(after);
+	free(run);
+	free(src);
+}
+END_TEST
+
+static Suite *policy_suite(void)
+{
+	Suite *s = suite_create("policy-run");
+	TCase *tc;
+
+	tc = tcase_create("grants");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(
+		tc, test_declared_domains_are_granted_at_execute_entry_and_revoked);
+	tcase_add_loop_test(
+		tc, test_a_revision_grants_again_unless_the_grant_is_still_open,
+		0, 2);
+	tcase_add_loop_test(tc, test_resume_grants_again_on_the_fresh_sandbox,
+			    0, 2);
+	tcase_add_loop_test(
+		tc, test_a_granter_that_cannot_enforce_egress_refuses_with_why,
+		0, 2);
+	tcase_add_test(
+		tc, test_a_failing_grant_stops_the_run_and_revokes_what_it_opened);
+	tcase_add_test(tc, test_a_scripted_run_works_under_bubblewrap);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("bounds");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc,
+		       test_a_denied_baseline_host_is_not_seeded_nor_declarable);
+	tcase_add_test(tc,
+		       test_a_deny_added_before_resume_refuses_the_stored_grant);
+	tcase_add_test(
+		tc, test_an_out_of_bounds_plan_twice_stops_the_run_with_the_hint);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("guardrails");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc,
+		       test_a_disk_abort_fails_the_task_and_skips_its_dependents);
+	tcase_add_test(
+		tc, test_an_unmounted_run_harvests_and_counts_what_it_left_out);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("workspace");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc,
+		       test_auto_refuses_a_dirty_checkout_and_creates_nothing);
+	tcase_add_test(tc, test_clone_mode_proceeds_from_head_with_a_warning);
+	tcase_add_test(tc, test_in_place_works_on_the_source_checkout);
+	tcase_add_test(tc,
+		       test_auto_clones_and_leaves_the_source_checkout_untouched);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(policy_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
