@@ -122,9 +122,10 @@ static void task_vars(cJSON *vars, const cJSON *spec)
 			     "(no explicit criteria)"));
 }
 
-/* An absolute path for a relative one given in config. */
-static char *resolve_script(const struct sbx_core *core, const char *path)
+/* agent.script, a relative path taken from the project file's dir. */
+char *sbx_phase_script_path(const struct sbx_core *core)
 {
+	const char *path = sbx_config_str(core->cfg, "agent.script");
 	const char *proj;
 	const char *slash;
 
@@ -180,8 +181,7 @@ static cJSON *agent_job(const struct sbx_phase_ctx *pc, const char *prompt,
 	if (backend && *backend) {
 		cJSON_AddStringToObject(job, "backend", backend);
 		if (strcmp(backend, "script") == 0) {
-			char *s = resolve_script(
-				pc->core, sbx_config_str(cfg, "agent.script"));
+			char *s = sbx_phase_script_path(pc->core);
 
 			if (s)
 				cJSON_AddStringToObject(job, "script", s);

@@ -36,6 +36,13 @@ struct sbx_phase_ctx {
 char *sbx_clip(const char *text);
 
 /*
+ * The script backend's scenario file (agent.script) as an absolute path,
+ * a relative one taken from the project file's directory; NULL when
+ * unset. Caller frees.
+ */
+char *sbx_phase_script_path(const struct sbx_core *core);
+
+/*
  * DECOMPOSE. *graph (caller frees) is {"tasks":[...]} with every task
  * normalised (all six fields present) and in execution order. The task
  * count is not checked against max_tasks here.

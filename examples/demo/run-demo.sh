@@ -35,6 +35,22 @@ rm -f "$scratch/scenario.json.cursor"
 cd "$scratch"
 echo "== demo directory: $scratch"
 
+# Confine the agent with bubblewrap where this machine allows it (user
+# namespaces on); else run it bare, as sbxloop.yaml says. DEMO_ISOLATION
+# forces either.
+isolation=${DEMO_ISOLATION:-}
+if [ -z "$isolation" ]; then
+	isolation=none
+	if command -v bwrap >/dev/null 2>&1 &&
+		bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all \
+			--die-with-parent true >/dev/null 2>&1; then
+		isolation=bwrap
+	fi
+fi
+SBXLOOP_LOCAL__ISOLATION=$isolation
+export SBXLOOP_LOCAL__ISOLATION
+echo "== local sandbox isolation: $isolation"
+
 status=0
 "$sbxloop" run --no-tui "Build a tested Fibonacci command-line tool in C" ||
 	status=$?

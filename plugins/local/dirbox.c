@@ -366,6 +366,41 @@ int dirbox_write_meta(const struct dirbox *box, const char *name,
 	return 0;
 }
 
+#define SHARED_MAX 8
+
+/*
+ * Under bubblewrap the host directories of spec->shared_dirs (ABI 1.1)
+ * are bound read-write at exec; their list is kept in the sandbox's
+ * `shared` file, one a line. The root is never shared whole.
+ */
+static int write_shared(const struct dirbox *box,
+			const struct sbxloop_sandbox_spec *spec,
+			struct sbxloop_error *err)
+{
+	char text[SHARED_MAX * (SBXLOOP_PATH_MAX + 1)];
+	size_t len = 0, i;
+
+	if (!SBXLOOP_HAS_SLOT(spec, struct sbxloop_sandbox_spec, shared_dirs))
+		return 0;
+	text[0] = '\0';
+	for (i = 0; spec->shared_dirs[i] && i < SHARED_MAX; i++) {
+		const char *d = spec->shared_dirs[i];
+
+		if (d[0] != '/' || d[1] == '\0' || strchr(d, '\n'))
+			return box->host->error_set(
+				box->host, err, SBXLOOP_EINVAL,
+				"%s: cannot share '%s' with sandbox '%s': an "
+				"absolute directory other than / is needed",
+				box->label, d, spec->name);
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s\n",
+					d);
+	}
+	if (!len)
+		return 0;
+	return dirbox_write_meta(box, spec->name, "shared", text, err);
+}
+
+
 int dirbox_create(struct dirbox *box, const struct sbxloop_sandbox_spec *spec,
 		  struct sbxloop_sandbox_info *info, struct sbxloop_error *err)
 {
@@ -432,6 +467,8 @@ int dirbox_create(struct dirbox *box, const struct sbxloop_sandbox_spec *spec,
 	if (!rc && spec->read_only_workspace)
 		rc = dirbox_write_meta(box, spec->name, "workspace-ro", "1\n",
 				       err);
+	if (!rc && box->bwrap)
+		rc = write_shared(box, spec, err);
 	if (!rc && spec->read_only_workspace && !box->bwrap)
 		host->log(host, SBXLOOP_LOG_WARN,
 			  "%s: sandbox '%s' asks for a read-only workspace, "
@@ -475,8 +512,8 @@ int dirbox_remove(struct dirbox *box, const char *name,
 
 /* argv for bubblewrap around `argv`; the strings stay borrowed. */
 static const char **bwrap_argv(const struct dirbox *box, const char *ws,
-			       int ws_ro, const char *dir, const char *cwd,
-			       const char *const *argv)
+			       int ws_ro, const char *dir, char *shared,
+			       const char *cwd, const char *const *argv)
 {
 	const char *head[] = {BWRAP_PATH, "--ro-bind", "/", "/", "--dev",
 			      "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
@@ -485,15 +522,23 @@ static const char **bwrap_argv(const struct dirbox *box, const char *ws,
 			      "--unshare-all", "--die-with-parent",
 			      "--new-session", "--chdir", cwd};
 	size_t nh = sizeof(head) / sizeof(head[0]), na = 0, i, k = 0;
+	char *line, *save = NULL;
 	const char **v;
 
 	while (argv[na])
 		na++;
-	v = calloc(nh + na + 3, sizeof(*v));
+	v = calloc(nh + na + 3 + 3 * SHARED_MAX, sizeof(*v));
 	if (!v)
 		return NULL;
 	for (i = 0; i < nh; i++)
 		v[k++] = head[i];
+	/* after --tmpfs /tmp: a shared dir under /tmp shows through */
+	for (i = 0, line = strtok_r(shared, "\n", &save);
+	     line && i < SHARED_MAX; i++, line = strtok_r(NULL, "\n", &save)) {
+		v[k++] = "--bind";
+		v[k++] = line;
+		v[k++] = line;
+	}
 	if (box->share_net)
 		v[k++] = "--share-net";
 	v[k++] = "--";
@@ -510,6 +555,8 @@ int dirbox_exec(struct dirbox *box, const char *name,
 	const struct sbxloop_host *host = box->host;
 	char dir[SBXLOOP_PATH_MAX], ws[SBXLOOP_PATH_MAX];
 	char home[SBXLOOP_PATH_MAX + 8];
+	/* the bubblewrap argv borrows its lines until the command ends */
+	char shared[SHARED_MAX * (SBXLOOP_PATH_MAX + 1)];
 	struct envlist env = {NULL, 0, 0};
 	struct sbxloop_proc_spec ps;
 	const char **wrapped = NULL;
@@ -551,7 +598,11 @@ int dirbox_exec(struct dirbox *box, const char *name,
 					     sizeof(ro), &ignored) == 0 &&
 			    ro[0] == '1';
 
-		wrapped = bwrap_argv(box, ws, ws_ro, dir, cwd, spec->argv);
+		if (dirbox_read_meta(box, name, "shared", shared,
+				     sizeof(shared), &ignored) != 0)
+			shared[0] = '\0';
+		wrapped = bwrap_argv(box, ws, ws_ro, dir, shared, cwd,
+				     spec->argv);
 		if (!wrapped) {
 			rc = host->error_set(host, err, SBXLOOP_ENOMEM,
 					     "%s: out of memory", box->label);

@@ -21,6 +21,8 @@
  * ABI log (bump SBXLOOP_ABI_MINOR for an appended slot, the major for
  * anything else, and add a line here):
  *   1.0  first public ABI: sandbox, secret, sink, reporter, policy, store.
+ *   1.1  sbxloop_sandbox_spec.shared_dirs (host directories a sandbox
+ *        that shares the host's filesystem binds read-write).
  */
 #ifndef SBXLOOP_PLUGIN_H
 #define SBXLOOP_PLUGIN_H
@@ -34,7 +36,7 @@ extern "C" {
 
 #define SBXLOOP_PLUGIN_MAGIC 0x5342584cu /* "SBXL" */
 #define SBXLOOP_ABI_MAJOR 1
-#define SBXLOOP_ABI_MINOR 0
+#define SBXLOOP_ABI_MINOR 1
 
 /* The symbol every module exports. */
 #define SBXLOOP_DESCRIPTOR_SYMBOL "sbxloop_plugin_descriptor"
