@@ -764,14 +764,25 @@ START_TEST(test_a_failing_grant_stops_the_run_and_revokes_what_it_opened)
 END_TEST
 
 /*
- * Under bubblewrap, with /tmp private to the sandbox, the scripted agent
- * still reads its scenario (in this test's /tmp directory) and keeps its
- * cursor there: the provider binds the directory the core shares.
+ * Under bubblewrap, with /tmp private to the sandbox, the worker (copied
+ * into this test's /tmp directory) still runs, and the scripted agent
+ * reads its scenario there and keeps its cursor: the provider binds the
+ * worker and the directory the core shares.
  */
 START_TEST(test_a_scripted_run_works_under_bubblewrap)
 {
-	char *run, *cursor;
+	char *run, *cursor, *worker = at("sbxloop-worker");
+	const char *cp[] = {"cp", env_or("SBXLOOP_WORKER",
+					 "worker/sbxloop-worker"),
+			    worker, NULL};
+	struct tu_run r;
 
+	/* the worker too lives under /tmp, hidden unless bound */
+	tu_exec(&r, NULL, NULL, cp);
+	ck_assert_int_eq(r.status, 0);
+	tu_run_free(&r);
+	setenv("SBXLOOP_WORKER", worker, 1); /* this forked test only */
+	free(worker);
 	copy_scenario("policy_grant");
 	write_config("local", "[local]",
 		     "local:\n  isolation: bwrap\n"

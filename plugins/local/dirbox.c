@@ -513,7 +513,8 @@ int dirbox_remove(struct dirbox *box, const char *name,
 /* argv for bubblewrap around `argv`; the strings stay borrowed. */
 static const char **bwrap_argv(const struct dirbox *box, const char *ws,
 			       int ws_ro, const char *dir, char *shared,
-			       const char *cwd, const char *const *argv)
+			       const char *worker, const char *cwd,
+			       const char *const *argv)
 {
 	const char *head[] = {BWRAP_PATH, "--ro-bind", "/", "/", "--dev",
 			      "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
@@ -527,12 +528,17 @@ static const char **bwrap_argv(const struct dirbox *box, const char *ws,
 
 	while (argv[na])
 		na++;
-	v = calloc(nh + na + 3 + 3 * SHARED_MAX, sizeof(*v));
+	v = calloc(nh + na + 6 + 3 * SHARED_MAX, sizeof(*v));
 	if (!v)
 		return NULL;
 	for (i = 0; i < nh; i++)
 		v[k++] = head[i];
-	/* after --tmpfs /tmp: a shared dir under /tmp shows through */
+	/* after --tmpfs /tmp: a worker or shared dir under /tmp shows */
+	if (worker && *worker) {
+		v[k++] = "--ro-bind";
+		v[k++] = worker;
+		v[k++] = worker;
+	}
 	for (i = 0, line = strtok_r(shared, "\n", &save);
 	     line && i < SHARED_MAX; i++, line = strtok_r(NULL, "\n", &save)) {
 		v[k++] = "--bind";
@@ -557,6 +563,7 @@ int dirbox_exec(struct dirbox *box, const char *name,
 	char home[SBXLOOP_PATH_MAX + 8];
 	/* the bubblewrap argv borrows its lines until the command ends */
 	char shared[SHARED_MAX * (SBXLOOP_PATH_MAX + 1)];
+	char worker[SBXLOOP_PATH_MAX];
 	struct envlist env = {NULL, 0, 0};
 	struct sbxloop_proc_spec ps;
 	const char **wrapped = NULL;
@@ -601,7 +608,11 @@ int dirbox_exec(struct dirbox *box, const char *name,
 		if (dirbox_read_meta(box, name, "shared", shared,
 				     sizeof(shared), &ignored) != 0)
 			shared[0] = '\0';
-		wrapped = bwrap_argv(box, ws, ws_ro, dir, shared, cwd,
+		if (dirbox_read_meta(box, name, "worker", worker,
+				     sizeof(worker), &ignored) != 0 ||
+		    access(worker, X_OK) != 0)
+			worker[0] = '\0';
+		wrapped = bwrap_argv(box, ws, ws_ro, dir, shared, worker, cwd,
 				     spec->argv);
 		if (!wrapped) {
 			rc = host->error_set(host, err, SBXLOOP_ENOMEM,
