@@ -288,10 +288,15 @@ void wk_emit(struct wk_ctx *ctx, const char *type, cJSON *data)
 	free(line);
 }
 
+/*
+ * The events file is a mirror (the result file is the outcome, synced on
+ * its own), so only SBXLOOP_WORKER_FSYNC_EVENTS pays for syncing it.
+ */
 void wk_events_close(struct wk_ctx *ctx)
 {
 	if (ctx->events_fd >= 0) {
-		fsync(ctx->events_fd);
+		if (ctx->fsync_events)
+			fsync(ctx->events_fd);
 		close(ctx->events_fd);
 		ctx->events_fd = -1;
 	}

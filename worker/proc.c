@@ -266,6 +266,9 @@ int wk_proc_run(struct wk_ctx *ctx, struct wk_proc *p)
 			fds[nfds++] = (struct pollfd){ out[0], POLLIN, 0 };
 		if (err[0] >= 0)
 			fds[nfds++] = (struct pollfd){ err[0], POLLIN, 0 };
+		/* pipes closed and the child reaped: nothing to wait for */
+		if (!nfds && reaped)
+			break;
 		/* pipes closed: the exit status is microseconds away */
 		if (!nfds)
 			wait.tv_nsec = 100000L;
