@@ -920,7 +920,7 @@ static int run_task(struct sbx_engine *e, struct task *t,
 			rc = sbx_error(err, SBXLOOP_ECORRUPT,
 				       "task %s has the unknown state '%s'",
 				       t->id, t->state);
-		if (rc == SBX_PHASE_ERESOURCES) {
+		if (rc == SBX_PHASE_ERESOURCES || rc == SBX_PHASE_EBUDGET) {
 			set_feedback(t, err->message);
 			rc = task_set_state(e, t, "failed", err);
 		}

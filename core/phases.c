@@ -212,13 +212,15 @@ static void result_error(const cJSON *res, const char **type, const char **msg)
 	*msg = json_str(e, "message", "no message");
 }
 
-/* A failed agent job: the sandbox running out of room is the task's
- * problem, anything else the run's. */
+/* A failed agent job: the sandbox running out of room or the agent out
+ * of tool calls is the task's problem, anything else the run's. */
 static int job_failed(const char *type, const char *msg,
 		      struct sbxloop_error *err)
 {
 	if (strcmp(type, "SandboxResourcesExhausted") == 0)
 		return sbx_error(err, SBX_PHASE_ERESOURCES, "%s", msg);
+	if (strcmp(type, "ToolCallCeiling") == 0)
+		return sbx_error(err, SBX_PHASE_EBUDGET, "%s", msg);
 	return sbx_error(err, SBXLOOP_EINFRA, "agent job failed (%s): %s",
 			 type, msg);
 }

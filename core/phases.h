@@ -22,6 +22,11 @@
  * limits.mem_abort: the message is the diagnosis; the task fails.
  */
 #define SBX_PHASE_ERESOURCES (-64)
+/*
+ * An agent went past budgets.max_tool_calls_per_phase and was stopped
+ * (ToolCallCeiling): a budget exhausted, so the task fails like one.
+ */
+#define SBX_PHASE_EBUDGET (-65)
 
 struct sbx_phase_ctx {
 	struct sbx_core *core;

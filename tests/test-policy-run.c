@@ -1009,6 +1009,38 @@ START_TEST(test_a_disk_abort_fails_the_task_and_skips_its_dependents)
 }
 END_TEST
 
+/*
+ * An agent stopped at its tool-call ceiling (ToolCallCeiling) has used
+ * up a budget: the task fails with the worker's message, its dependents
+ * are skipped, an independent task still completes, the run ends failed.
+ */
+START_TEST(test_a_tool_call_ceiling_fails_the_task_and_skips_dependents)
+{
+	char *run, *fb;
+
+	copy_scenario("tool_ceiling");
+	write_config("local", "[]", NULL);
+	ck_assert_int_eq(sbxloop("run", "too many tools", "--no-tui"), 1);
+	run = last_run();
+	assert_run_state(run, "failed");
+	assert_task_state(run, "t3", "done");
+	assert_task_state(run, "t1", "failed");
+	assert_task_state(run, "t2", "skipped");
+	fb = q_str("SELECT last_feedback FROM tasks WHERE run_id='%s' AND "
+		   "task_id='t1'",
+		   run);
+	ck_assert_msg(strstr(fb, "tool-call ceiling of 40 "
+				 "(budgets.max_tool_calls_per_phase)"),
+		      "t1's feedback: %s", fb);
+	free(fb);
+	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
+			       "run_id='%s' AND task_id='t2'",
+			       run),
+			 0);
+	free(run);
+}
+END_TEST
+
 /* ---- artifacts ---------------------------------------------------------- */
 
 /*
@@ -1400,6 +1432,8 @@ static Suite *policy_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc,
 		       test_a_disk_abort_fails_the_task_and_skips_its_dependents);
+	tcase_add_test(
+		tc, test_a_tool_call_ceiling_fails_the_task_and_skips_dependents);
 	tcase_add_test(
 		tc, test_an_unmounted_run_harvests_and_counts_what_it_left_out);
 	suite_add_tcase(s, tc);

@@ -786,6 +786,40 @@ START_TEST(test_script_replies_in_order_across_processes)
 }
 END_TEST
 
+/*
+ * The script backend turns calls past max_tool_calls away, as upstream's
+ * SDK backend does: not run, counted, announced once; the reply stands.
+ */
+START_TEST(test_script_turns_away_calls_past_the_ceiling)
+{
+	struct run r;
+	char job[1024], *path;
+	const cJSON *d, *h;
+
+	put("scenario.json", "[{\"text\":\"done\",\"run\":["
+	    "\"echo a > ceil-a.txt\",\"echo b > ceil-b.txt\","
+	    "\"echo c > ceil-c.txt\"]}]");
+	agent_job(job, sizeof(job), ",\"max_tool_calls\":1");
+	run_worker(&r, job, NULL);
+	ck_assert_str_eq(rstr(&r, "status"), "ok");
+	ck_assert_str_eq(rstr(&r, "output_text"), "done");
+	ck_assert_int_eq(count_events(&r, "agent.tool_start", NULL), 1);
+	ck_assert_int_eq(count_events(&r, "agent.tool_cap", &d), 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(d, "cap")->valueint, 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(d, "calls")->valueint, 2);
+	h = cJSON_GetObjectItem(r.result, "health");
+	ck_assert_int_eq(cJSON_GetObjectItem(h, "tool_calls")->valueint, 1);
+	ck_assert_int_eq(
+		cJSON_GetObjectItem(h, "tool_cap_denials")->valueint, 2);
+	/* the first call ran, the others did not */
+	path = path_in("work/ceil-a.txt");
+	ck_assert_int_eq(access(path, F_OK), 0);
+	path = path_in("work/ceil-b.txt");
+	ck_assert_int_ne(access(path, F_OK), 0);
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_script_cursor_holds_under_concurrent_workers)
 {
 	char job[1024], cmd[2048], *s;
@@ -1011,6 +1045,45 @@ START_TEST(test_copilot_preset_is_the_default_and_reads_text)
 	ck_assert_int_eq(count_events(&r, "agent.message", &d), 1);
 	ck_assert_str_eq(dstr(d, "content"), "plain answer");
 	run_free(&r);
+}
+END_TEST
+
+/*
+ * A CLI cannot be told no per call: past max_tool_calls the worker
+ * stops the agent (here hanging for a minute) and says why.
+ */
+START_TEST(test_command_backend_stops_an_agent_past_its_tool_ceiling)
+{
+	struct run r;
+	char job[1024];
+	const cJSON *d;
+
+	setenv("SBXLOOP_FAKE_AGENT_TOOLS", "5", 1);
+	setenv("SBXLOOP_FAKE_AGENT_HANG", "60", 1);
+	command_job(job, sizeof(job), "claude", ",\"max_tool_calls\":3");
+	run_worker(&r, job, NULL);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(rstr(&r, "status"), "error");
+	ck_assert_str_eq(errfield(&r, "type"), "ToolCallCeiling");
+	ck_assert_ptr_nonnull(strstr(errfield(&r, "message"),
+				     "tool-call ceiling of 3 "
+				     "(budgets.max_tool_calls_per_phase)"));
+	ck_assert_int_eq(count_events(&r, "agent.tool_cap", &d), 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(d, "cap")->valueint, 3);
+	ck_assert_int_eq(cJSON_GetObjectItem(d, "calls")->valueint, 4);
+	ck_assert_str_eq(dstr(d, "tool"), "Read");
+	/* stopped, not waited for */
+	ck_assert_msg(r.elapsed < 30, "took %.1f s", r.elapsed);
+	run_free(&r);
+	unsetenv("SBXLOOP_FAKE_AGENT_HANG");
+
+	/* at the ceiling, not past it: a normal answer */
+	command_job(job, sizeof(job), "claude", ",\"max_tool_calls\":6");
+	run_worker(&r, job, NULL);
+	ck_assert_str_eq(rstr(&r, "status"), "ok");
+	ck_assert_int_eq(count_events(&r, "agent.tool_cap", NULL), 0);
+	run_free(&r);
+	unsetenv("SBXLOOP_FAKE_AGENT_TOOLS");
 }
 END_TEST
 
@@ -1427,6 +1500,7 @@ static Suite *worker_suite(void)
 	tc = tcase_create("script");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_script_replies_in_order_across_processes);
+	tcase_add_test(tc, test_script_turns_away_calls_past_the_ceiling);
 	tcase_add_test(tc, test_script_cursor_holds_under_concurrent_workers);
 	tcase_add_test(tc, test_script_reply_acts_on_the_workspace_first);
 	tcase_add_test(tc, test_script_fail_and_unsafe_paths_are_errors);
@@ -1439,6 +1513,8 @@ static Suite *worker_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_copilot_preset_is_the_default_and_reads_text);
 	tcase_add_test(tc, test_copilot_read_only_denies_writes);
+	tcase_add_test(tc,
+		       test_command_backend_stops_an_agent_past_its_tool_ceiling);
 	tcase_add_test(tc, test_claude_preset_maps_stream_json);
 	tcase_add_test(tc, test_codex_preset_maps_exec_json_and_resume);
 	tcase_add_test(tc, test_gemini_preset_joins_message_deltas);

@@ -41,6 +41,8 @@ struct stream {
 	int calls;
 	int messages; /* agent.message events emitted */
 	struct tool_name *names;
+	struct wk_proc *proc; /* the agent, stopped at the tool ceiling */
+	int capped;           /* went past job->max_tool_calls */
 };
 
 static char *preset_path(const char *name)
@@ -178,6 +180,23 @@ static void finish_event(struct stream *st, const char *type, cJSON *d)
 		st->calls++;
 		if (cJSON_IsString(id) && cJSON_IsString(tool))
 			remember_tool(st, id->valuestring, tool->valuestring);
+		/* a CLI cannot be told no per call: past the ceiling it stops */
+		if (st->job->max_tool_calls && !st->capped &&
+		    st->calls > st->job->max_tool_calls) {
+			cJSON *c = cJSON_CreateObject();
+
+			st->capped = 1;
+			cJSON_AddNumberToObject(c, "cap",
+						(double)st->job->max_tool_calls);
+			cJSON_AddNumberToObject(c, "calls", st->calls);
+			cJSON_AddStringToObject(c, "tool",
+						cJSON_IsString(tool)
+							? tool->valuestring
+							: "?");
+			wk_emit(st->ctx, "agent.tool_cap", c);
+			if (st->proc)
+				st->proc->stop = 1;
+		}
 	} else if (!strcmp(type, "agent.tool_end")) {
 		const cJSON *ok = cJSON_GetObjectItemCaseSensitive(d,
 								   "success");
@@ -540,6 +559,7 @@ retry:
 	if (stream_json) {
 		p.on_line = on_line;
 		p.arg = &st;
+		st.proc = &p;
 	}
 	if (wk_proc_run(ctx, &p) < 0) {
 		wk_result_set_error(res, WK_ERROR, "BackendUnavailable", NULL,
@@ -550,6 +570,15 @@ retry:
 	if (p.timed_out) {
 		wk_result_set_error(res, WK_TIMEOUT, "Timeout", NULL,
 				    "job timed out");
+		goto out;
+	}
+	if (st.capped) {
+		wk_result_set_error(res, WK_ERROR, "ToolCallCeiling", NULL,
+				    "the agent went past its tool-call "
+				    "ceiling of %ld (budgets.max_tool_calls_"
+				    "per_phase) and was stopped; raise the "
+				    "budget or split the task",
+				    st.job->max_tool_calls);
 		goto out;
 	}
 	if ((p.exit_code || st.error) && resume && deadline > wk_now()) {

@@ -207,6 +207,9 @@ static int parse_agent(struct wk_job *job, char **err)
 				 "non-negative integer");
 		return -1;
 	}
+	if (cJSON_IsNumber(v))
+		job->max_tool_calls = v->valuedouble > 1e9 ? 1000000000L
+						       : (long)v->valuedouble;
 	return 0;
 }
 

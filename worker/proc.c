@@ -234,6 +234,11 @@ int wk_proc_run(struct wk_ctx *ctx, struct wk_proc *p)
 		int nfds = 0, i;
 		double now = wk_now();
 
+		if (p->stop == 1) {
+			p->stop = 2; /* asked once */
+			kill_group(pid, SIGTERM);
+			kill_at = now + WK_KILL_GRACE_S;
+		}
 		if (!p->timed_out && now >= deadline) {
 			p->timed_out = 1;
 			kill_group(pid, SIGTERM);

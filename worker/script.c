@@ -126,10 +126,32 @@ static int write_files(struct wk_ctx *ctx, const cJSON *files,
 	return 0;
 }
 
+/*
+ * A tool call past job->max_tool_calls is turned away, as the SDK
+ * backends upstream do: not run, counted, and the first one announced
+ * with agent.tool_cap. The reply itself still stands.
+ */
+static int turned_away(struct wk_ctx *ctx, const struct wk_job *job,
+		       int calls, int *denied, const char *tool)
+{
+	cJSON *d;
+
+	if (!job->max_tool_calls || calls < job->max_tool_calls)
+		return 0;
+	if ((*denied)++ == 0) {
+		d = cJSON_CreateObject();
+		cJSON_AddNumberToObject(d, "cap", (double)job->max_tool_calls);
+		cJSON_AddNumberToObject(d, "calls", calls + 1);
+		cJSON_AddStringToObject(d, "tool", tool);
+		wk_emit(ctx, "agent.tool_cap", d);
+	}
+	return 1;
+}
+
 /* Run the reply's shell commands as tool calls the transcript shows. */
 static int run_commands(struct wk_ctx *ctx, const struct wk_job *job,
 			const cJSON *cmds, double deadline, int *calls,
-			struct wk_result *res)
+			int *denied, struct wk_result *res)
 {
 	const cJSON *c;
 	char **envp = wk_env_agent();
@@ -142,7 +164,8 @@ static int run_commands(struct wk_ctx *ctx, const struct wk_job *job,
 		char *id = wk_printf("script-%d", ++i), *text;
 		cJSON *d;
 
-		if (!cJSON_IsString(c)) {
+		if (!cJSON_IsString(c) ||
+		    turned_away(ctx, job, *calls, denied, "shell")) {
 			free(id);
 			continue;
 		}
@@ -209,7 +232,7 @@ static void emit_events(struct wk_ctx *ctx, const cJSON *events)
 	}
 }
 
-static cJSON *default_health(int calls)
+static cJSON *default_health(int calls, int denied)
 {
 	cJSON *h = cJSON_CreateObject();
 
@@ -217,7 +240,7 @@ static cJSON *default_health(int calls)
 	cJSON_AddObjectToObject(h, "tool_failures");
 	cJSON_AddObjectToObject(h, "tool_refusals");
 	cJSON_AddNumberToObject(h, "tool_calls", calls);
-	cJSON_AddNumberToObject(h, "tool_cap_denials", 0);
+	cJSON_AddNumberToObject(h, "tool_cap_denials", denied);
 	return h;
 }
 
@@ -231,7 +254,7 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 	char *text = NULL;
 	size_t len;
 	long idx;
-	int big, calls = 0, rc = -1;
+	int big, calls = 0, denied = 0, rc = -1;
 
 	if (!path || !*path) {
 		wk_result_set_error(res, WK_ERROR, "BackendUnavailable", NULL,
@@ -284,13 +307,19 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 		goto out;
 	v = cJSON_GetObjectItemCaseSensitive(reply, "run");
 	if (cJSON_IsArray(v) &&
-	    run_commands(ctx, job, v, deadline, &calls, res) < 0)
+	    run_commands(ctx, job, v, deadline, &calls, &denied, res) < 0)
 		goto out;
 	emit_events(ctx, cJSON_GetObjectItemCaseSensitive(reply, "events"));
 	v = cJSON_GetObjectItemCaseSensitive(reply, "fail");
 	if (cJSON_IsString(v)) {
-		wk_result_set_error(res, WK_ERROR, "AgentError", NULL, "%s",
-				    v->valuestring);
+		/* fail_type: the typed error a real backend would give */
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(reply,
+								  "fail_type");
+
+		wk_result_set_error(res, WK_ERROR,
+				    cJSON_IsString(t) ? t->valuestring
+						      : "AgentError",
+				    NULL, "%s", v->valuestring);
 		goto out;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(reply, "text");
@@ -307,7 +336,7 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 		wk_printf("script-%s", job->job_id);
 	v = cJSON_GetObjectItemCaseSensitive(reply, "health");
 	res->health = cJSON_IsObject(v) ? cJSON_Duplicate(v, 1) :
-		default_health(calls);
+		default_health(calls, denied);
 	v = cJSON_GetObjectItemCaseSensitive(reply, "usage");
 	if (cJSON_IsObject(v)) {
 		wk_usage_merge(&res->usage, v);

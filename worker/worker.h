@@ -46,6 +46,7 @@ struct wk_job {
 	const char *backend;
 	const char *script;
 	const char *preset;
+	long max_tool_calls; /* 0: unbounded */
 	/* shell.check / shell.batch */
 	cJSON *argv;
 	cJSON *commands;
@@ -145,6 +146,8 @@ struct wk_proc {
 	/* called for every complete stdout line (newline stripped) */
 	void (*on_line)(void *arg, const char *line, size_t len);
 	void *arg;
+	/* set (by on_line) to stop the command: SIGTERM, then SIGKILL */
+	int stop;
 	/* results */
 	int exit_code;
 	int timed_out;

@@ -9,13 +9,16 @@
  * SBXLOOP_FAKE_AGENT_EXIT the exit status, SBXLOOP_FAKE_AGENT_ENV a file
  * that receives the environment it was given. With
  * SBXLOOP_FAKE_AGENT_NO_RESUME set, any resume request fails the way a
- * CLI does when it does not know the session.
+ * CLI does when it does not know the session. As claude,
+ * SBXLOOP_FAKE_AGENT_TOOLS=N makes N more tool calls after the first and
+ * SBXLOOP_FAKE_AGENT_HANG=S then sleeps S seconds before answering.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -43,6 +46,19 @@ static void claude(const char *reply)
 	puts("{\"type\":\"user\",\"message\":{\"content\":["
 	     "{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_1\","
 	     "\"content\":\"README.md\",\"is_error\":true}]}}");
+	if (getenv("SBXLOOP_FAKE_AGENT_TOOLS")) {
+		int i, n = atoi(getenv("SBXLOOP_FAKE_AGENT_TOOLS"));
+
+		for (i = 2; i < n + 2; i++)
+			printf("{\"type\":\"assistant\",\"message\":{"
+			       "\"content\":[{\"type\":\"tool_use\","
+			       "\"id\":\"toolu_%d\",\"name\":\"Read\","
+			       "\"input\":{\"file_path\":\"f%d\"}}]}}\n",
+			       i, i);
+		fflush(stdout);
+	}
+	if (getenv("SBXLOOP_FAKE_AGENT_HANG"))
+		sleep((unsigned)atoi(getenv("SBXLOOP_FAKE_AGENT_HANG")));
 	fputs("{\"type\":\"assistant\",\"message\":{\"content\":["
 	      "{\"type\":\"text\",\"text\":", stdout);
 	print_json_string(reply);

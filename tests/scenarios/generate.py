@@ -107,6 +107,14 @@ S["policy_harvest"] = [D(task("t1")), P(),
                                 "src/__pycache__/m.cpython-312.pyc": "pyc",
                                 "pkg.egg-info/PKG-INFO": "Name: pkg\n"}),
                        SP, VA]
+# t1's executor is stopped at its tool-call ceiling (what the command
+# backend reports); t3 comes first and t2 needs t1
+S["tool_ceiling"] = [D(task("t3"), task("t1"), task("t2", ["t1"])),
+                     P("t3"), E("t3"), SP, VA,
+                     P("t1"), E("t1", fail="the agent went past its tool-call ceiling of 40 "
+                                 "(budgets.max_tool_calls_per_phase) and was stopped; "
+                                 "raise the budget or split the task",
+                                 fail_type="ToolCallCeiling")]
 # an executor that commits its work on the clone's branch
 S["policy_commit"] = [D(task("t1")), P(),
                       E(run=["git add out-t1.txt && git -c user.name=agent "
