@@ -230,7 +230,8 @@ int sbx_pair_check_tokens(struct sbx_pair *p, struct sbxloop_error *err)
 	free(names);
 	if (n == 0 && backend && strcmp(backend, "command") != 0) {
 		p->model_skip = "the script backend needs no model token and "
-				"plugins.secrets is empty";
+				"no secret strategy of plugins.secrets works "
+				"with this provider";
 	} else if (!p->model) {
 		p->model_skip = "the agent preset names no model token "
 				"sbxloop knows; the agent CLI must find its "
@@ -452,7 +453,8 @@ static int provide(struct sbx_pair *p, int box, const char *env,
 		if (rc < 0)
 			return rc;
 		remember(p, WORKER_ENV, box, env, bind_host, service);
-		msg = sbx_xasprintf("plugins.secrets is empty: %s is in the "
+		msg = sbx_xasprintf("no secret strategy of plugins.secrets "
+				    "works with this provider: %s is in the "
 				    "env file the worker loads "
 				    "($HOME/.sbxloop/env.sh, mode 0600) and "
 				    "reaches the agent through its "
