@@ -8,17 +8,11 @@
 #include "config.h"
 
 #include <check.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -26,22 +20,9 @@
 #include "dag.h"
 #include "ids.h"
 #include "prompt.h"
+#include "runtest.h"
 
 static char dir[4096];
-
-static const char *env_or(const char *name, const char *dflt)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : dflt;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 static char *slurp(const char *path)
 {
@@ -119,6 +100,7 @@ static void setup(void)
 	snprintf(dir, sizeof(dir), "%s/sbxloop-e2e-XXXXXX",
 		 env_or("TMPDIR", "/tmp"));
 	ck_assert_ptr_nonnull(mkdtemp(dir));
+	rt_set_dir(dir);
 }
 
 static void teardown(void)
@@ -136,55 +118,6 @@ static void scenario(const char *name, const char *extra)
 {
 	copy_scenario(name);
 	write_config("local", extra);
-}
-
-/* Start sbxloop ARGS... in the scratch dir; output to out.txt/err.txt. */
-static pid_t spawn(const char *const *args)
-{
-	const char *argv[16];
-	pid_t pid;
-	size_t n = 0;
-
-	argv[n++] = env_or("SBXLOOP_BIN", "sbxloop");
-	while (*args && n < 15)
-		argv[n++] = *args++;
-	argv[n] = NULL;
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int out, err;
-
-		if (chdir(dir) < 0)
-			_exit(126);
-		out = open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		err = open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (out < 0 || err < 0)
-			_exit(126);
-		dup2(out, 1);
-		dup2(err, 2);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-static int wait_code(pid_t pid)
-{
-	int status;
-
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
-}
-
-static int sbx(const char *a1, const char *a2, const char *a3)
-{
-	const char *args[] = {a1, a2, a3, NULL};
-
-	return wait_code(spawn(args));
 }
 
 static char *output(const char *which)
@@ -205,76 +138,6 @@ static void assert_stderr_has(const char *needle)
 }
 
 /* ---- the store ---------------------------------------------------------- */
-
-static sqlite3 *db_open(void)
-{
-	char path[4200];
-	sqlite3 *db = NULL;
-
-	snprintf(path, sizeof(path), "%s/state/state.db", dir);
-	ck_assert_int_eq(
-		sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL),
-		SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	return db;
-}
-
-/* First column of the first row, or "" (caller frees). */
-static char *q_str(const char *fmt, ...)
-{
-	sqlite3 *db = db_open();
-	sqlite3_stmt *st = NULL;
-	char sql[2048];
-	char *res;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK,
-		      "bad query %s: %s", sql, sqlite3_errmsg(db));
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-		res = strdup((const char *)sqlite3_column_text(st, 0));
-	else
-		res = strdup("");
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return res;
-}
-
-static long q_int(const char *fmt, const char *a, const char *b)
-{
-	char *s = q_str(fmt, a, b);
-	long v = strtol(s, NULL, 10);
-
-	free(s);
-	return v;
-}
-
-static void q_exec(const char *sql)
-{
-	sqlite3 *db = db_open();
-	char *msg = NULL;
-
-	ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK,
-		      "%s: %s", sql, msg ? msg : "");
-	sqlite3_close(db);
-}
-
-static char *last_run(void)
-{
-	return q_str("SELECT run_id FROM runs ORDER BY created_at DESC "
-		     "LIMIT 1");
-}
-
-static void assert_run_state(const char *run, const char *state)
-{
-	char *got = q_str("SELECT state FROM runs WHERE run_id='%s'", run);
-
-	ck_assert_msg(strcmp(got, state) == 0, "run %s is '%s', not '%s'", run,
-		      got, state);
-	free(got);
-}
 
 static void assert_task(const char *run, const char *task, const char *state,
 			int revisions, int replans)
@@ -314,13 +177,6 @@ static void assert_attempts(const char *run, const char *task,
 	free(got);
 }
 
-static long count_events(const char *run, const char *type)
-{
-	return q_int("SELECT count(*) FROM events WHERE run_id='%s' AND "
-		     "type='%s'",
-		     run, type);
-}
-
 static int file_exists(const char *run, const char *rel)
 {
 	char *ws = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
@@ -332,40 +188,6 @@ static int file_exists(const char *run, const char *rel)
 	ok = stat(path, &st) == 0;
 	free(ws);
 	return ok;
-}
-
-/* A count from the store, 0 while the store is not created yet. */
-static long soft_count(const char *sql)
-{
-	char path[4200];
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	long v = 0;
-
-	snprintf(path, sizeof(path), "%s/state/state.db", dir);
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) ==
-	    SQLITE_OK) {
-		sqlite3_busy_timeout(db, 2000);
-		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-		    sqlite3_step(st) == SQLITE_ROW)
-			v = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
-	}
-	sqlite3_close(db);
-	return v;
-}
-
-/* Poll the store until `sql` (a count) is positive. */
-static int wait_for(const char *sql, double secs)
-{
-	double waited = 0;
-
-	for (; waited < secs; waited += 0.05) {
-		if (soft_count(sql) > 0)
-			return 1;
-		sleep_ms(50);
-	}
-	return 0;
 }
 
 /* ---- units: prompts, the task graph, ids -------------------------------- */
@@ -538,7 +360,7 @@ START_TEST(test_one_task_completes)
 	char *run;
 
 	scenario("happy1", NULL);
-	ck_assert_int_eq(sbx("run", "write one file", "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("run", "write one file", "--no-tui"), 0);
 	run = last_run();
 	assert_run_state(run, "completed");
 	assert_task(run, "t1", "done", 0, 0);
@@ -569,7 +391,7 @@ START_TEST(test_three_tasks_run_in_dependency_order)
 	char *run, *order;
 
 	scenario("happy3", NULL);
-	ck_assert_int_eq(sbx("run", "three files", "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("run", "three files", "--no-tui"), 0);
 	run = last_run();
 	assert_run_state(run, "completed");
 	order = q_str("SELECT group_concat(task_id, ',') FROM (SELECT task_id"
@@ -599,7 +421,7 @@ START_TEST(test_invalid_json_then_valid_is_retried_once)
 	char *run;
 
 	scenario("invalid_then_valid", NULL);
-	ck_assert_int_eq(sbx("run", "retry", "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("run", "retry", "--no-tui"), 0);
 	run = last_run();
 	assert_run_state(run, "completed");
 	assert_attempts(run, "", "decompose", "ok");
@@ -614,12 +436,12 @@ START_TEST(test_invalid_json_twice_stops_the_run_resumable)
 	char *run;
 
 	scenario("invalid_twice", NULL);
-	ck_assert_int_eq(sbx("run", "hopeless", "--no-tui"), 2);
+	ck_assert_int_eq(sbxloop("run", "hopeless", "--no-tui"), 2);
 	assert_stderr_has("decompose produced invalid output twice");
 	run = last_run();
 	assert_run_state(run, "decomposing");
 	ck_assert_int_eq(q_int("SELECT count(*) FROM tasks WHERE run_id='%s'",
-			       run, NULL),
+			       run),
 			 0);
 	assert_stderr_has("sbxloop resume");
 	free(run);
@@ -631,7 +453,7 @@ START_TEST(test_verify_commands_that_change_the_machine_are_retried)
 	char *run, *spec;
 
 	scenario("lint", NULL);
-	ck_assert_int_eq(sbx("run", "lint", "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("run", "lint", "--no-tui"), 0);
 	run = last_run();
 	assert_task(run, "t1", "done", 0, 0);
 	spec = q_str("SELECT spec_json FROM tasks WHERE run_id='%s'", run);
@@ -646,7 +468,7 @@ START_TEST(test_plan_egress_outside_the_bounds_is_retried)
 	char *run, *plan;
 
 	scenario("egress_bounds", NULL);
-	ck_assert_int_eq(sbx("run", "egress", "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("run", "egress", "--no-tui"), 0);
 	run = last_run();
 	assert_task(run, "t1", "done", 0, 0);
 	assert_attempts(run, "t1", "plan", "ok");
@@ -664,7 +486,7 @@ START_TEST(test_plan_egress_inside_the_bounds_is_kept_normalised)
 	char *run, *plan;
 
 	scenario("egress_bounds", "policy:\n  allow: [\"*.example.org\"]\n");
-	ck_assert_int_eq(sbx("run", "egress", "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("run", "egress", "--no-tui"), 0);
 	run = last_run();
 	plan = q_str("SELECT output_json FROM phase_attempts WHERE "
 		     "run_id='%s' AND phase='plan' ORDER BY id LIMIT 1",
@@ -682,7 +504,7 @@ START_TEST(test_revise_then_pass_spends_one_revision)
 	char *run, *sid;
 
 	scenario("revise_then_pass", NULL);
-	ck_assert_int_eq(sbx("run", "revise", "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("run", "revise", "--no-tui"), 0);
 	run = last_run();
 	assert_task(run, "t1", "done", 1, 0);
 	assert_attempts(run, "t1", "execute", "ok,ok");
@@ -708,7 +530,7 @@ START_TEST(test_verify_failures_exhaust_revisions_and_spend_a_replan)
 	char *run, *msg;
 
 	scenario("verify_replan", NULL);
-	ck_assert_int_eq(sbx("run", "verify", "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("run", "verify", "--no-tui"), 0);
 	run = last_run();
 	assert_task(run, "t1", "done", 0, 1);
 	assert_attempts(run, "t1", "plan", "ok,ok");
@@ -724,7 +546,7 @@ START_TEST(test_verify_failures_exhaust_revisions_and_spend_a_replan)
 	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
 			       " AND type='phase.end' AND data_json LIKE "
 			       "'%%\"status\":\"failed\"%%'",
-			       run, NULL),
+			       run),
 			 3);
 	msg = q_str("SELECT data_json FROM events WHERE run_id='%s' AND "
 		    "type='phase.end' LIMIT 1",
@@ -740,7 +562,7 @@ START_TEST(test_verify_failures_without_replan_budget_fail_the_task)
 	char *run, *fb;
 
 	scenario("verify_no_replan", "budgets:\n  max_replans_per_task: 0\n");
-	ck_assert_int_eq(sbx("run", "verify", "--no-tui"), 1);
+	ck_assert_int_eq(sbxloop("run", "verify", "--no-tui"), 1);
 	run = last_run();
 	assert_run_state(run, "failed");
 	assert_task(run, "t1", "failed", 3, 0);
@@ -763,7 +585,7 @@ START_TEST(test_reject_replans_then_accept)
 	char *run, *plan;
 
 	scenario("reject_replan_accept", NULL);
-	ck_assert_int_eq(sbx("run", "reject", "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("run", "reject", "--no-tui"), 0);
 	run = last_run();
 	assert_task(run, "t1", "done", 0, 1);
 	assert_attempts(run, "t1", "validate", "reject,accept");
@@ -782,7 +604,7 @@ START_TEST(test_replan_exhaustion_skips_dependents_only)
 	char *run;
 
 	scenario("replan_exhaustion", NULL);
-	ck_assert_int_eq(sbx("run", "mixed", "--no-tui"), 1);
+	ck_assert_int_eq(sbxloop("run", "mixed", "--no-tui"), 1);
 	run = last_run();
 	assert_run_state(run, "failed");
 	assert_task(run, "t1", "failed", 0, 2);
@@ -791,7 +613,7 @@ START_TEST(test_replan_exhaustion_skips_dependents_only)
 	ck_assert(file_exists(run, "out-t3.txt"));
 	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
 			       "run_id='%s' AND task_id='t2'",
-			       run, NULL),
+			       run),
 			 0);
 	free(run);
 }
@@ -802,14 +624,14 @@ START_TEST(test_degraded_critic_pass_is_downgraded_to_revise)
 	char *run;
 
 	scenario("degraded_critic", NULL);
-	ck_assert_int_eq(sbx("run", "degraded", "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("run", "degraded", "--no-tui"), 0);
 	run = last_run();
 	assert_task(run, "t1", "done", 1, 0);
 	assert_attempts(run, "t1", "scrutinize", "revise,pass");
 	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
 			       " AND type='phase.end' AND data_json LIKE "
 			       "'%%\"status\":\"degraded\"%%'",
-			       run, NULL),
+			       run),
 			 1);
 	free(run);
 }
@@ -820,7 +642,7 @@ START_TEST(test_verify_suspect_after_a_failed_check_replans)
 	char *run;
 
 	scenario("verify_suspect", NULL);
-	ck_assert_int_eq(sbx("run", "suspect", "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("run", "suspect", "--no-tui"), 0);
 	run = last_run();
 	assert_task(run, "t1", "done", 0, 1);
 	assert_attempts(run, "t1", "verify", "failed,ok");
@@ -828,7 +650,7 @@ START_TEST(test_verify_suspect_after_a_failed_check_replans)
 	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
 			       " AND type='phase.end' AND data_json LIKE "
 			       "'%%\"honored\":true%%'",
-			       run, NULL),
+			       run),
 			 1);
 	free(run);
 }
@@ -840,7 +662,7 @@ START_TEST(test_resource_abort_fails_the_task_with_a_diagnosis)
 
 	scenario("resources", "limits:\n  disk_warn: 0\n  disk_abort: 99.5\n"
 			      "  mem_warn: 0\n");
-	ck_assert_int_eq(sbx("run", "full disk", "--no-tui"), 1);
+	ck_assert_int_eq(sbxloop("run", "full disk", "--no-tui"), 1);
 	run = last_run();
 	assert_run_state(run, "failed");
 	assert_task(run, "t1", "failed", 0, 0);
@@ -861,11 +683,11 @@ START_TEST(test_too_many_tasks_stops_the_run)
 	char *run;
 
 	scenario("too_many", "budgets:\n  max_tasks: 2\n");
-	ck_assert_int_eq(sbx("run", "big", "--no-tui"), 2);
+	ck_assert_int_eq(sbxloop("run", "big", "--no-tui"), 2);
 	assert_stderr_has("more than budgets.max_tasks=2");
 	run = last_run();
 	ck_assert_int_eq(q_int("SELECT count(*) FROM tasks WHERE run_id='%s'",
-			       run, NULL),
+			       run),
 			 0);
 	free(run);
 }
@@ -876,7 +698,7 @@ START_TEST(test_wall_clock_budget_fails_the_run)
 	char *run, *reason;
 
 	scenario("wall_clock", "budgets:\n  max_wall_clock_s: 1.5\n");
-	ck_assert_int_eq(sbx("run", "slow", "--no-tui"), 2);
+	ck_assert_int_eq(sbxloop("run", "slow", "--no-tui"), 2);
 	assert_stderr_has("exceeded max_wall_clock_s=1.5");
 	run = last_run();
 	assert_run_state(run, "failed");
@@ -896,7 +718,7 @@ START_TEST(test_cancel_from_another_process_then_resume)
 	char *run;
 
 	scenario("cancel_resume", NULL);
-	pid = spawn(args);
+	pid = spawn_sbxloop(NULL, args);
 	ck_assert(wait_for("SELECT count(*) FROM tasks WHERE state="
 			   "'executing'",
 			   20));
@@ -919,7 +741,7 @@ START_TEST(test_cancel_from_another_process_then_resume)
 	ck_assert_int_eq(wait_code(pid), 2);
 	assert_stderr_has("was cancelled");
 	assert_run_state(run, "cancelled");
-	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
 	assert_run_state(run, "completed");
 	assert_task(run, "t1", "done", 0, 0);
 	/* the resumed run did not re-execute: verify resumed after review */
@@ -934,11 +756,11 @@ START_TEST(test_resume_of_a_completed_run_is_refused)
 	char *run;
 
 	scenario("happy1", NULL);
-	ck_assert_int_eq(sbx("run", "once", "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("run", "once", "--no-tui"), 0);
 	run = last_run();
-	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 2);
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 2);
 	assert_stderr_has("already completed");
-	ck_assert_int_eq(sbx("resume", "r00000000", "--no-tui"), 2);
+	ck_assert_int_eq(sbxloop("resume", "r00000000", "--no-tui"), 2);
 	assert_stderr_has("unknown run r00000000");
 	free(run);
 }
@@ -949,10 +771,10 @@ START_TEST(test_config_change_before_resume_is_reported_as_drift)
 	char *run, *msg;
 
 	scenario("drift", NULL);
-	ck_assert_int_eq(sbx("run", "drift", "--no-tui"), 2);
+	ck_assert_int_eq(sbxloop("run", "drift", "--no-tui"), 2);
 	run = last_run();
 	write_config("local", "budgets:\n  max_revisions_per_task: 5\n");
-	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
 	assert_run_state(run, "completed");
 	msg = q_str("SELECT data_json FROM events WHERE run_id='%s' AND "
 		    "type='run.config_drift'",
@@ -979,7 +801,7 @@ START_TEST(test_keep_sandboxes_keeps_the_sandbox)
 	char *run, *kept;
 
 	scenario("happy1", NULL);
-	ck_assert_int_eq(sbx("run", "keep", "--keep-sandboxes"), 0);
+	ck_assert_int_eq(sbxloop("run", "keep", "--keep-sandboxes"), 0);
 	run = last_run();
 	ck_assert(sandbox_exists(run));
 	kept = q_str("SELECT kept_reason FROM runs WHERE run_id='%s'", run);
@@ -995,7 +817,7 @@ START_TEST(test_keep_on_failure_keeps_a_failed_runs_sandbox)
 	char *run, *kept;
 
 	scenario("verify_no_replan", "budgets:\n  max_replans_per_task: 0\n");
-	ck_assert_int_eq(sbx("run", "fail", "--keep-on-failure"), 1);
+	ck_assert_int_eq(sbxloop("run", "fail", "--keep-on-failure"), 1);
 	run = last_run();
 	ck_assert(sandbox_exists(run));
 	kept = q_str("SELECT kept_reason FROM runs WHERE run_id='%s'", run);
@@ -1011,14 +833,14 @@ START_TEST(test_resume_after_gc_removed_the_workspace_is_refused)
 	char *run, sql[512];
 
 	scenario("invalid_twice", NULL);
-	ck_assert_int_eq(sbx("run", "gc", "--no-tui"), 2);
+	ck_assert_int_eq(sbxloop("run", "gc", "--no-tui"), 2);
 	run = last_run();
 	snprintf(sql, sizeof(sql),
 		 "INSERT INTO events(run_id, ts, type, data_json) VALUES "
 		 "('%s', 0, 'daemon.gc', '{\"workspace_removed\":true}')",
 		 run);
 	q_exec(sql);
-	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 2);
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 2);
 	assert_stderr_has("gc sweep removed its workspace");
 	assert_run_state(run, "decomposing");
 	free(run);
@@ -1033,19 +855,19 @@ static void kill_and_resume(const char *name, const char *sql)
 	char *run;
 
 	scenario(name, NULL);
-	pid = spawn(args);
+	pid = spawn_sbxloop(NULL, args);
 	ck_assert_msg(wait_for(sql, 20), "never reached: %s", sql);
 	sleep_ms(300);
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(wait_code(pid), 128 + SIGKILL);
 	run = last_run();
-	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
 	/* the same final state as an uninterrupted run */
 	assert_run_state(run, "completed");
 	assert_task(run, "t1", "done", 0, 0);
 	ck_assert(file_exists(run, "out-t1.txt"));
 	ck_assert_int_eq(q_int("SELECT count(*) FROM tasks WHERE run_id='%s'",
-			       run, NULL),
+			       run),
 			 1);
 	free(run);
 }
@@ -1078,7 +900,7 @@ START_TEST(test_ctrl_c_removes_sandboxes_and_leaves_the_run_resumable)
 	pid_t pid;
 
 	scenario("kill_execute", NULL);
-	pid = spawn(args);
+	pid = spawn_sbxloop(NULL, args);
 	ck_assert(wait_for("SELECT count(*) FROM tasks WHERE "
 			   "state='executing'",
 			   20));
@@ -1094,7 +916,7 @@ START_TEST(test_ctrl_c_removes_sandboxes_and_leaves_the_run_resumable)
 	snprintf(path, sizeof(path), "%s/state/sandboxes/sbxloop-%s-agent",
 		 dir, run);
 	ck_assert_int_ne(access(path, F_OK), 0);
-	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
 	assert_run_state(run, "completed");
 	free(run);
 }
@@ -1107,7 +929,7 @@ START_TEST(test_second_ctrl_c_forces_the_exit)
 	char *run;
 
 	scenario("kill_execute", NULL);
-	pid = spawn(args);
+	pid = spawn_sbxloop(NULL, args);
 	ck_assert(wait_for("SELECT count(*) FROM tasks WHERE "
 			   "state='executing'",
 			   20));
@@ -1135,7 +957,7 @@ static void fault_then_recover(const char *name, const char *fault_yaml,
 
 	copy_scenario(name);
 	write_config("mock", fault_yaml);
-	ck_assert_int_eq(sbx("run", "faulty", "--no-tui"), 2);
+	ck_assert_int_eq(sbxloop("run", "faulty", "--no-tui"), 2);
 	assert_stderr_has(msg);
 	run = last_run();
 	{
@@ -1153,7 +975,7 @@ static void fault_then_recover(const char *name, const char *fault_yaml,
 		 key, ok_value, run);
 	q_exec(sql);
 	write_config("mock", NULL);
-	ck_assert_int_eq(sbx("resume", run, "--no-tui"), 0);
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
 	assert_run_state(run, "completed");
 	free(run);
 }

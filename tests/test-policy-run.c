@@ -11,40 +11,22 @@
 #include "config.h"
 
 #include <check.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "runtest.h"
 #include "testutil.h"
 
 #define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
 
 static char *dir;
-
-static const char *env_or(const char *name, const char *dflt)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : dflt;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 /* A path under the scratch dir (caller frees). */
 static char *at(const char *fmt, ...) PRINTF_LIKE(1, 2);
@@ -146,6 +128,7 @@ static void write_config(const char *provider, const char *policy,
 static void setup(void)
 {
 	dir = tu_tmpdir();
+	rt_set_dir(dir);
 }
 
 static void teardown(void)
@@ -157,63 +140,6 @@ static void teardown(void)
 }
 
 /* ---- running sbxloop ---------------------------------------------------- */
-
-/*
- * Start `sbxloop ARGS...` in the scratch dir with extra `env` entries
- * (NULL-terminated, may be NULL); output goes to out.txt and err.txt.
- */
-static pid_t spawn_env(const char *const *env, const char *const *args)
-{
-	const char *argv[16];
-	pid_t pid;
-	size_t n = 0;
-
-	argv[n++] = env_or("SBXLOOP_BIN", "sbxloop");
-	while (*args && n < 15)
-		argv[n++] = *args++;
-	argv[n] = NULL;
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int in, out, err;
-
-		if (chdir(dir) < 0)
-			_exit(126);
-		in = open("/dev/null", O_RDONLY);
-		out = open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		err = open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (in < 0 || out < 0 || err < 0)
-			_exit(126);
-		dup2(in, 0);
-		dup2(out, 1);
-		dup2(err, 2);
-		for (; env && *env; env++)
-			putenv((char *)*env);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-static int wait_code(pid_t pid)
-{
-	int status;
-
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
-}
-
-/* sbxloop with up to three arguments, to completion: its exit code. */
-static int sbxloop(const char *a1, const char *a2, const char *a3)
-{
-	const char *args[] = {a1, a2, a3, NULL};
-
-	return wait_code(spawn_env(NULL, args));
-}
 
 /* sbxloop ARGS to completion with captured output (tu_run_free it). */
 static void sbxloop_capture(struct tu_run *r, const char *const *args)
@@ -248,86 +174,6 @@ static void assert_file_lacks(const char *rel, const char *needle)
 
 /* ---- the store ---------------------------------------------------------- */
 
-static sqlite3 *db_open(void)
-{
-	char *path = at("state/state.db");
-	sqlite3 *db = NULL;
-
-	ck_assert_int_eq(
-		sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL),
-		SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	free(path);
-	return db;
-}
-
-/* First column of the first row, or "" (caller frees). */
-static char *q_str(const char *fmt, ...) PRINTF_LIKE(1, 2);
-
-static char *q_str(const char *fmt, ...)
-{
-	sqlite3 *db = db_open();
-	sqlite3_stmt *st = NULL;
-	char sql[4096];
-	char *res;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK,
-		      "bad query %s: %s", sql, sqlite3_errmsg(db));
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-		res = strdup((const char *)sqlite3_column_text(st, 0));
-	else
-		res = strdup("");
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return res;
-}
-
-static long q_int(const char *fmt, ...) PRINTF_LIKE(1, 2);
-
-static long q_int(const char *fmt, ...)
-{
-	char sql[4096], *s;
-	long v;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	s = q_str("%s", sql);
-	v = strtol(s, NULL, 10);
-	free(s);
-	return v;
-}
-
-static void q_exec(const char *sql)
-{
-	sqlite3 *db = db_open();
-	char *msg = NULL;
-
-	ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK,
-		      "%s: %s", sql, msg ? msg : "");
-	sqlite3_close(db);
-}
-
-static char *last_run(void)
-{
-	return q_str("SELECT run_id FROM runs ORDER BY created_at DESC "
-		     "LIMIT 1");
-}
-
-static void assert_run_state(const char *run, const char *state)
-{
-	char *got = q_str("SELECT state FROM runs WHERE run_id='%s'", run);
-
-	ck_assert_msg(strcmp(got, state) == 0, "run %s is '%s', not '%s'", run,
-		      got, state);
-	free(got);
-}
-
 static void assert_task_state(const char *run, const char *task,
 			      const char *state)
 {
@@ -338,13 +184,6 @@ static void assert_task_state(const char *run, const char *task,
 	ck_assert_msg(strcmp(got, state) == 0, "task %s is '%s', not '%s'",
 		      task, got, state);
 	free(got);
-}
-
-static long count_events(const char *run, const char *type)
-{
-	return q_int("SELECT count(*) FROM events WHERE run_id='%s' AND "
-		     "type='%s'",
-		     run, type);
 }
 
 /* The types and domains of a run's policy events in seq order:
@@ -379,40 +218,6 @@ static long seq_of(const char *run, const char *agg, const char *type,
 	return q_int("SELECT ifnull(%s(seq), 0) FROM events WHERE run_id='%s'"
 		     " AND type='%s' AND json_extract(data_json, '$.%s')='%s'",
 		     agg, run, type, field, value);
-}
-
-/* A count from the store, 0 while the store is not created yet. */
-static long soft_count(const char *sql)
-{
-	char *path = at("state/state.db");
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	long v = 0;
-
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) ==
-	    SQLITE_OK) {
-		sqlite3_busy_timeout(db, 2000);
-		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-		    sqlite3_step(st) == SQLITE_ROW)
-			v = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
-	}
-	sqlite3_close(db);
-	free(path);
-	return v;
-}
-
-/* Poll the store until `sql` (a count) is positive. */
-static int wait_for(const char *sql, double secs)
-{
-	double waited;
-
-	for (waited = 0; waited < secs; waited += 0.05) {
-		if (soft_count(sql) > 0)
-			return 1;
-		sleep_ms(50);
-	}
-	return 0;
 }
 
 /* ---- the granter's record ----------------------------------------------- */
@@ -615,7 +420,7 @@ START_TEST(test_resume_grants_again_on_the_fresh_sandbox)
 
 	copy_scenario("policy_kill_execute");
 	write_config("local", "[recgranter]", RECORDING);
-	pid = spawn_env(NULL, args);
+	pid = spawn_sbxloop(NULL, args);
 	ck_assert(wait_for("SELECT count(*) FROM events WHERE "
 			   "type='policy.allow'",
 			   20));
@@ -865,7 +670,7 @@ START_TEST(test_a_deny_added_before_resume_refuses_the_stored_grant)
 
 	copy_scenario("policy_kill_execute");
 	write_config("local", "[recgranter]", RECORDING);
-	pid = spawn_env(NULL, args);
+	pid = spawn_sbxloop(NULL, args);
 	ck_assert(wait_for("SELECT count(*) FROM events WHERE "
 			   "type='policy.allow'",
 			   20));
@@ -964,7 +769,7 @@ START_TEST(test_a_disk_abort_fails_the_task_and_skips_its_dependents)
 	write_config("local", "[]",
 		     "limits:\n  disk_warn: 90\n  disk_abort: 95\n"
 		     "  mem_warn: 0\n  mem_abort: 0\n");
-	ck_assert_int_eq(wait_code(spawn_env(env, args)), 1);
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 1);
 	run = last_run();
 	assert_run_state(run, "failed");
 	assert_task_state(run, "t3", "done");
