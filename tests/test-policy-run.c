@@ -337,9 +337,11 @@ START_TEST(test_declared_domains_are_granted_at_execute_entry_and_revoked)
 	ck_assert_int_eq(cJSON_GetArraySize(log), 4);
 	cJSON_ArrayForEach(ev, log)
 	{
-		const char *type = cJSON_GetObjectItem(ev, "type")->valuestring;
+		const char *type =
+			cJSON_GetObjectItem(ev, "type")->valuestring;
 
-		ck_assert_str_eq(type, i < 2 ? "policy.allow" : "policy.revoke");
+		ck_assert_str_eq(type,
+				 i < 2 ? "policy.allow" : "policy.revoke");
 		ck_assert_str_eq(jget(ev, "task_id"), "t1");
 		ck_assert_str_eq(jget(ev, "phase"), "execute");
 		ck_assert_str_eq(jget(ev, "sandbox"), box);
@@ -503,8 +505,8 @@ START_TEST(test_a_granter_that_cannot_enforce_egress_refuses_with_why)
 	else
 		snprintf(want, sizeof(want),
 			 "no granter can enforce it: local: cannot grant "
-			 "'astral.sh' to sandbox 'sbxloop-%s-agent': the local "
-			 "provider cannot enforce per-domain egress",
+			 "'astral.sh' to sandbox 'sbxloop-%s-agent': the "
+			 "local provider cannot enforce per-domain egress",
 			 run);
 	ck_assert_msg(strncmp(msg, "egress refused: astral.sh — ", 29) == 0 &&
 			      strstr(msg, want),
@@ -981,7 +983,8 @@ static char *snapshot(const char *src)
 	parts[4] = git(src, "ls-files", "-s", NULL);
 	parts[5] = git(src, "config", "--local", "--list", NULL);
 	parts[6] = git(src, "stash", "list", NULL);
-	if (asprintf(&all, "%s\n--\n%s\n--\n%s\n--\n%s\n--\n%s\n--\n%s\n--\n%s",
+	if (asprintf(&all,
+		     "%s\n--\n%s\n--\n%s\n--\n%s\n--\n%s\n--\n%s\n--\n%s",
 		     parts[0], parts[1], parts[2], parts[3], parts[4],
 		     parts[5], parts[6]) < 0)
 		abort();
