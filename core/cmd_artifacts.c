@@ -159,31 +159,25 @@ static int harvest_note_cb(void *user, const struct sbxloop_event *ev)
 {
 	char **note = user;
 	cJSON *data = cJSON_Parse(ev->data_json ? ev->data_json : "{}");
-	const cJSON *ex = cJSON_GetObjectItemCaseSensitive(data, "excluded");
-	const cJSON *c;
-	struct sbx_buf b = SBX_BUF_INIT;
-	double total = 0;
+	cJSON *ex = cJSON_GetObjectItemCaseSensitive(data, "excluded"), *c;
+	struct sbx_artifact_scan counted = {0};
+	size_t n = 0;
 
 	cJSON_ArrayForEach(c, ex)
-		if (cJSON_IsNumber(c))
-			total += c->valuedouble;
-	free(*note);
-	*note = NULL;
-	if (total > 0) {
-		int first = 1;
-
-		sbx_buf_addf(&b, "%.0f file(s) excluded (", total);
-		cJSON_ArrayForEach(c, ex)
-		{
-			if (!cJSON_IsNumber(c))
-				continue;
-			sbx_buf_addf(&b, "%s%s: %.0f", first ? "" : ", ",
-				     c->string, c->valuedouble);
-			first = 0;
-		}
-		sbx_buf_adds(&b, ")");
-		*note = sbx_buf_detach(&b);
+		n += cJSON_IsNumber(c) && c->valuedouble >= 1;
+	counted.tally = sbx_xcalloc(n ? n : 1, sizeof(*counted.tally));
+	/* the event's keys come sorted, as a scan's tally does */
+	cJSON_ArrayForEach(c, ex)
+	{
+		if (!cJSON_IsNumber(c) || c->valuedouble < 1)
+			continue;
+		counted.tally[counted.n_tally].key = c->string;
+		counted.tally[counted.n_tally++].count = (size_t)c->valuedouble;
+		counted.excluded += (size_t)c->valuedouble;
 	}
+	free(*note);
+	*note = sbx_artifacts_note(&counted);
+	free(counted.tally);
 	cJSON_Delete(data);
 	return 0;
 }
