@@ -576,6 +576,128 @@ START_TEST(test_task_filter_matches_data_task_id_exactly)
 }
 END_TEST
 
+/* Whether SQLite's own JSON functions say `data` has task_id "t1". */
+static int sqlite_says_t1(sqlite3 *mem, const char *data)
+{
+	sqlite3_stmt *st = NULL;
+	int yes;
+
+	ck_assert_int_eq(sqlite3_prepare_v2(mem,
+					    "SELECT CASE WHEN json_valid(?1)"
+					    " THEN json_extract(?1,"
+					    " '$.task_id') END IS 't1'",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_text(st, 1, data, -1, SQLITE_STATIC);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	yes = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return yes;
+}
+
+/*
+ * The store reads data.task_id without SQLite's JSON functions; it must
+ * agree with json_extract() on every shape, the top level only.
+ */
+START_TEST(test_task_filter_agrees_with_json_extract)
+{
+	static const char *const data[][2] = {
+		{"plain", "{\"task_id\":\"t1\"}"},
+		{"nested", "{\"plan\":{\"task_id\":\"t1\"}}"},
+		{"in-string", "{\"text\":\"\\\"task_id\\\":\\\"t1\"}"},
+		{"number", "{\"task_id\":1}"},
+		{"unclosed", "{\"task_id\":\"t1\""},
+		{"trailing", "{\"task_id\":\"t1\"} x"},
+		{"array", "[{\"task_id\":\"t1\"}]"},
+		{"escaped", "{\"task_id\":\"t\\u0031\"}"},
+		{"escaped-key", "{\"task\\u005fid\":\"t1\"}"},
+		{"after", "{\"a\":[1,{\"b\":\"]}\"}],\"task_id\":\"t1\"}"},
+		{"first", "{\"task_id\":\"t1\",\"task_id\":\"t2\"}"},
+		{"spaced", " { \"task_id\" : \"t1\" } "},
+		{"null", "{\"task_id\":null,\"x\":\"t1\"}"},
+	};
+	size_t n = sizeof(data) / sizeof(data[0]), i;
+	int k = 0, want = 0;
+	struct seen s;
+	sqlite3 *mem = NULL;
+
+	ck_assert_int_eq(sqlite3_open(":memory:", &mem), SQLITE_OK);
+	make_run("r1", NULL, 0);
+	for (i = 0; i < n; i++)
+		append("r1", data[i][0], data[i][1]);
+	ck_assert_int_eq(query(NULL, "t1", 0, 0, &s), 0);
+	for (i = 0; i < n; i++) {
+		if (!sqlite_says_t1(mem, data[i][1]))
+			continue;
+		want++;
+		ck_assert_msg(k < s.n && strcmp(s.items[k], data[i][0]) == 0,
+			      "'%s' should match task t1", data[i][0]);
+		k++;
+	}
+	ck_assert_int_eq(s.n, want);
+	sqlite3_close(mem);
+	/* What any JSON reader agrees on. */
+	ck_assert_int_ge(want, 5);
+	ck_assert_str_eq(s.items[0], "plain");
+	ck_assert_str_eq(s.items[1], "escaped");
+	ck_assert_int_eq(query(NULL, "t9", 0, 0, &s), 0);
+	ck_assert_int_eq(s.n, 0);
+}
+END_TEST
+
+/* A type prefix matching more types than the store lists inline. */
+START_TEST(test_type_prefix_over_many_types)
+{
+	char type[32];
+	struct seen s;
+	int i;
+
+	make_run("r1", NULL, 0);
+	for (i = 0; i < 40; i++) {
+		snprintf(type, sizeof(type), "many.t%02d", i);
+		append("r1", type, NULL);
+		append("r1", "other", NULL);
+	}
+	ck_assert_int_eq(query("many.", NULL, 0, 0, &s), 0);
+	ck_assert_int_eq(s.n, 40);
+	ck_assert_str_eq(s.items[0], "many.t00");
+	ck_assert_str_eq(s.items[39], "many.t39");
+	ck_assert_int_eq(query("many.t1", NULL, 0, 0, &s), 0);
+	ck_assert_int_eq(s.n, 10);
+	ck_assert_int_eq(query("nomatch.", NULL, 0, 0, &s), 0);
+	ck_assert_int_eq(s.n, 0);
+}
+END_TEST
+
+/* Another tool writing through the `events` view is read like our own. */
+START_TEST(test_events_inserted_through_the_view_are_read_back)
+{
+	struct seen s;
+	sqlite3 *db;
+
+	make_run("r1", NULL, 0);
+	append("r1", "ours", "{\"task_id\":\"t1\"}");
+	ck_assert_int_eq(ops->flush(store, &err), 0);
+	db = raw_open();
+	raw_exec(db, "INSERT INTO events (run_id, ts, type, data_json)"
+		     " VALUES ('r1', 5, 'theirs', '{\"task_id\":\"t1\"}'),"
+		     " ('r1', 6, 'new.kind', '{}')");
+	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM events"
+				     " WHERE task_id = 't1'"),
+			 2);
+	sqlite3_close(db);
+	ck_assert_int_eq(query(NULL, "t1", 0, 0, &s), 0);
+	ck_assert_int_eq(s.n, 2);
+	ck_assert_str_eq(s.items[1], "theirs");
+	ck_assert_int_eq(query("new.", NULL, 0, 0, &s), 0);
+	ck_assert_int_eq(s.n, 1);
+	append("r1", "after", NULL);
+	ck_assert_int_eq(query(NULL, NULL, 0, 0, &s), 0);
+	ck_assert_int_eq(s.n, 4);
+	ck_assert_str_eq(s.items[3], "after");
+}
+END_TEST
+
 START_TEST(test_event_envelope_is_the_sorted_compact_line)
 {
 	struct sbxloop_event_query q = {.struct_size = sizeof(q)};
@@ -782,7 +904,7 @@ START_TEST(test_v1_database_is_migrated_in_place_with_data_intact)
 	u.kept_reason = "manual";
 	ck_assert_int_eq(ops->run_update(store, &u, NULL, 0, &err), 0);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 3);
 	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM events"), 2);
 	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM runs WHERE"
 				     " reason = 'reconciled'"
@@ -790,6 +912,7 @@ START_TEST(test_v1_database_is_migrated_in_place_with_data_intact)
 			 1);
 	sqlite3_close(db);
 	ck_assert(strstr(fakehost_log(fh), "from schema 1 to 2") != NULL);
+	ck_assert(strstr(fakehost_log(fh), "from schema 2 to 3") != NULL);
 }
 END_TEST
 
@@ -838,8 +961,152 @@ START_TEST(test_an_unversioned_database_gains_the_missing_columns)
 			 0);
 	ck_assert_int_eq(s.n, 1);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 3);
 	sqlite3_close(db);
+}
+END_TEST
+
+/* The layout v2 shipped (schema.c's history), with every kind of row. */
+static const char schema_v2[] =
+	"CREATE TABLE runs (run_id TEXT PRIMARY KEY, outcome TEXT NOT NULL,"
+	" state TEXT NOT NULL, config_json TEXT NOT NULL DEFAULT '{}',"
+	" created_at REAL NOT NULL, updated_at REAL NOT NULL,"
+	" workspace TEXT, mounted INTEGER NOT NULL DEFAULT 0,"
+	" kept_reason TEXT, user_guidance TEXT NOT NULL DEFAULT '[]',"
+	" reason TEXT);"
+	"CREATE TABLE tasks (run_id TEXT NOT NULL, task_id TEXT NOT NULL,"
+	" order_idx INTEGER NOT NULL, state TEXT NOT NULL,"
+	" spec_json TEXT NOT NULL DEFAULT '{}', plan_json TEXT,"
+	" revisions INTEGER NOT NULL DEFAULT 0,"
+	" replans INTEGER NOT NULL DEFAULT 0,"
+	" last_feedback TEXT NOT NULL DEFAULT '', session_id TEXT,"
+	" PRIMARY KEY (run_id, task_id));"
+	"CREATE TABLE phase_attempts (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" run_id TEXT NOT NULL, task_id TEXT, phase TEXT NOT NULL,"
+	" attempt INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL,"
+	" output_json TEXT NOT NULL DEFAULT '{}', started_at REAL NOT NULL,"
+	" ended_at REAL NOT NULL);"
+	"CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" run_id TEXT NOT NULL, ts REAL NOT NULL, type TEXT NOT NULL,"
+	" job_id TEXT, data_json TEXT NOT NULL DEFAULT '{}', task_id TEXT);"
+	"CREATE INDEX idx_runs_created ON runs(created_at);"
+	"CREATE INDEX idx_tasks_order ON tasks(run_id, order_idx);"
+	"CREATE INDEX idx_attempts_phase"
+	" ON phase_attempts(run_id, task_id, phase, id);"
+	"CREATE INDEX idx_events_run ON events(run_id, seq);"
+	"CREATE INDEX idx_events_type ON events(run_id, type, seq);"
+	"CREATE INDEX idx_events_task ON events(run_id, task_id, seq)"
+	" WHERE task_id IS NOT NULL;"
+	"PRAGMA user_version = 2;"
+	"INSERT INTO runs (run_id, outcome, state, created_at, updated_at,"
+	" kept_reason) VALUES ('r1', 'one', 'done', 1, 2, 'manual'),"
+	" ('r2', 'two', 'running', 3, 4, NULL);"
+	"INSERT INTO tasks (run_id, task_id, order_idx, state)"
+	" VALUES ('r1', 't1', 0, 'done');"
+	"INSERT INTO events (run_id, ts, type, job_id, data_json, task_id)"
+	" VALUES ('r1', 1.25, 'run.start', NULL, '{}', NULL),"
+	" ('r2', 1.5, 'run.start', NULL, '{}', NULL),"
+	" ('r1', 2, 'task.state', NULL, '{\"task_id\":\"t1\"}', 't1'),"
+	" ('r1', 3, 'agent.tool_start', 'job-1',"
+	" '{\"task_id\":\"t1\",\"tool\":\"sh\"}', 't1'),"
+	" ('r1', 4, 'agent%x', 'job-2', '{\"task_id\":7}', 7),"
+	" ('r2', 5, 'policy.allow', NULL, '{\"task_id\":\"t2\"}', 't2'),"
+	" ('r1', 6, 'run.end', NULL, '{}', NULL),"
+	" ('r1', 7, 'gone', NULL, '{}', NULL);"
+	/* The newest event deleted: AUTOINCREMENT remembered seq 8. */
+	"DELETE FROM events WHERE seq = 8;";
+
+#define EVENTS_DIGEST                                                         \
+	"SELECT group_concat(line, ';') FROM (SELECT seq || '|' || run_id"    \
+	" || '|' || ts || '|' || type || '|' || ifnull(job_id, '-') || '|'"   \
+	" || data_json || '|' || ifnull(task_id, '-') AS line FROM events"    \
+	" ORDER BY seq)"
+
+/* The text of the one-row query `sql` on `db`, malloc'd. */
+static char *raw_text(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	char *v;
+
+	ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK,
+		      "%s: %s", sql, sqlite3_errmsg(db));
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	v = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return v;
+}
+
+START_TEST(test_v2_database_moves_its_events_to_keyed_rows)
+{
+	struct sbxloop_event_query q = {.struct_size = sizeof(q)};
+	struct seen s = {0};
+	sqlite3 *db = raw_open();
+	char *before, *after;
+	int64_t seq = 0;
+
+	raw_exec(db, schema_v2);
+	before = raw_text(db, EVENTS_DIGEST);
+	sqlite3_close(db);
+	ck_assert_msg(ops->create(fakehost_host(fh), &store, &err) == 0, "%s",
+		      err.message);
+	ck_assert(strstr(fakehost_log(fh), "from schema 2 to 3") != NULL);
+	/* Every event, through the view, exactly as it was. */
+	db = raw_open();
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 3);
+	after = raw_text(db, EVENTS_DIGEST);
+	ck_assert_str_eq(after, before);
+	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master"
+				     " WHERE name LIKE 'idx_events_%'"
+				     " OR name = 'events_v2'"),
+			 0);
+	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM"
+				     " pragma_integrity_check"
+				     " WHERE integrity_check != 'ok'"),
+			 0);
+	sqlite3_close(db);
+	/* The commands' queries find them. */
+	q.run_id = "r1";
+	q.task_id = "t1";
+	ck_assert_int_eq(ops->events_query(store, &q, seen_event, &s, &err),
+			 0);
+	ck_assert_int_eq(s.n, 2);
+	ck_assert_str_eq(s.items[1], "agent.tool_start");
+	memset(&s, 0, sizeof(s));
+	q.task_id = NULL;
+	q.type_prefix = "agent%";
+	ck_assert_int_eq(ops->events_query(store, &q, seen_event, &s, &err),
+			 0);
+	ck_assert_int_eq(s.n, 1);
+	memset(&s, 0, sizeof(s));
+	q.run_id = "r2";
+	q.type_prefix = "policy.";
+	ck_assert_int_eq(ops->events_query(store, &q, seen_event, &s, &err),
+			 0);
+	ck_assert_int_eq(s.n, 1);
+	/* A new event comes after every old one, in its run. */
+	{
+		struct sbxloop_event ev = {.struct_size = sizeof(ev)};
+
+		ev.run_id = "r1";
+		ev.type = "run.resume";
+		ev.ts = 9;
+		ck_assert_int_eq(ops->event_append(store, &ev, NULL, &err), 0);
+		ck_assert_int_eq(ops->flush(store, &err), 0);
+	}
+	memset(&s, 0, sizeof(s));
+	q.run_id = "r1";
+	q.type_prefix = NULL;
+	q.after_seq = 6;
+	ck_assert_int_eq(ops->events_query(store, &q, seen_event, &s, &err),
+			 0);
+	ck_assert_int_eq(s.n, 2);
+	ck_assert_str_eq(s.items[1], "run.resume");
+	db = raw_open();
+	seq = raw_int(db, "SELECT max(seq) FROM events");
+	ck_assert_int_ge(seq, 8);
+	sqlite3_close(db);
+	free(before);
+	free(after);
 }
 END_TEST
 
@@ -861,7 +1128,7 @@ START_TEST(test_a_fresh_database_is_wal_and_current)
 	sqlite3 *db = raw_open();
 	sqlite3_stmt *st = NULL;
 
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 3);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1,
 					    &st, NULL),
 			 SQLITE_OK);
@@ -871,6 +1138,12 @@ START_TEST(test_a_fresh_database_is_wal_and_current)
 	sqlite3_close(db);
 }
 END_TEST
+
+#define EVENTS_SELECT                                                         \
+	"SELECT e.seq, e.ts, e.job_id, t.name, e.data_json"                   \
+	" FROM event_rows e CROSS JOIN event_names t"                         \
+	" ON t.name_key = e.type_key WHERE e.run_key = (SELECT name_key"      \
+	" FROM event_names WHERE kind = 1 AND name = ?1) AND e.seq > ?2"
 
 /* The plan SQLite picks for `sql` must mention `index` and no scan. */
 static void assert_plan(sqlite3 *db, const char *sql, const char *index)
@@ -888,7 +1161,7 @@ static void assert_plan(sqlite3 *db, const char *sql, const char *index)
 	}
 	sqlite3_finalize(st);
 	ck_assert_msg(strstr(plan, index) != NULL, "%s\nplan: %s", sql, plan);
-	ck_assert_msg(strstr(plan, "SCAN events") == NULL &&
+	ck_assert_msg(strstr(plan, "SCAN event") == NULL &&
 			      strstr(plan, "SCAN tasks") == NULL &&
 			      strstr(plan, "SCAN phase_attempts") == NULL,
 		      "%s\nplan: %s", sql, plan);
@@ -898,22 +1171,30 @@ START_TEST(test_every_command_query_uses_an_index)
 {
 	sqlite3 *db = raw_open();
 
+	/* The shapes store_events_query() and event_last_ts() build. */
+	assert_plan(db, EVENTS_SELECT " ORDER BY e.seq", "idx_event_rows_run");
 	assert_plan(db,
-		    "SELECT * FROM events WHERE run_id = 'r' AND seq > 0"
-		    " ORDER BY seq",
-		    "idx_events_run");
+		    EVENTS_SELECT " AND e.type_key IN (?10, ?11) ORDER BY e.seq",
+		    "idx_event_rows_run");
 	assert_plan(db,
-		    "SELECT * FROM events WHERE run_id = 'r' AND +seq > 0"
-		    " AND type >= 'policy.' AND type < 'policy/' ORDER BY seq",
-		    "idx_events_type");
+		    EVENTS_SELECT " AND e.type_key IN (SELECT name_key FROM"
+		    " event_names WHERE kind = 2 AND name >= ?3"
+		    " AND name < ?4) ORDER BY e.seq LIMIT ?6",
+		    "idx_event_rows_run");
 	assert_plan(db,
-		    "SELECT * FROM events WHERE run_id = ?1 AND seq > ?2"
-		    " AND task_id = ?5 ORDER BY seq",
-		    "idx_events_task");
+		    EVENTS_SELECT " AND e.task_key = (SELECT name_key FROM"
+		    " event_names WHERE kind = 3 AND name = ?5) ORDER BY e.seq",
+		    "idx_event_rows_run");
 	assert_plan(db,
-		    "SELECT ts FROM events WHERE run_id = 'r'"
+		    "SELECT ts FROM event_rows WHERE run_key ="
+		    " (SELECT name_key FROM event_names"
+		    " WHERE kind = 1 AND name = ?1)"
 		    " ORDER BY seq DESC LIMIT 1",
-		    "idx_events_run");
+		    "idx_event_rows_run");
+	assert_plan(db,
+		    "SELECT name_key FROM event_names"
+		    " WHERE kind = ?1 AND name >= ?2 AND name < ?3",
+		    "sqlite_autoindex_event_names_1");
 	assert_plan(db,
 		    "SELECT * FROM tasks WHERE run_id = 'r'"
 		    " ORDER BY order_idx",
@@ -1165,6 +1446,9 @@ static Suite *events_suite(void)
 	tcase_add_test(tc, test_events_come_back_in_append_order_after_a_seq);
 	tcase_add_test(tc, test_type_prefix_is_literal_underscore_and_percent);
 	tcase_add_test(tc, test_task_filter_matches_data_task_id_exactly);
+	tcase_add_test(tc, test_task_filter_agrees_with_json_extract);
+	tcase_add_test(tc, test_type_prefix_over_many_types);
+	tcase_add_test(tc, test_events_inserted_through_the_view_are_read_back);
 	tcase_add_test(tc, test_event_envelope_is_the_sorted_compact_line);
 	tcase_add_test(
 		tc, test_buffered_events_are_durable_with_the_next_transition);
@@ -1185,6 +1469,7 @@ static Suite *schema_suite(void)
 		       test_v1_database_is_migrated_in_place_with_data_intact);
 	tcase_add_test(tc,
 		       test_an_unversioned_database_gains_the_missing_columns);
+	tcase_add_test(tc, test_v2_database_moves_its_events_to_keyed_rows);
 	tcase_add_test(tc, test_a_newer_schema_is_refused);
 	tcase_add_test(tc, test_a_garbage_file_is_refused_and_left_alone);
 	tcase_add_test(tc, test_an_unreadable_state_dir_is_refused);

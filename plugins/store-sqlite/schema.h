@@ -6,7 +6,17 @@
 #define SBXLOOP_STORE_SQLITE_SCHEMA_H
 
 /* The version this build writes (PRAGMA user_version). */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
+
+/*
+ * The kinds of event_names (v3): what an event's key columns name. The
+ * numbers are stored and written into the schema's SQL: never renumber.
+ */
+enum store_name_kind {
+	STORE_NAME_RUN = 1,
+	STORE_NAME_TYPE = 2,
+	STORE_NAME_TASK = 3,
+};
 
 /* A whole schema of the current version, for an empty database. */
 extern const char store_schema_current[];
