@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -135,32 +136,55 @@ static void feed_lines(struct wk_proc *p, struct line_acc *la,
 	}
 }
 
-static void child_exec(struct wk_proc *p, int out_w, int err_w,
-		       int report)
-{
-	int devnull = open("/dev/null", O_RDONLY), e;
+extern char **environ;
 
-	setsid();
-	signal(SIGPIPE, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	if (devnull >= 0)
-		dup2(devnull, 0);
-	dup2(out_w, 1);
-	dup2(p->merge_stderr ? out_w : err_w, 2);
-	if (p->cwd && chdir(p->cwd) < 0)
-		goto fail;
-	if (p->envp)
-		execvpe(p->argv[0], p->argv, p->envp);
-	else
-		execvp(p->argv[0], p->argv);
-fail:
-	/* the close-on-exec pipe tells the parent exec never happened */
-	e = errno;
-	if (write(report, &e, sizeof(e)) < 0)
-		_exit(127);
-	_exit(127);
+/*
+ * Start p->argv in a session of its own (so it leads a process group)
+ * with stdin on /dev/null, stdout/stderr on the pipes, the signals the
+ * worker handles back at their defaults, in p->cwd. posix_spawnp, not
+ * fork+exec: the parent is suspended only until the exec (vfork-style,
+ * no copy of its page tables) and an exec failure comes back as the
+ * return value. 0 or an errno value.
+ */
+static int spawn_child(const struct wk_proc *p, int out_w, int err_w,
+		       pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t dfl;
+	int rc;
+
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGPIPE);
+	sigaddset(&dfl, SIGTERM);
+	sigaddset(&dfl, SIGINT);
+	sigaddset(&dfl, SIGHUP);
+	if ((rc = posix_spawnattr_init(&at)) != 0)
+		return rc;
+	if ((rc = posix_spawn_file_actions_init(&fa)) != 0) {
+		posix_spawnattr_destroy(&at);
+		return rc;
+	}
+	rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID |
+						   POSIX_SPAWN_SETSIGDEF);
+	if (rc == 0)
+		rc = posix_spawnattr_setsigdefault(&at, &dfl);
+	if (rc == 0)
+		rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null",
+						      O_RDONLY, 0);
+	if (rc == 0)
+		rc = posix_spawn_file_actions_adddup2(&fa, out_w, 1);
+	if (rc == 0)
+		rc = posix_spawn_file_actions_adddup2(
+			&fa, p->merge_stderr ? out_w : err_w, 2);
+	if (rc == 0 && p->cwd)
+		rc = posix_spawn_file_actions_addchdir_np(&fa, p->cwd);
+	if (rc == 0)
+		rc = posix_spawnp(pid, p->argv[0], &fa, &at, p->argv,
+				  p->envp ? p->envp : environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	return rc;
 }
 
 static void kill_group(pid_t pgid, int sig)
@@ -177,7 +201,7 @@ static void kill_group(pid_t pgid, int sig)
  */
 int wk_proc_run(struct wk_ctx *ctx, struct wk_proc *p)
 {
-	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, exec_err[2];
+	int out[2] = { -1, -1 }, err[2] = { -1, -1 };
 	struct line_acc la = { 0 };
 	double deadline, kill_at = 0, drain_until = 0;
 	int status = 0, reaped = 0, rc = -1;
@@ -187,40 +211,16 @@ int wk_proc_run(struct wk_ctx *ctx, struct wk_proc *p)
 	p->exit_code = -1;
 	p->timed_out = 0;
 	p->spawn_errno = 0;
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
-	    pipe2(exec_err, O_CLOEXEC) < 0) {
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
 		p->spawn_errno = errno;
 		goto out;
 	}
-	pid = fork();
-	if (pid < 0) {
-		p->spawn_errno = errno;
-		close(exec_err[0]);
-		close(exec_err[1]);
-		goto out;
-	}
-	if (pid == 0) {
-		close(exec_err[0]);
-		child_exec(p, out[1], err[1], exec_err[1]);
-	}
-	close(exec_err[1]);
+	p->spawn_errno = spawn_child(p, out[1], err[1], &pid);
 	close(out[1]);
 	close(err[1]);
 	out[1] = err[1] = -1;
-	{
-		int e = 0;
-		ssize_t n;
-
-		do
-			n = read(exec_err[0], &e, sizeof(e));
-		while (n < 0 && errno == EINTR);
-		close(exec_err[0]);
-		if (n == (ssize_t)sizeof(e)) {
-			waitpid(pid, &status, 0);
-			p->spawn_errno = e ? e : ENOENT;
-			goto out;
-		}
-	}
+	if (p->spawn_errno)
+		goto out;
 	ctx->child_pgid = pid;
 	if (p->on_line) {
 		la.buf = malloc(WK_EVENT_LINE_MAX + 1);
