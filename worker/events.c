@@ -280,7 +280,7 @@ void wk_emit(struct wk_ctx *ctx, const char *type, cJSON *data)
 		line[n] = '\n';
 		if (ctx->events_fd >= 0) {
 			write_all(ctx->events_fd, line, n + 1);
-			if (ctx->fsync_events)
+			if (ctx->fsync)
 				fsync(ctx->events_fd);
 		}
 		write_all(1, line, n + 1);
@@ -289,13 +289,13 @@ void wk_emit(struct wk_ctx *ctx, const char *type, cJSON *data)
 }
 
 /*
- * The events file is a mirror (the result file is the outcome, synced on
- * its own), so only SBXLOOP_WORKER_FSYNC_EVENTS pays for syncing it.
+ * Files are synced only when SBXLOOP_WORKER_FSYNC asks (see write_result
+ * in main.c): the host's store is what survives a crash.
  */
 void wk_events_close(struct wk_ctx *ctx)
 {
 	if (ctx->events_fd >= 0) {
-		if (ctx->fsync_events)
+		if (ctx->fsync)
 			fsync(ctx->events_fd);
 		close(ctx->events_fd);
 		ctx->events_fd = -1;

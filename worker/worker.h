@@ -72,7 +72,7 @@ struct wk_result {
 struct wk_ctx {
 	const struct wk_job *job;
 	int events_fd;
-	int fsync_events; /* fsync after every line, not only at the end */
+	int fsync; /* SBXLOOP_WORKER_FSYNC: sync events and the result */
 	char cwd[4096];
 	double heartbeat_s;
 	double next_beat;
