@@ -1,5 +1,5 @@
 /*
- * Subprocess execution: fork + execvp with stdin/stdout/stderr pipes,
+ * Subprocess execution: posix_spawnp with stdin/stdout/stderr pipes,
  * a poll loop that feeds line callbacks and keeps a tail of each stream,
  * and a deadline after which the child's process group gets SIGTERM and,
  * two seconds later, SIGKILL.
@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -79,34 +80,58 @@ static char *tail_take(struct sbx_buf *tail, size_t max, size_t *len)
 	return s;
 }
 
-static void child_exec(const struct sbxloop_proc_spec *spec, int in_fd,
-		       int out_fd, int err_fd, int status_fd)
-{
-	int e;
+extern char **environ;
 
-	setpgid(0, 0);
-	signal(SIGPIPE, SIG_DFL);
-	if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
-		goto fail;
-	if (spec->cwd && chdir(spec->cwd) < 0)
-		goto fail;
-	if (spec->envp)
-		execvpe(spec->argv[0], (char *const *)spec->argv,
-			(char *const *)spec->envp);
-	else
-		execvp(spec->argv[0], (char *const *)spec->argv);
-fail:
-	e = errno;
-	if (write(status_fd, &e, sizeof(e)) < 0)
-		_exit(127);
-	_exit(127);
+/*
+ * Start spec->argv leading a process group of its own, on the given
+ * pipe ends, SIGPIPE at its default, in spec->cwd. posix_spawnp rather
+ * than fork: the host's address space is not copied for each command,
+ * and an exec failure comes back as the return value. 0 or an errno.
+ */
+static int spawn_child(const struct sbxloop_proc_spec *spec, int in_fd,
+		       int out_fd, int err_fd, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t dfl;
+	int rc;
+
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGPIPE);
+	if ((rc = posix_spawnattr_init(&at)) != 0)
+		return rc;
+	if ((rc = posix_spawn_file_actions_init(&fa)) != 0) {
+		posix_spawnattr_destroy(&at);
+		return rc;
+	}
+	rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
+						   POSIX_SPAWN_SETSIGDEF);
+	if (rc == 0)
+		rc = posix_spawnattr_setpgroup(&at, 0);
+	if (rc == 0)
+		rc = posix_spawnattr_setsigdefault(&at, &dfl);
+	if (rc == 0)
+		rc = posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+	if (rc == 0)
+		rc = posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+	if (rc == 0)
+		rc = posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+	if (rc == 0 && spec->cwd)
+		rc = posix_spawn_file_actions_addchdir_np(&fa, spec->cwd);
+	if (rc == 0)
+		rc = posix_spawnp(pid, spec->argv[0], &fa, &at,
+				  (char *const *)spec->argv,
+				  spec->envp ? (char *const *)spec->envp
+					     : environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	return rc;
 }
 
 int sbx_proc_run(const struct sbxloop_proc_spec *spec,
 		 struct sbxloop_proc_result *res, struct sbxloop_error *err)
 {
 	int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
-	int st_p[2] = {-1, -1};
 	struct stream streams[2];
 	size_t max = spec->tail_max ? spec->tail_max : 65536;
 	size_t in_off = 0;
@@ -120,30 +145,24 @@ int sbx_proc_run(const struct sbxloop_proc_spec *spec,
 	if (!spec->argv || !spec->argv[0])
 		return sbx_error(err, SBXLOOP_EINVAL, "empty command line");
 	if (pipe2(in_p, O_CLOEXEC) < 0 || pipe2(out_p, O_CLOEXEC) < 0 ||
-	    pipe2(err_p, O_CLOEXEC) < 0 || pipe2(st_p, O_CLOEXEC) < 0) {
+	    pipe2(err_p, O_CLOEXEC) < 0) {
 		rc = sbx_error(err, SBXLOOP_ERR, "cannot create pipes: %s",
 			       strerror(errno));
 		goto out;
 	}
-	pid = fork();
-	if (pid < 0) {
-		rc = sbx_error(err, SBXLOOP_ERR, "cannot fork: %s",
-			       strerror(errno));
-		goto out;
-	}
-	if (pid == 0)
-		child_exec(spec, in_p[0], out_p[1], err_p[1], st_p[1]);
-	setpgid(pid, pid);
+	child_errno = spawn_child(spec, in_p[0], out_p[1], err_p[1], &pid);
 	close(in_p[0]);
 	close(out_p[1]);
 	close(err_p[1]);
-	close(st_p[1]);
-	in_p[0] = out_p[1] = err_p[1] = st_p[1] = -1;
-	if (read(st_p[0], &child_errno, sizeof(child_errno)) !=
-	    sizeof(child_errno))
-		child_errno = 0;
-	close(st_p[0]);
-	st_p[0] = -1;
+	in_p[0] = out_p[1] = err_p[1] = -1;
+	if (child_errno) {
+		rc = sbx_error(err, child_errno == ENOENT ? SBXLOOP_ENOTFOUND
+							  : SBXLOOP_ERR,
+			       "cannot run '%s': %s", spec->argv[0],
+			       strerror(child_errno));
+		res->exit_code = 127;
+		goto out;
+	}
 
 	if (!spec->stdin_data || spec->stdin_len == 0) {
 		close(in_p[1]);
@@ -245,14 +264,6 @@ int sbx_proc_run(const struct sbxloop_proc_spec *spec,
 	stream_finish(&streams[1], spec->user);
 	res->out = tail_take(&streams[0].tail, max, &res->out_len);
 	res->err = tail_take(&streams[1].tail, max, &res->err_len);
-	if (child_errno) {
-		rc = sbx_error(err, child_errno == ENOENT ? SBXLOOP_ENOTFOUND
-							  : SBXLOOP_ERR,
-			       "cannot run '%s': %s", spec->argv[0],
-			       strerror(child_errno));
-		res->exit_code = 127;
-		goto out;
-	}
 	if (WIFEXITED(status)) {
 		res->exit_code = WEXITSTATUS(status);
 	} else if (WIFSIGNALED(status)) {
@@ -268,11 +279,7 @@ out:
 		close(out_p[1]);
 	if (err_p[1] >= 0)
 		close(err_p[1]);
-	if (st_p[0] >= 0)
-		close(st_p[0]);
-	if (st_p[1] >= 0)
-		close(st_p[1]);
-	if (rc && !child_errno) {
+	if (rc) {
 		if (out_p[0] >= 0)
 			close(out_p[0]);
 		if (err_p[0] >= 0)
