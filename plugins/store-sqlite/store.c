@@ -749,6 +749,25 @@ static int add_missing_columns(struct store *s,
 	return rc;
 }
 
+/*
+ * v2 -> v3 rewrites every event (about 10 s for a million on a 2-core
+ * VM): say so before a long one instead of sitting silent.
+ */
+static int warn_long_upgrade(struct store *s, struct sbxloop_error *err)
+{
+	int n = 0;
+	int rc = query_int(s, "SELECT count(*) FROM events", NULL, NULL, &n,
+			   err);
+
+	if (rc == 0 && n >= 100000)
+		s->host->log(s->host, SBXLOOP_LOG_WARN,
+			     "store: upgrading '%s' to schema %d: rewriting "
+			     "%d events, which takes a while; do not interrupt "
+			     "it (an interrupted upgrade is rolled back)",
+			     s->path, STORE_SCHEMA_VERSION, n);
+	return rc;
+}
+
 /* Create or upgrade the schema to STORE_SCHEMA_VERSION, atomically. */
 static int schema_apply(struct store *s, struct sbxloop_error *err)
 {
@@ -795,6 +814,8 @@ static int schema_apply(struct store *s, struct sbxloop_error *err)
 	for (; version < STORE_SCHEMA_VERSION; version++) {
 		if (version == 1)
 			rc = add_missing_columns(s, store_v2_columns, err);
+		if (version == 2)
+			rc = warn_long_upgrade(s, err);
 		if (rc)
 			goto out;
 		rc = db_exec(s, store_schema_upgrade[version],
