@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "findprog.h"
 #include "proc.h"
 #include "util.h"
 
@@ -23,13 +24,12 @@
 
 struct stream {
 	int fd;
-	struct sbx_buf line;  /* current partial line */
-	struct sbx_buf tail;  /* bounded tail */
+	struct sbx_buf line; /* current partial line */
+	struct sbx_buf tail; /* bounded tail */
 	void (*cb)(void *user, const char *line, size_t len);
 };
 
-static void tail_add(struct sbx_buf *tail, size_t max, const char *s,
-		     size_t n)
+static void tail_add(struct sbx_buf *tail, size_t max, const char *s, size_t n)
 {
 	sbx_buf_add(tail, s, n);
 	if (tail->len > max * 2) {
@@ -84,7 +84,7 @@ extern char **environ;
 
 /*
  * Start spec->argv leading a process group of its own, on the given
- * pipe ends, SIGPIPE at its default, in spec->cwd. posix_spawnp rather
+ * pipe ends, SIGPIPE at its default, in spec->cwd. posix_spawn rather
  * than fork: the host's address space is not copied for each command,
  * and an exec failure comes back as the return value. 0 or an errno.
  */
@@ -118,11 +118,18 @@ static int spawn_child(const struct sbxloop_proc_spec *spec, int in_fd,
 		rc = posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
 	if (rc == 0 && spec->cwd)
 		rc = posix_spawn_file_actions_addchdir_np(&fa, spec->cwd);
-	if (rc == 0)
-		rc = posix_spawnp(pid, spec->argv[0], &fa, &at,
-				  (char *const *)spec->argv,
-				  spec->envp ? (char *const *)spec->envp
-					     : environ);
+	if (rc == 0) {
+		char *file = sbx_find_program(spec->argv[0], getenv("PATH"));
+
+		if (file == NULL)
+			rc = errno;
+		else
+			rc = posix_spawn(pid, file, &fa, &at,
+					 (char *const *)spec->argv,
+					 spec->envp ? (char *const *)spec->envp
+						    : environ);
+		free(file);
+	}
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	return rc;
@@ -156,8 +163,9 @@ int sbx_proc_run(const struct sbxloop_proc_spec *spec,
 	close(err_p[1]);
 	in_p[0] = out_p[1] = err_p[1] = -1;
 	if (child_errno) {
-		rc = sbx_error(err, child_errno == ENOENT ? SBXLOOP_ENOTFOUND
-							  : SBXLOOP_ERR,
+		rc = sbx_error(err,
+			       child_errno == ENOENT ? SBXLOOP_ENOTFOUND
+						     : SBXLOOP_ERR,
 			       "cannot run '%s': %s", spec->argv[0],
 			       strerror(child_errno));
 		res->exit_code = 127;
@@ -219,8 +227,8 @@ int sbx_proc_run(const struct sbxloop_proc_spec *spec,
 				continue;
 			break;
 		}
-		if (idx_in >= 0 && (pfd[idx_in].revents & (POLLOUT | POLLERR |
-							  POLLHUP))) {
+		if (idx_in >= 0 &&
+		    (pfd[idx_in].revents & (POLLOUT | POLLERR | POLLHUP))) {
 			ssize_t w = write(in_p[1], spec->stdin_data + in_off,
 					  spec->stdin_len - in_off);
 
@@ -242,10 +250,10 @@ int sbx_proc_run(const struct sbxloop_proc_spec *spec,
 				continue;
 			n = read(streams[i].fd, chunk, sizeof(chunk));
 			if (n > 0) {
-				stream_feed(&streams[i], spec->user, max, chunk,
-					    (size_t)n);
-			} else if (n == 0 || (errno != EINTR &&
-					      errno != EAGAIN)) {
+				stream_feed(&streams[i], spec->user, max,
+					    chunk, (size_t)n);
+			} else if (n == 0 ||
+				   (errno != EINTR && errno != EAGAIN)) {
 				close(streams[i].fd);
 				streams[i].fd = -1;
 			}

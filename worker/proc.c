@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "findprog.h"
 #include "worker.h"
 
 void wk_buf_init(struct wk_buf *b, size_t head_cap, size_t tail_cap)
@@ -141,10 +142,11 @@ extern char **environ;
 /*
  * Start p->argv in a session of its own (so it leads a process group)
  * with stdin on /dev/null, stdout/stderr on the pipes, the signals the
- * worker handles back at their defaults, in p->cwd. posix_spawnp, not
+ * worker handles back at their defaults, in p->cwd. posix_spawn, not
  * fork+exec: the parent is suspended only until the exec (vfork-style,
  * no copy of its page tables) and an exec failure comes back as the
- * return value. 0 or an errno value.
+ * return value. The program is looked up in PATH first, as execvp would
+ * (core/findprog.c). 0 or an errno value.
  */
 static int spawn_child(const struct wk_proc *p, int out_w, int err_w,
 		       pid_t *pid)
@@ -179,9 +181,16 @@ static int spawn_child(const struct wk_proc *p, int out_w, int err_w,
 			&fa, p->merge_stderr ? out_w : err_w, 2);
 	if (rc == 0 && p->cwd)
 		rc = posix_spawn_file_actions_addchdir_np(&fa, p->cwd);
-	if (rc == 0)
-		rc = posix_spawnp(pid, p->argv[0], &fa, &at, p->argv,
-				  p->envp ? p->envp : environ);
+	if (rc == 0) {
+		char *file = sbx_find_program(p->argv[0], getenv("PATH"));
+
+		if (file == NULL)
+			rc = errno;
+		else
+			rc = posix_spawn(pid, file, &fa, &at, p->argv,
+					 p->envp ? p->envp : environ);
+		free(file);
+	}
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	return rc;
@@ -201,8 +210,8 @@ static void kill_group(pid_t pgid, int sig)
  */
 int wk_proc_run(struct wk_ctx *ctx, struct wk_proc *p)
 {
-	int out[2] = { -1, -1 }, err[2] = { -1, -1 };
-	struct line_acc la = { 0 };
+	int out[2] = {-1, -1}, err[2] = {-1, -1};
+	struct line_acc la = {0};
 	double deadline, kill_at = 0, drain_until = 0;
 	int status = 0, reaped = 0, rc = -1;
 	pid_t pid;
@@ -230,7 +239,7 @@ int wk_proc_run(struct wk_ctx *ctx, struct wk_proc *p)
 	deadline = wk_now() + p->timeout_s;
 	while (out[0] >= 0 || err[0] >= 0 || !reaped) {
 		struct pollfd fds[2];
-		struct timespec wait = { 0, 250000000L };
+		struct timespec wait = {0, 250000000L};
 		int nfds = 0, i;
 		double now = wk_now();
 
@@ -268,9 +277,9 @@ int wk_proc_run(struct wk_ctx *ctx, struct wk_proc *p)
 			break;
 		}
 		if (out[0] >= 0)
-			fds[nfds++] = (struct pollfd){ out[0], POLLIN, 0 };
+			fds[nfds++] = (struct pollfd){out[0], POLLIN, 0};
 		if (err[0] >= 0)
-			fds[nfds++] = (struct pollfd){ err[0], POLLIN, 0 };
+			fds[nfds++] = (struct pollfd){err[0], POLLIN, 0};
 		/* pipes closed and the child reaped: nothing to wait for */
 		if (!nfds && reaped)
 			break;
