@@ -173,8 +173,10 @@ static int bench(int n)
 	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "bench: run with %d tasks failed (status %d); "
-			"see %s\n", n, status, dir);
+		fprintf(stderr,
+			"bench: run with %d tasks failed (status %d); "
+			"see %s\n",
+			n, status, dir);
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/state/state.db", dir);

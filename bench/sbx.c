@@ -162,8 +162,10 @@ static int bench(int n)
 		goto out;
 	snprintf(path, sizeof(path), "%s/sbx", fake_bin);
 	if (access(path, X_OK) < 0) {
-		fprintf(stderr, "bench: no fake sbx at %s; run `make "
-			"tests/fakes/bin/sbx` first\n", path);
+		fprintf(stderr,
+			"bench: no fake sbx at %s; run `make "
+			"tests/fakes/bin/sbx` first\n",
+			path);
 		goto out;
 	}
 	t0 = now();
@@ -195,8 +197,10 @@ static int bench(int n)
 	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "bench: run with %d tasks failed (status %d); "
-			"see %s\n", n, status, dir);
+		fprintf(stderr,
+			"bench: run with %d tasks failed (status %d); "
+			"see %s\n",
+			n, status, dir);
 		free(fake_bin);
 		free(new_path);
 		free(fake_dir);

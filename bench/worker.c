@@ -22,9 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char job[] =
-	"{\"v\":1,\"job_id\":\"bench\",\"run_id\":\"bench\","
-	"\"kind\":\"shell.check\",\"argv\":[\"true\"]}";
+static const char job[] = "{\"v\":1,\"job_id\":\"bench\",\"run_id\":\"bench\","
+			  "\"kind\":\"shell.check\",\"argv\":[\"true\"]}";
 
 static double now_ms(void)
 {
@@ -57,8 +56,8 @@ static double baseline_once(int use_fork)
 			execv("/bin/true", argv);
 			_exit(127);
 		}
-	} else if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv,
-			       environ) != 0) {
+	} else if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ) !=
+		   0) {
 		return -1;
 	}
 	if (pid < 0 || waitpid(pid, &status, 0) != pid)
@@ -70,9 +69,19 @@ static double baseline_once(int use_fork)
 static double run_once(const char *worker, const char *dir)
 {
 	char events[512], result[512];
-	char *argv[] = {"sbxloop-worker", "run", "--job", "-", "--events",
-			events, "--result", result, "--cwd", (char *)dir,
-			"--env-file", "/nonexistent", NULL};
+	char *argv[] = {"sbxloop-worker",
+			"run",
+			"--job",
+			"-",
+			"--events",
+			events,
+			"--result",
+			result,
+			"--cwd",
+			(char *)dir,
+			"--env-file",
+			"/nonexistent",
+			NULL};
 	posix_spawn_file_actions_t fa;
 	int in[2], status, rc;
 	double t0;
@@ -136,8 +145,8 @@ int main(int argc, char **argv)
 	printf("sbxloop-worker %s: shell.check true x%d\n", PACKAGE_VERSION,
 	       n);
 	printf("  start to result: mean %.2f ms, p50 %.2f ms, p95 %.2f ms\n",
-	       sum / n, ms[n / 2], ms[(n * 95) / 100 < n ? (n * 95) / 100 :
-				    n - 1]);
+	       sum / n, ms[n / 2],
+	       ms[(n * 95) / 100 < n ? (n * 95) / 100 : n - 1]);
 	printf("  peak RSS: %ld KiB\n", ru.ru_maxrss);
 	/* a run starts two programs (worker, then the job): compare */
 	printf("  machine baseline: start+wait of /bin/true %.2f ms"

@@ -37,7 +37,7 @@ static int is_glob(const char *s)
 }
 
 static const char *match_component(const char *comp, size_t len,
-				    const char *const *exclude, size_t n)
+				   const char *const *exclude, size_t n)
 {
 	char buf[256];
 	size_t i;
@@ -65,8 +65,8 @@ const char *sbx_artifacts_match(const char *relpath,
 
 	while (*p) {
 		size_t len = strcspn(p, "/");
-		const char *hit = len ? match_component(p, len, exclude, n)
-				      : NULL;
+		const char *hit =
+			len ? match_component(p, len, exclude, n) : NULL;
 
 		if (hit)
 			return hit;
@@ -77,8 +77,8 @@ const char *sbx_artifacts_match(const char *relpath,
 	return NULL;
 }
 
-void sbx_artifacts_tally_add(struct sbx_artifact_scan *scan,
-			     const char *key, size_t count)
+void sbx_artifacts_tally_add(struct sbx_artifact_scan *scan, const char *key,
+			     size_t count)
 {
 	size_t i;
 
@@ -93,8 +93,8 @@ void sbx_artifacts_tally_add(struct sbx_artifact_scan *scan,
 		if (c > 0)
 			break;
 	}
-	scan->tally = sbx_xrealloc(scan->tally, (scan->n_tally + 1) *
-							sizeof(*scan->tally));
+	scan->tally = sbx_xrealloc(scan->tally,
+				   (scan->n_tally + 1) * sizeof(*scan->tally));
 	memmove(&scan->tally[i + 1], &scan->tally[i],
 		(scan->n_tally - i) * sizeof(*scan->tally));
 	scan->tally[i].key = sbx_xstrdup(key);
@@ -121,7 +121,7 @@ void sbx_artifacts_scan_clear(struct sbx_artifact_scan *scan)
 struct walk_entry {
 	char *relpath;
 	long long size;
-	int is_file;   /* regular file; else something a harvest drops */
+	int is_file; /* regular file; else something a harvest drops */
 };
 
 struct walk {
@@ -159,8 +159,8 @@ static int list_dir(const char *path, char ***names, size_t *n)
 
 static int walk_dir(const char *root, const char *rel, struct walk *w)
 {
-	char *path = *rel ? sbx_xasprintf("%s/%s", root, rel)
-			  : sbx_xstrdup(root);
+	char *path =
+		*rel ? sbx_xasprintf("%s/%s", root, rel) : sbx_xstrdup(root);
 	char **names;
 	size_t n, i;
 	int rc = list_dir(path, &names, &n);
@@ -303,8 +303,8 @@ static char **gitignored(const char *root, int saw_gitignore, size_t *n)
 			size_t len = strnlen(res.out + off, res.out_len - off);
 
 			if (len) {
-				list = sbx_xrealloc(
-					list, (*n + 2) * sizeof(*list));
+				list = sbx_xrealloc(list,
+						    (*n + 2) * sizeof(*list));
 				list[(*n)++] =
 					sbx_xstrndup(res.out + off, len);
 			}
@@ -337,8 +337,8 @@ int sbx_artifacts_scan(const char *root, const char *const *exclude,
 	memset(scan, 0, sizeof(*scan));
 	rc = walk_dir(root, "", &w);
 	if (rc) {
-		rc = sbx_error(err, rc == -ENOENT ? SBXLOOP_ENOTFOUND
-						  : SBXLOOP_ERR,
+		rc = sbx_error(err,
+			       rc == -ENOENT ? SBXLOOP_ENOTFOUND : SBXLOOP_ERR,
 			       "cannot read '%s': %s", root, strerror(-rc));
 		goto out;
 	}
@@ -566,8 +566,8 @@ int sbx_artifacts_harvest(const struct sbx_harvest *h,
 	char *inside = sbx_xasprintf("%s/harvest.tar", h->home);
 	char *tarfile = sbx_xasprintf("%s.tar", h->dest);
 	char *staging = sbx_xasprintf("%s.staging", h->dest);
-	const char *untar[] = {"tar", "-xf", tarfile, "-C", staging,
-			       "--no-same-owner", NULL};
+	const char *untar[] = {
+		"tar", "-xf", tarfile, "-C", staging, "--no-same-owner", NULL};
 	const char *rm_argv[] = {"rm", "-f", inside, NULL};
 	size_t i, k = 0;
 	int rc;
@@ -624,13 +624,13 @@ int sbx_artifacts_harvest(const struct sbx_harvest *h,
 	drop_links(staging, &listed);
 	sbx_artifacts_rmtree_quiet(h->dest);
 	if (rename(staging, h->dest) != 0) {
-		rc = sbx_error(err, SBXLOOP_ERR, "harvest: cannot move '%s' "
-			       "to '%s': %s", staging, h->dest,
-			       strerror(errno));
+		rc = sbx_error(err, SBXLOOP_ERR,
+			       "harvest: cannot move '%s' "
+			       "to '%s': %s",
+			       staging, h->dest, strerror(errno));
 		goto out;
 	}
-	rc = sbx_artifacts_scan(h->dest, h->exclude, h->n_exclude, &kept,
-				err);
+	rc = sbx_artifacts_scan(h->dest, h->exclude, h->n_exclude, &kept, err);
 	if (rc)
 		goto out;
 	/* the copy holds no excluded names, so its tally is gitignored */

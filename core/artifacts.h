@@ -25,18 +25,18 @@ struct sbx_artifact_file {
 };
 
 struct sbx_artifact_tally {
-	char *key;        /* the exclude entry (the pattern for globs) */
+	char *key; /* the exclude entry (the pattern for globs) */
 	size_t count;
 };
 
 /* A scan result; release with sbx_artifacts_scan_clear. */
 struct sbx_artifact_scan {
-	struct sbx_artifact_file *files;   /* kept files, sorted */
+	struct sbx_artifact_file *files; /* kept files, sorted */
 	size_t n_files;
-	long long bytes;                   /* of the kept files */
-	struct sbx_artifact_tally *tally;  /* sorted by key */
+	long long bytes;                  /* of the kept files */
+	struct sbx_artifact_tally *tally; /* sorted by key */
 	size_t n_tally;
-	size_t excluded;                   /* sum of the tally */
+	size_t excluded; /* sum of the tally */
 };
 
 /*
@@ -48,8 +48,8 @@ const char *sbx_artifacts_match(const char *relpath,
 				const char *const *exclude, size_t n);
 
 /* Count one excluded file under `key` (keeps the tally sorted). */
-void sbx_artifacts_tally_add(struct sbx_artifact_scan *scan,
-			     const char *key, size_t count);
+void sbx_artifacts_tally_add(struct sbx_artifact_scan *scan, const char *key,
+			     size_t count);
 
 /*
  * Every regular file under `root`, minus excluded ones and, when `root`
@@ -67,8 +67,7 @@ char *sbx_artifacts_note(const struct sbx_artifact_scan *scan);
 
 /* The config's artifacts.exclude as an array (borrowed strings;
  * caller frees the array only). */
-const char **sbx_artifacts_excludes(const struct sbx_config *cfg,
-				    size_t *n);
+const char **sbx_artifacts_excludes(const struct sbx_config *cfg, size_t *n);
 
 /*
  * UPSTREAM 11.1: NULL when the run never recorded a workspace; the
@@ -91,13 +90,13 @@ long long sbx_artifacts_du(const char *path);
 struct sbx_harvest {
 	const struct sbxloop_sandbox_ops *ops;
 	void *ctx;
-	const char *sandbox;   /* its name */
-	const char *workdir;   /* the workspace, inside */
-	const char *home;      /* a writable dir inside for the tar file */
-	const char *dest;      /* host: <state_dir>/runs/<run>/artifacts */
+	const char *sandbox; /* its name */
+	const char *workdir; /* the workspace, inside */
+	const char *home;    /* a writable dir inside for the tar file */
+	const char *dest;    /* host: <state_dir>/runs/<run>/artifacts */
 	const char *const *exclude;
 	size_t n_exclude;
-	double timeout_s;      /* per sandbox call; 0 = 120 */
+	double timeout_s; /* per sandbox call; 0 = 120 */
 };
 
 /*

@@ -77,14 +77,14 @@ const struct sbx_command sbx_commands[] = {
 	 "open a shell (or run CMD) in a kept sandbox of RUN",
 	 "  --role ROLE       agent (default) or github\n"
 	 "  -c, --command CMD run CMD with sh -lc and exit with its code\n"},
-	{"secrets", sbx_cmd_secrets, "sbxloop secrets list | clean [--apply] "
+	{"secrets", sbx_cmd_secrets,
+	 "sbxloop secrets list | clean [--apply] "
 	 "[--all]",
 	 "inspect or remove the sbx secret registrations sbxloop made",
 	 "  clean --apply     remove stale registrations (default: dry run)\n"
 	 "  clean --all       also remove live ones sbxloop owns\n"},
 	{"doctor", sbx_cmd_doctor, "sbxloop doctor",
-	 "check sbx, login, egress policy, tokens, state dir and worker",
-	 ""},
+	 "check sbx, login, egress policy, tokens, state dir and worker", ""},
 	{NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -135,7 +135,8 @@ int sbx_cli_wants_help(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0)
 			return 0;
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+		if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0)
 			return 1;
 	}
 	return 0;
@@ -165,12 +166,11 @@ static void print_main_help(FILE *f)
 {
 	const struct sbx_command *c;
 
-	fprintf(f,
-		"usage: sbxloop [--config FILE] [--version] [--help] "
-		"COMMAND [ARGS]\n\n"
-		"Drive AI coding agents through a supervised loop in "
-		"isolated sandboxes.\n\n"
-		"commands:\n");
+	fprintf(f, "usage: sbxloop [--config FILE] [--version] [--help] "
+		   "COMMAND [ARGS]\n\n"
+		   "Drive AI coding agents through a supervised loop in "
+		   "isolated sandboxes.\n\n"
+		   "commands:\n");
 	for (c = sbx_commands; c->name; c++)
 		fprintf(f, "  %-10s %s\n", c->name, c->summary);
 	fprintf(f,

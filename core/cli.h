@@ -12,22 +12,22 @@
 enum sbx_exit {
 	SBX_EXIT_OK = 0,
 	SBX_EXIT_FAIL = 1,
-	SBX_EXIT_USAGE = 2,    /* usage, config, unknown run */
+	SBX_EXIT_USAGE = 2, /* usage, config, unknown run */
 	SBX_EXIT_INTERRUPTED = 130
 };
 
 struct sbx_cli {
-	const char *config_file;   /* --config */
-	int color;                 /* stdout is a TTY and NO_COLOR unset */
-	struct sbx_core *core;     /* opened on demand */
+	const char *config_file; /* --config */
+	int color;               /* stdout is a TTY and NO_COLOR unset */
+	struct sbx_core *core;   /* opened on demand */
 };
 
 struct sbx_command {
 	const char *name;
 	int (*run)(struct sbx_cli *cli, int argc, char **argv);
-	const char *usage;         /* "sbxloop plugins [--json]" */
+	const char *usage; /* "sbxloop plugins [--json]" */
 	const char *summary;
-	const char *help;          /* option lines for --help */
+	const char *help; /* option lines for --help */
 };
 
 /* The command table, NULL-name terminated. */

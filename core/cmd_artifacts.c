@@ -31,7 +31,10 @@
 #define GC_DEFAULT_DAYS 14.0
 
 static const char *const terminal_states[] = {
-	"completed", "failed", "cancelled", NULL,
+	"completed",
+	"failed",
+	"cancelled",
+	NULL,
 };
 
 static int is_terminal(const char *state)
@@ -163,16 +166,16 @@ static int harvest_note_cb(void *user, const struct sbxloop_event *ev)
 	struct sbx_artifact_scan counted = {0};
 	size_t n = 0;
 
-	cJSON_ArrayForEach(c, ex)
+	cJSON_ArrayForEach (c, ex)
 		n += cJSON_IsNumber(c) && c->valuedouble >= 1;
 	counted.tally = sbx_xcalloc(n ? n : 1, sizeof(*counted.tally));
 	/* the event's keys come sorted, as a scan's tally does */
-	cJSON_ArrayForEach(c, ex)
-	{
+	cJSON_ArrayForEach (c, ex) {
 		if (!cJSON_IsNumber(c) || c->valuedouble < 1)
 			continue;
 		counted.tally[counted.n_tally].key = c->string;
-		counted.tally[counted.n_tally++].count = (size_t)c->valuedouble;
+		counted.tally[counted.n_tally++].count =
+			(size_t)c->valuedouble;
 		counted.excluded += (size_t)c->valuedouble;
 	}
 	free(*note);
@@ -194,8 +197,10 @@ static char *harvest_note(struct sbx_instance *store, const char *run_id)
 	q.run_id = run_id;
 	q.type_prefix = SBX_EV_RUN_ARTIFACTS;
 	if (ops->events_query(store->ctx, &q, harvest_note_cb, &note, &err))
-		sbx_log(SBXLOOP_LOG_WARN, "cannot read the harvest of run %s: "
-			"%s", run_id, err.message);
+		sbx_log(SBXLOOP_LOG_WARN,
+			"cannot read the harvest of run %s: "
+			"%s",
+			run_id, err.message);
 	return note;
 }
 
@@ -387,8 +392,8 @@ static void classify(struct sbx_instance *store, const char *runs_dir,
 		goto out;
 	}
 	if (run.kept) {
-		row->verdict = sbx_xasprintf("keep: run is kept (%s)",
-					     run.kept);
+		row->verdict =
+			sbx_xasprintf("keep: run is kept (%s)", run.kept);
 		goto out;
 	}
 	memset(&q, 0, sizeof(q));
@@ -402,20 +407,20 @@ static void classify(struct sbx_instance *store, const char *runs_dir,
 		goto out;
 	}
 	if (row->age_s < days * 86400) {
-		row->verdict = sbx_xasprintf("keep: within retention (%gd)",
-					     days);
+		row->verdict =
+			sbx_xasprintf("keep: within retention (%gd)", days);
 		goto out;
 	}
 	dir = sbx_xasprintf("%s/%s", runs_dir, row->name);
 	row->bytes = sbx_artifacts_du(dir);
-	row->workspace_inside =
-		run.workspace && sbx_starts_with(run.workspace, dir) &&
-		(run.workspace[strlen(dir)] == '\0' ||
-		 run.workspace[strlen(dir)] == '/');
+	row->workspace_inside = run.workspace &&
+				sbx_starts_with(run.workspace, dir) &&
+				(run.workspace[strlen(dir)] == '\0' ||
+				 run.workspace[strlen(dir)] == '/');
 	free(dir);
 	row->prunable = 1;
-	row->verdict = sbx_xasprintf("prune: %s, older than %gd", run.state,
-				     days);
+	row->verdict =
+		sbx_xasprintf("prune: %s, older than %gd", run.state, days);
 out:
 	run_info_clear(&run);
 }
@@ -429,8 +434,8 @@ static int gc_remove(struct sbx_cli *cli, struct sbx_instance *store,
 	struct sbxloop_run_update upd;
 	struct sbxloop_error err = {0, ""};
 	char *dir = sbx_xasprintf("%s/%s", runs_dir, row->name);
-	char *pending = sbx_xasprintf("%s/gc-pending/%s", state_dir,
-				      row->name);
+	char *pending =
+		sbx_xasprintf("%s/gc-pending/%s", state_dir, row->name);
 	char *pdir = sbx_xasprintf("%s/gc-pending", state_dir);
 	cJSON *data;
 	int rc;

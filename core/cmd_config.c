@@ -42,7 +42,8 @@ static int config_show(struct sbx_cli *cli, int json)
 		char *text;
 
 		for (i = 0; i < n; i++) {
-			const struct sbx_config_value *v = sbx_config_at(cfg, i);
+			const struct sbx_config_value *v =
+				sbx_config_at(cfg, i);
 			cJSON *o = cJSON_CreateObject();
 			char *yaml = sbx_config_value_yaml(v);
 			size_t j;
@@ -52,7 +53,8 @@ static int config_show(struct sbx_cli *cli, int json)
 
 				for (j = 0; j < v->n_items; j++)
 					cJSON_AddItemToArray(
-						a, cJSON_CreateString(v->items[j]));
+						a, cJSON_CreateString(
+							   v->items[j]));
 			} else if (!v->str) {
 				cJSON_AddNullToObject(o, "value");
 			} else if (v->spec->type == SBXLOOP_VALUE_STRING) {
@@ -67,7 +69,8 @@ static int config_show(struct sbx_cli *cli, int json)
 			cJSON_AddStringToObject(o, "source",
 						sbx_source_name(v->source));
 			if (v->origin)
-				cJSON_AddStringToObject(o, "origin", v->origin);
+				cJSON_AddStringToObject(o, "origin",
+							v->origin);
 			cJSON_AddItemToObject(root, v->spec->path, o);
 			free(yaml);
 		}
@@ -137,7 +140,8 @@ int sbx_cmd_init(struct sbx_cli *cli, int argc, char **argv)
 		{"force", no_argument, NULL, 'f'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *path = cli->config_file ? cli->config_file : "sbxloop.yaml";
+	const char *path =
+		cli->config_file ? cli->config_file : "sbxloop.yaml";
 	struct sbx_config_opts opts;
 	struct sbx_core *core = NULL;
 	char *errors = NULL;
@@ -163,8 +167,7 @@ int sbx_cmd_init(struct sbx_cli *cli, int argc, char **argv)
 	opts.no_env = 1;
 	sbx_core_open(&core, &opts, &errors);
 	free(errors);
-	fd = open(path, O_WRONLY | O_CREAT | (force ? O_TRUNC : O_EXCL),
-		  0644);
+	fd = open(path, O_WRONLY | O_CREAT | (force ? O_TRUNC : O_EXCL), 0644);
 	if (fd < 0) {
 		if (errno == EEXIST) {
 			sbx_cli_error("'%s' already exists", path);

@@ -21,9 +21,9 @@ static uint32_t component_caps(const struct sbxloop_component *c)
 
 	if (c->kind != SBXLOOP_KIND_SANDBOX)
 		return 0;
-	if (ops->struct_size < offsetof(struct sbxloop_sandbox_ops,
-					static_capabilities) +
-				       sizeof(uint32_t))
+	if (ops->struct_size <
+	    offsetof(struct sbxloop_sandbox_ops, static_capabilities) +
+		    sizeof(uint32_t))
 		return 0;
 	return ops->static_capabilities;
 }
@@ -41,8 +41,8 @@ static void print_text(const struct sbx_registry *reg, int color)
 		const struct sbx_module *m = &reg->modules[i];
 
 		if (!m->desc) {
-			printf("%s  %srefused%s  %s\n    %s\n", m->name, red, off,
-			       m->path, m->refusal);
+			printf("%s  %srefused%s  %s\n    %s\n", m->name, red,
+			       off, m->path, m->refusal);
 			continue;
 		}
 		printf("%s %s  %sloaded%s  ABI %u.%u  %s\n", m->name,

@@ -155,8 +155,7 @@ static int rehydrate(struct session *s)
 	}
 	cur_text = sbx_config_to_json(s->core->cfg);
 	cur = cJSON_Parse(cur_text);
-	cJSON_ArrayForEach(it, stored)
-	{
+	cJSON_ArrayForEach (it, stored) {
 		const cJSON *now =
 			cJSON_GetObjectItemCaseSensitive(cur, it->string);
 		char *a, *b = NULL, *error = NULL;

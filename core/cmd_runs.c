@@ -29,12 +29,15 @@
 #define STALE_AFTER_DEFAULT 10
 
 static const char *const terminal_states[] = {
-	"completed", "failed", "cancelled", NULL,
+	"completed",
+	"failed",
+	"cancelled",
+	NULL,
 };
 
 static const char *const live_states[] = {
-	"created", "provisioning", "decomposing", "running", "finalizing",
-	NULL,
+	"created", "provisioning", "decomposing",
+	"running", "finalizing",   NULL,
 };
 
 static int is_terminal(const char *state)
@@ -108,8 +111,8 @@ static int run_copy_cb(void *user, const struct sbxloop_run_row *row)
 	r->run_id = sbx_xstrdup(row->run_id);
 	r->state = sbx_xstrdup(row->state);
 	r->outcome = sbx_xstrdup(row->outcome ? row->outcome : "");
-	r->reason = row->reason && *row->reason ? sbx_xstrdup(row->reason)
-						: NULL;
+	r->reason =
+		row->reason && *row->reason ? sbx_xstrdup(row->reason) : NULL;
 	r->created_at = row->created_at;
 	r->updated_at = row->updated_at;
 	r->tasks_done = row->tasks_done;
@@ -348,8 +351,7 @@ static int jint(const cJSON *o, const char *key)
 	return (int)cJSON_GetNumberValue(cJSON_GetObjectItem(o, key));
 }
 
-static int status_one(struct sbx_instance *store, const char *run_id,
-		      int json)
+static int status_one(struct sbx_instance *store, const char *run_id, int json)
 {
 	const struct sbxloop_store_ops *ops = store->ops;
 	struct sbxloop_error err = {0, ""};
@@ -388,10 +390,10 @@ static int status_one(struct sbx_instance *store, const char *run_id,
 		sbx_buf_addf(&out, "\n%-16s %-32s %-13s %-4s %-6s %s\n",
 			     "task", "title", "state", "rev", "replan",
 			     "last feedback");
-		cJSON_ArrayForEach(t, tasks) {
+		cJSON_ArrayForEach (t, tasks) {
 			char *title = clip(jstr(t, "title"), 32);
-			char *fb = clip(jstr(t, "last_feedback"),
-					FEEDBACK_CLIP);
+			char *fb =
+				clip(jstr(t, "last_feedback"), FEEDBACK_CLIP);
 
 			sbx_buf_addf(&out, "%-16s %-32s %-13s %-4d %-6d %s\n",
 				     jstr(t, "task_id"), title,
@@ -628,7 +630,8 @@ int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv)
 			l.last_seq = strtoll(optarg, &end, 10);
 			if (errno || *end || l.last_seq < 0) {
 				sbx_cli_error("--since wants a sequence "
-					      "number, not '%s'", optarg);
+					      "number, not '%s'",
+					      optarg);
 				return SBX_EXIT_USAGE;
 			}
 			break;
@@ -643,7 +646,8 @@ int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv)
 			stale_min = strtol(optarg, &end, 10);
 			if (errno || *end || stale_min < 0) {
 				sbx_cli_error("--stale-after wants minutes, "
-					      "not '%s'", optarg);
+					      "not '%s'",
+					      optarg);
 				return SBX_EXIT_USAGE;
 			}
 			break;
@@ -668,8 +672,8 @@ int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv)
 		    sbx_config_set(cli->core->cfg, "plain.color",
 				   cli->color ? "always" : "never",
 				   &cfg_err) ||
-		    sbx_core_instantiate(cli->core, SBXLOOP_KIND_SINK,
-					 "plain", &l.sink, &l.err)) {
+		    sbx_core_instantiate(cli->core, SBXLOOP_KIND_SINK, "plain",
+					 &l.sink, &l.err)) {
 			sbx_cli_error("cannot print events: %s",
 				      cfg_err ? cfg_err : l.err.message);
 			rc = SBX_EXIT_FAIL;

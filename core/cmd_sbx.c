@@ -95,8 +95,8 @@ static void box_list_cb(void *user, const struct sbxloop_sandbox_entry *e)
 	}
 	l->rows[l->n].name = sbx_xstrdup(e->name);
 	l->rows[l->n].status = sbx_xstrdup(e->status ? e->status : "");
-	l->rows[l->n].workspace = sbx_xstrdup(e->workspace ? e->workspace
-							   : "");
+	l->rows[l->n].workspace =
+		sbx_xstrdup(e->workspace ? e->workspace : "");
 	l->n++;
 }
 
@@ -170,8 +170,8 @@ static void revoke_secrets(struct sbx_core *core, const char *name,
 	size_t i, n = sbx_config_list_len(core->cfg, "plugins.secrets");
 
 	for (i = 0; i < n; i++) {
-		const char *sname = sbx_config_list_item(core->cfg,
-							 "plugins.secrets", i);
+		const char *sname =
+			sbx_config_list_item(core->cfg, "plugins.secrets", i);
 		const struct sbxloop_secret_ops *ops;
 		struct sbxloop_secret_req req;
 		struct sbxloop_error err = {0, ""};
@@ -494,7 +494,8 @@ static int sandbox_prune(struct sbx_cli *cli, int argc, char **argv)
 			min_age = strtod(optarg, &end);
 			if (errno || *end || min_age < 0) {
 				sbx_cli_error("--min-age must be a number of "
-					      "hours, not '%s'", optarg);
+					      "hours, not '%s'",
+					      optarg);
 				return SBX_EXIT_USAGE;
 			}
 			break;
@@ -532,8 +533,8 @@ static int sandbox_prune(struct sbx_cli *cli, int argc, char **argv)
 		if (!force)
 			continue;
 		if (ops->sandbox_remove(box.ctx, l.rows[i].name, &err)) {
-			sbx_cli_error("cannot remove '%s': %s",
-				      l.rows[i].name, err.message);
+			sbx_cli_error("cannot remove '%s': %s", l.rows[i].name,
+				      err.message);
 			rc = SBX_EXIT_FAIL;
 			continue;
 		}
@@ -839,8 +840,7 @@ int sbx_cmd_secrets(struct sbx_cli *cli, int argc, char **argv)
 		goto out;
 	}
 	sops = proxy.ops;
-	if (!sops->list ||
-	    sops->list(proxy.ctx, reg_cb, &regs, &err) ||
+	if (!sops->list || sops->list(proxy.ctx, reg_cb, &regs, &err) ||
 	    list_boxes(&box, &l, &err)) {
 		sbx_cli_error("cannot inspect sbx secrets: %s",
 			      err.message[0] ? err.message
@@ -983,7 +983,8 @@ static void check_policy(struct doctor *d, struct sbx_core *core,
 		else if (denied)
 			row(d, label, "warn",
 			    "blocked; run `sbx policy init balanced` or `sbx "
-			    "policy allow network %s`", host);
+			    "policy allow network %s`",
+			    host);
 		else {
 			first_line(res.err_len ? res.err : res.out, line,
 				   sizeof(line));
@@ -1009,7 +1010,8 @@ static void check_worker(struct doctor *d, struct sbx_core *core)
 	if (access(path, X_OK) < 0) {
 		row(d, "worker binary", "FAIL",
 		    "'%s' is missing: set worker_path or install "
-		    "sbxloop-worker", path);
+		    "sbxloop-worker",
+		    path);
 		free(path);
 		return;
 	}
@@ -1089,8 +1091,7 @@ int sbx_cmd_doctor(struct sbx_cli *cli, int argc, char **argv)
 			have_sbx = 1;
 			first_line(res.out, line, sizeof(line));
 			row(&d, "sbx binary", "ok", "%s%s", line,
-			    strstr(line, "0.38") ? ""
-						 : " (tested with 0.38)");
+			    strstr(line, "0.38") ? "" : " (tested with 0.38)");
 		} else {
 			row(&d, "sbx binary", "FAIL",
 			    "`sbx version` failed: install Docker Sandboxes "
@@ -1121,7 +1122,8 @@ int sbx_cmd_doctor(struct sbx_cli *cli, int argc, char **argv)
 			else if (n)
 				row(&d, "orphaned sandboxes", "warn",
 				    "%d orphan candidate(s): see `sbxloop "
-				    "sandbox prune`", n);
+				    "sandbox prune`",
+				    n);
 			else
 				row(&d, "orphaned sandboxes", "ok", "none");
 			sbx_instance_destroy(&store);
@@ -1132,8 +1134,8 @@ int sbx_cmd_doctor(struct sbx_cli *cli, int argc, char **argv)
 			check_policy(&d, cli->core, "api.github.com");
 		}
 		if (have_sbx) {
-			if (run_sbx(cli->core, help, &res) == 0 &&
-			    res.out && strstr(res.out, "stdin"))
+			if (run_sbx(cli->core, help, &res) == 0 && res.out &&
+			    strstr(res.out, "stdin"))
 				row(&d, "secret value on stdin", "ok",
 				    "sbx accepts custom secrets on stdin");
 			else

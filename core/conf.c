@@ -25,13 +25,13 @@ extern char **environ;
 
 /* A value read from a file or the environment, not yet matched. */
 struct raw {
-	char *path;        /* "section.key" or "key" */
-	char *scalar;      /* NULL for lists and nulls */
+	char *path;   /* "section.key" or "key" */
+	char *scalar; /* NULL for lists and nulls */
 	char **items;
 	size_t n_items;
 	int is_list;
 	int is_null;
-	int from_env;      /* scalars may be comma lists */
+	int from_env; /* scalars may be comma lists */
 	enum sbx_source source;
 	char *origin;      /* "file:line:col" or "SBXLOOP_X" */
 	char *key_origin;  /* where the key itself is, or NULL */
@@ -43,7 +43,7 @@ struct sbx_config {
 	size_t n_values;
 	struct sbx_config_spec *owned_specs[64]; /* per component, owned */
 	size_t n_owned;
-	char **sections;   /* claimed top-level mapping names */
+	char **sections; /* claimed top-level mapping names */
 	size_t n_sections;
 	struct raw *pending; /* entries of unclaimed sections, in order */
 	size_t n_pending;
@@ -170,7 +170,8 @@ static const char *suggest(const struct sbx_config *cfg, const char *section,
 		size_t d;
 
 		if (seclen) {
-			if (strncmp(p, section, seclen) != 0 || p[seclen] != '.')
+			if (strncmp(p, section, seclen) != 0 ||
+			    p[seclen] != '.')
 				continue;
 			name = p + seclen + 1;
 		} else {
@@ -285,9 +286,8 @@ static char *trim_dup(const char *s)
 }
 
 /* Check one scalar against a spec; returns the canonical text or NULL. */
-static char *convert_scalar(const struct sbx_config_spec *spec,
-			    const char *s, const char *origin,
-			    struct sbx_buf *errs)
+static char *convert_scalar(const struct sbx_config_spec *spec, const char *s,
+			    const char *origin, struct sbx_buf *errs)
 {
 	char buf[512], *end;
 	const char *why;
@@ -380,8 +380,9 @@ static void apply_raw(struct sbx_config_value *v, const struct raw *r,
 
 	if (r->is_null) {
 		if (spec->type != SBXLOOP_VALUE_STRING) {
-			add_error(errs, r->origin, "%s: expected %s, found null",
-				  spec->path, type_name(spec->type));
+			add_error(errs, r->origin,
+				  "%s: expected %s, found null", spec->path,
+				  type_name(spec->type));
 			return;
 		}
 		value_clear(v);
@@ -512,19 +513,20 @@ static int node_to_raw(yaml_document_t *doc, yaml_node_t *node,
 			yaml_node_t *item = yaml_document_get_node(doc, *it);
 
 			if (!item || item->type != YAML_SCALAR_NODE) {
-				char *o = mark_origin(
-					file, item ? item->start_mark
-						   : node->start_mark);
+				char *o = mark_origin(file,
+						      item ? item->start_mark
+							   : node->start_mark);
 
-				add_error(errs, o,
-					  "%s: list items must be plain values",
-					  path);
+				add_error(
+					errs, o,
+					"%s: list items must be plain values",
+					path);
 				free(o);
 				raw_clear(r);
 				return -1;
 			}
-			r->items = sbx_xrealloc(r->items, (r->n_items + 1) *
-								  sizeof(char *));
+			r->items = sbx_xrealloc(
+				r->items, (r->n_items + 1) * sizeof(char *));
 			r->items[r->n_items++] = sbx_xstrdup(
 				(const char *)item->data.scalar.value);
 		}
@@ -569,7 +571,8 @@ static void walk_mapping(yaml_document_t *doc, yaml_node_t *map,
 		key = (const char *)k->data.scalar.value;
 		for (other = map->data.mapping.pairs.start; other < pair;
 		     other++) {
-			yaml_node_t *ok = yaml_document_get_node(doc, other->key);
+			yaml_node_t *ok =
+				yaml_document_get_node(doc, other->key);
 
 			if (ok && ok->type == YAML_SCALAR_NODE &&
 			    strcmp((const char *)ok->data.scalar.value, key) ==
@@ -617,7 +620,8 @@ static void walk_mapping(yaml_document_t *doc, yaml_node_t *map,
 		if (node_to_raw(doc, v, file, path, &r, errs) == 0) {
 			r.key_origin = mark_origin(file, k->start_mark);
 			r.sect_origin = sbx_xstrdup(sect_origin);
-			*out = sbx_xrealloc(*out, (*n_out + 1) * sizeof(**out));
+			*out = sbx_xrealloc(*out,
+					    (*n_out + 1) * sizeof(**out));
 			(*out)[(*n_out)++] = r;
 		}
 		free(path);
@@ -697,9 +701,8 @@ out_parser:
 }
 
 /* Parse a default or environment value as a YAML flow value. */
-static int parse_inline(const char *text, const char *path,
-			const char *origin, struct raw *r,
-			struct sbx_buf *errs)
+static int parse_inline(const char *text, const char *path, const char *origin,
+			struct raw *r, struct sbx_buf *errs)
 {
 	yaml_parser_t parser;
 	yaml_document_t doc;
@@ -752,8 +755,8 @@ static void add_spec(struct sbx_config *cfg, const struct sbx_config_spec *s)
 	struct sbx_buf errs = SBX_BUF_INIT;
 	struct raw r;
 
-	cfg->values = sbx_xrealloc(cfg->values, (cfg->n_values + 1) *
-							sizeof(*cfg->values));
+	cfg->values = sbx_xrealloc(cfg->values,
+				   (cfg->n_values + 1) * sizeof(*cfg->values));
 	v = &cfg->values[cfg->n_values++];
 	memset(v, 0, sizeof(*v));
 	v->spec = s;
@@ -860,8 +863,8 @@ static void apply_all(struct sbx_config *cfg, struct raw *raws, size_t n,
 			raw_clear(r);
 			continue;
 		}
-		cfg->pending = sbx_xrealloc(cfg->pending, (cfg->n_pending + 1) *
-							      sizeof(*r));
+		cfg->pending = sbx_xrealloc(cfg->pending,
+					    (cfg->n_pending + 1) * sizeof(*r));
 		cfg->pending[cfg->n_pending++] = *r;
 		memset(r, 0, sizeof(*r));
 	}
@@ -904,8 +907,10 @@ static void cross_checks(struct sbx_config *cfg, struct sbx_buf *errs)
 	size_t i;
 
 	for (i = 0; i < SBX_ARRAY_SIZE(pairs); i++) {
-		const struct sbx_config_value *w = find_value(cfg, pairs[i][0]);
-		const struct sbx_config_value *a = find_value(cfg, pairs[i][1]);
+		const struct sbx_config_value *w =
+			find_value(cfg, pairs[i][0]);
+		const struct sbx_config_value *a =
+			find_value(cfg, pairs[i][1]);
 		double wv = sbx_config_double(cfg, pairs[i][0], 0);
 		double av = sbx_config_double(cfg, pairs[i][1], 0);
 
@@ -944,7 +949,8 @@ int sbx_config_load(struct sbx_config **out, const struct sbx_config_opts *o,
 	if (!o || !o->no_user_file) {
 		xdg = getenv("XDG_CONFIG_HOME");
 		if (xdg && *xdg) {
-			user_file = sbx_xasprintf("%s/sbxloop/config.yaml", xdg);
+			user_file =
+				sbx_xasprintf("%s/sbxloop/config.yaml", xdg);
 		} else {
 			char *home = home_dir();
 
@@ -956,7 +962,8 @@ int sbx_config_load(struct sbx_config **out, const struct sbx_config_opts *o,
 	}
 	if (o && o->config_file) {
 		cfg->project_file = sbx_xstrdup(o->config_file);
-		parse_file(o->config_file, 1, SBX_SRC_PROJECT, &raws, &n, &errs);
+		parse_file(o->config_file, 1, SBX_SRC_PROJECT, &raws, &n,
+			   &errs);
 	} else {
 		char *p = sbx_xasprintf("%s/sbxloop.yaml", cfg->cwd);
 
@@ -1000,8 +1007,8 @@ int sbx_config_add_component(struct sbx_config *cfg, const char *section,
 		return SBXLOOP_ENOMEM;
 	specs = sbx_xcalloc(nk + 1, sizeof(*specs));
 	cfg->owned_specs[cfg->n_owned++] = specs;
-	cfg->sections = sbx_xrealloc(cfg->sections, (cfg->n_sections + 1) *
-							    sizeof(char *));
+	cfg->sections = sbx_xrealloc(cfg->sections,
+				     (cfg->n_sections + 1) * sizeof(char *));
 	cfg->sections[cfg->n_sections++] = sbx_xstrdup(section);
 	for (i = 0; i < nk; i++) {
 		specs[i].path = sbx_xasprintf("%s.%s", section, keys[i].name);
@@ -1051,16 +1058,18 @@ int sbx_config_finish(struct sbx_config *cfg, char **errors)
 
 		snprintf(top, sizeof(top), "%.*s", (int)tl, r->path);
 		/* report each unknown section once */
-		if (i > 0 && strncmp(cfg->pending[i - 1].path, r->path, tl + 1) ==
-				     0)
+		if (i > 0 &&
+		    strncmp(cfg->pending[i - 1].path, r->path, tl + 1) == 0)
 			continue;
 		hint = suggest(cfg, "", top, buf, sizeof(buf));
 		if (hint)
-			add_error(&errs, r->sect_origin ? r->sect_origin : r->origin,
+			add_error(&errs,
+				  r->sect_origin ? r->sect_origin : r->origin,
 				  "unknown section '%s' (did you mean '%s'?)",
 				  top, hint);
 		else
-			add_error(&errs, r->sect_origin ? r->sect_origin : r->origin,
+			add_error(&errs,
+				  r->sect_origin ? r->sect_origin : r->origin,
 				  "unknown section '%s': no core setting or "
 				  "loaded plugin component has that name",
 				  top);
@@ -1150,8 +1159,8 @@ const char *sbx_config_list_item(const struct sbx_config *cfg,
 	return v && i < v->n_items ? v->items[i] : NULL;
 }
 
-int sbx_config_set(struct sbx_config *cfg, const char *path,
-		   const char *value, char **error)
+int sbx_config_set(struct sbx_config *cfg, const char *path, const char *value,
+		   char **error)
 {
 	struct sbx_config_value *v = find_value(cfg, path);
 	struct sbx_buf errs = SBX_BUF_INIT;
@@ -1199,10 +1208,12 @@ static int needs_quotes(const char *s)
 {
 	int b;
 
-	if (!*s || strpbrk(s, ":#,[]{}&*!|>'\"%@`") || isspace((unsigned char)*s) ||
+	if (!*s || strpbrk(s, ":#,[]{}&*!|>'\"%@`") ||
+	    isspace((unsigned char)*s) ||
 	    isspace((unsigned char)s[strlen(s) - 1]) || *s == '-' || *s == '?')
 		return 1;
-	if (!strcmp(s, "~") || !strcasecmp(s, "null") || parse_bool(s, &b) == 0)
+	if (!strcmp(s, "~") || !strcasecmp(s, "null") ||
+	    parse_bool(s, &b) == 0)
 		return 1;
 	return 0;
 }
@@ -1405,7 +1416,8 @@ int sbx_dotenv_load(const char *path, char **error)
 			if (hash) {
 				*hash = '\0';
 				vl = strlen(val);
-				while (vl && isspace((unsigned char)val[vl - 1]))
+				while (vl &&
+				       isspace((unsigned char)val[vl - 1]))
 					val[--vl] = '\0';
 			}
 		}

@@ -12,18 +12,18 @@
 
 enum sbx_source {
 	SBX_SRC_DEFAULT = 0,
-	SBX_SRC_USER = 1,     /* $XDG_CONFIG_HOME/sbxloop/config.yaml */
-	SBX_SRC_PROJECT = 2,  /* ./sbxloop.yaml or --config FILE */
-	SBX_SRC_ENV = 3,      /* SBXLOOP_SECTION__KEY */
-	SBX_SRC_CLI = 4       /* a command-line flag */
+	SBX_SRC_USER = 1,    /* $XDG_CONFIG_HOME/sbxloop/config.yaml */
+	SBX_SRC_PROJECT = 2, /* ./sbxloop.yaml or --config FILE */
+	SBX_SRC_ENV = 3,     /* SBXLOOP_SECTION__KEY */
+	SBX_SRC_CLI = 4      /* a command-line flag */
 };
 
 /* A schema entry. Core entries are static; plugin entries are added. */
 struct sbx_config_spec {
-	const char *path;             /* "budgets.max_tasks" */
+	const char *path; /* "budgets.max_tasks" */
 	enum sbxloop_value_type type;
-	const char *dflt;             /* textual default; NULL = unset */
-	const char *choices;          /* "a|b" or NULL */
+	const char *dflt;    /* textual default; NULL = unset */
+	const char *choices; /* "a|b" or NULL */
 	const char *help;
 	/* extra check; returns NULL or a message (static or in buf) */
 	const char *(*check)(const struct sbx_config_spec *spec,
@@ -32,20 +32,20 @@ struct sbx_config_spec {
 
 struct sbx_config_value {
 	const struct sbx_config_spec *spec;
-	char *str;          /* scalar text, NULL when unset */
-	char **items;       /* lists */
+	char *str;    /* scalar text, NULL when unset */
+	char **items; /* lists */
 	size_t n_items;
 	enum sbx_source source;
-	char *origin;       /* "file:line:col", env var name, or NULL */
+	char *origin; /* "file:line:col", env var name, or NULL */
 };
 
 struct sbx_config;
 
 struct sbx_config_opts {
-	const char *config_file;  /* --config; NULL = ./sbxloop.yaml */
-	const char *cwd;          /* NULL = getcwd */
-	int no_user_file;         /* skip the user file */
-	int no_env;               /* skip SBXLOOP_* variables */
+	const char *config_file; /* --config; NULL = ./sbxloop.yaml */
+	const char *cwd;         /* NULL = getcwd */
+	int no_user_file;        /* skip the user file */
+	int no_env;              /* skip SBXLOOP_* variables */
 };
 
 /*
@@ -77,8 +77,8 @@ size_t sbx_config_list_len(const struct sbx_config *cfg, const char *path);
 const char *sbx_config_list_item(const struct sbx_config *cfg,
 				 const char *path, size_t i);
 /* Override a key from a command-line flag; validated like the others. */
-int sbx_config_set(struct sbx_config *cfg, const char *path,
-		   const char *value, char **error);
+int sbx_config_set(struct sbx_config *cfg, const char *path, const char *value,
+		   char **error);
 
 /* Iterate every value in schema order. */
 size_t sbx_config_count(const struct sbx_config *cfg);

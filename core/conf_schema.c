@@ -74,8 +74,7 @@ static const char *check_repo(const struct sbx_config_spec *spec,
 }
 
 static const char *check_operator_pattern(const struct sbx_config_spec *spec,
-					  const char *v, char *buf,
-					  size_t len)
+					  const char *v, char *buf, size_t len)
 {
 	if (!sbx_pattern_valid(v, 1)) {
 		snprintf(buf, len,
@@ -157,7 +156,8 @@ const struct sbx_config_spec sbx_core_schema[] = {
 
 	{"plugins.sandbox", STR, "sbx", NULL,
 	 "sandbox provider: sbx (Docker Sandboxes), local, or a third-party "
-	 "plugin", NULL},
+	 "plugin",
+	 NULL},
 	{"plugins.store", STR, "sqlite", NULL, "state store", NULL},
 	/* left unset, these two apply only with the sbx provider */
 	{"plugins.secrets", LIST, "[sbx-proxy, plain-env]", NULL,
@@ -165,7 +165,8 @@ const struct sbx_config_spec sbx_core_schema[] = {
 	 NULL},
 	{"plugins.policy", LIST, "[sbx, local]", NULL,
 	 "egress policy granters, tried in order (unset: the active "
-	 "provider's own)", NULL},
+	 "provider's own)",
+	 NULL},
 	{"plugins.sinks", LIST, "[plain]", NULL,
 	 "event sinks every event fans out to", NULL},
 	{"plugins.reporters", LIST, "[]", NULL,
@@ -193,7 +194,7 @@ const struct sbx_config_spec sbx_core_schema[] = {
 	 "toolchains the project uses (empty means python)", check_language},
 
 	{"policy.allow", LIST, "[]", NULL,
-	 "patterns plan-declared egress may be granted within", 
+	 "patterns plan-declared egress may be granted within",
 	 check_operator_pattern},
 	{"policy.deny", LIST, "[]", NULL,
 	 "patterns never granted; deny wins over everything",

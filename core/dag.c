@@ -43,8 +43,7 @@ static int depth_of(struct node *nodes, size_t n, size_t i,
 				 "'%s'",
 				 nodes[i].id);
 	nodes[i].visiting = 1;
-	cJSON_ArrayForEach(d, nodes[i].deps)
-	{
+	cJSON_ArrayForEach (d, nodes[i].deps) {
 		long j = find_node(nodes, n, d->valuestring);
 		int rc;
 
@@ -106,8 +105,7 @@ int sbx_dag_order(const cJSON *tasks, size_t **order, size_t *n_out,
 	for (i = 0; i < n; i++) {
 		const cJSON *d;
 
-		cJSON_ArrayForEach(d, nodes[i].deps)
-		{
+		cJSON_ArrayForEach (d, nodes[i].deps) {
 			if (!cJSON_IsString(d) ||
 			    find_node(nodes, n, d->valuestring) < 0) {
 				rc = sbx_error(err, SBXLOOP_EINVAL,

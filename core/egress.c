@@ -18,34 +18,57 @@
 #include "policy_patterns.h"
 
 const char *const sbx_egress_control_plane[] = {
-	"api.githubcopilot.com", "*.githubcopilot.com", "api.github.com",
-	"github.com", "objects.githubusercontent.com",
-	"release-assets.githubusercontent.com", "raw.githubusercontent.com",
+	"api.githubcopilot.com",
+	"*.githubcopilot.com",
+	"api.github.com",
+	"github.com",
+	"objects.githubusercontent.com",
+	"release-assets.githubusercontent.com",
+	"raw.githubusercontent.com",
 	NULL,
 };
 
 const char *const sbx_egress_github[] = {
-	"api.github.com", "github.com", "uploads.github.com",
-	"objects.githubusercontent.com", NULL,
+	"api.github.com",
+	"github.com",
+	"uploads.github.com",
+	"objects.githubusercontent.com",
+	NULL,
 };
 
 const char *const sbx_egress_registries[] = {
-	"pypi.org", "files.pythonhosted.org", "registry.npmjs.org",
-	"registry.yarnpkg.com", "codeload.github.com", "proxy.golang.org",
-	"sum.golang.org", "crates.io", "static.crates.io", "index.crates.io",
-	"rubygems.org", "index.rubygems.org", "repo.maven.apache.org",
-	"repo1.maven.org", "plugins.gradle.org", "services.gradle.org",
-	"api.nuget.org", "nuget.org", "repo.packagist.org", "packagist.org",
+	"pypi.org",
+	"files.pythonhosted.org",
+	"registry.npmjs.org",
+	"registry.yarnpkg.com",
+	"codeload.github.com",
+	"proxy.golang.org",
+	"sum.golang.org",
+	"crates.io",
+	"static.crates.io",
+	"index.crates.io",
+	"rubygems.org",
+	"index.rubygems.org",
+	"repo.maven.apache.org",
+	"repo1.maven.org",
+	"plugins.gradle.org",
+	"services.gradle.org",
+	"api.nuget.org",
+	"nuget.org",
+	"repo.packagist.org",
+	"packagist.org",
 	NULL,
 };
 
 const char *const sbx_egress_distro[] = {
-	"deb.debian.org", "security.debian.org", "archive.ubuntu.com",
-	"security.ubuntu.com", "ports.ubuntu.com", NULL,
+	"deb.debian.org",      "security.debian.org", "archive.ubuntu.com",
+	"security.ubuntu.com", "ports.ubuntu.com",    NULL,
 };
 
 const char *const sbx_egress_declarable[] = {
-	"center.conan.io", "astral.sh", NULL,
+	"center.conan.io",
+	"astral.sh",
+	NULL,
 };
 
 #define EXTRAS "sandbox.extra_allow_domains"
@@ -56,8 +79,8 @@ const char *const sbx_egress_declarable[] = {
 
 /* ------------------------------------------------------------ bounds */
 
-static const char *list_covering(const struct sbx_config *cfg,
-				 const char *key, const char *domain)
+static const char *list_covering(const struct sbx_config *cfg, const char *key,
+				 const char *domain)
 {
 	size_t i, n = sbx_config_list_len(cfg, key);
 
@@ -149,8 +172,7 @@ int sbx_egress_validate_plan(const struct sbx_config *cfg, cJSON *egress,
 	cJSON *e;
 	int rc = 0;
 
-	cJSON_ArrayForEach(e, egress)
-	{
+	cJSON_ArrayForEach (e, egress) {
 		cJSON *dj = cJSON_GetObjectItemCaseSensitive(e, "domain");
 		const char *raw = cJSON_IsString(dj) ? dj->valuestring : "";
 		char *why = NULL;
@@ -171,8 +193,8 @@ int sbx_egress_validate_plan(const struct sbx_config *cfg, cJSON *egress,
 		sbx_buf_adds(msg, "plan-declared egress is outside the "
 				  "operator's bounds:\n");
 		sbx_buf_adds(msg, sbx_buf_str(&problems));
-		sbx_buf_adds(msg, "drop these domains from 'egress': "
-				  RETRY_HINT);
+		sbx_buf_adds(msg,
+			     "drop these domains from 'egress': " RETRY_HINT);
 		rc = SBXLOOP_EINVAL;
 	}
 	sbx_buf_release(&problems);
@@ -249,7 +271,7 @@ struct ledger_entry {
 	char *domain;
 	char *reason;
 	char *task_id;
-	int granter;  /* index in the chain; -1 = seeded at provisioning */
+	int granter; /* index in the chain; -1 = seeded at provisioning */
 };
 
 struct sbx_egress_ledger {
@@ -352,8 +374,7 @@ static void emit_policy(struct sbx_egress_ledger *l, const char *type,
 		cJSON_Delete(d);
 }
 
-static const char *granter_name(const struct sbx_egress_ledger *l,
-				size_t i)
+static const char *granter_name(const struct sbx_egress_ledger *l, size_t i)
 {
 	return l->chain[i].name ? l->chain[i].name : "(unnamed)";
 }
@@ -380,8 +401,8 @@ static int grant_one(struct sbx_egress_ledger *l,
 		}
 		if (why->len)
 			sbx_buf_adds(why, "; ");
-		sbx_buf_adds(why, e.message[0] ? e.message
-					       : granter_name(l, i));
+		sbx_buf_adds(why,
+			     e.message[0] ? e.message : granter_name(l, i));
 	}
 	if (!l->n_chain)
 		sbx_buf_adds(why, "no policy granter is configured "
@@ -395,17 +416,15 @@ static int declared_before(const cJSON *egress, const cJSON *upto,
 {
 	const cJSON *e;
 
-	cJSON_ArrayForEach(e, egress)
-	{
+	cJSON_ArrayForEach (e, egress) {
 		const cJSON *dj = cJSON_GetObjectItem(e, "domain");
 		char *bad = NULL, *d;
 		int same;
 
 		if (e == upto)
 			break;
-		d = sbx_egress_normalize(cJSON_IsString(dj) ? dj->valuestring
-							    : "",
-					 &bad);
+		d = sbx_egress_normalize(
+			cJSON_IsString(dj) ? dj->valuestring : "", &bad);
 		same = d && strcmp(d, domain) == 0;
 		free(d);
 		free(bad);
@@ -421,8 +440,7 @@ int sbx_egress_grant_all(struct sbx_egress_ledger *l, const char *task_id,
 	const cJSON *e;
 	int rc = 0;
 
-	cJSON_ArrayForEach(e, egress)
-	{
+	cJSON_ArrayForEach (e, egress) {
 		const cJSON *dj = cJSON_GetObjectItem(e, "domain");
 		const cJSON *rj = cJSON_GetObjectItem(e, "reason");
 		const char *reason = cJSON_IsString(rj) ? rj->valuestring : "";
@@ -541,8 +559,8 @@ int sbx_egress_revoke_all(struct sbx_egress_ledger *l, const char *task_id,
 					    "sandbox's life",
 					    e->domain, e2.message);
 			emit_policy(l, SBX_EV_POLICY_REVOKE, g.task_id,
-				    e->domain, NULL, granter_name(l,
-					    (size_t)e->granter), msg);
+				    e->domain, NULL,
+				    granter_name(l, (size_t)e->granter), msg);
 			free(msg);
 			if (!rc)
 				rc = sbx_error(err, r, "%s", e2.message);
@@ -674,15 +692,16 @@ void sbx_egress_print_policy(const struct sbx_config *cfg, FILE *out)
 		   "(empty: plans may use only the baseline and the\n"
 		   "         declarable registries)");
 	print_list(out, "  deny:  ", cfg, "policy.deny", "(none)");
-	print_list(out, "  granters (plugins.policy): ", cfg,
-		   "plugins.policy", "(none: every declared domain is "
+	print_list(out, "  granters (plugins.policy): ", cfg, "plugins.policy",
+		   "(none: every declared domain is "
 		   "refused)");
 	if (sbx_config_str(cfg, "github.repo")) {
 		char **gh = sbx_egress_github_seed(cfg);
 
 		fprintf(out, "\n");
-		wrap_start(&w, out, "github sandbox (every phase, never plan "
-				    "grants): ");
+		wrap_start(&w, out,
+			   "github sandbox (every phase, never plan "
+			   "grants): ");
 		for (i = 0; gh[i]; i++)
 			wrap_item(&w, gh[i]);
 		wrap_end(&w, "(none)");

@@ -61,7 +61,7 @@ void sbx_egress_list_free(char **list);
 
 /* One policy granter of the chain (borrowed). */
 struct sbx_egress_granter {
-	const char *name;                     /* for messages */
+	const char *name; /* for messages */
 	const struct sbxloop_policy_ops *ops;
 	void *ctx;
 };
@@ -91,9 +91,8 @@ void sbx_egress_ledger_free(struct sbx_egress_ledger *ledger);
  * Returns 0, or a negative code when a granter failed for another
  * reason than being unable to (infrastructure: the caller fails).
  */
-int sbx_egress_grant_all(struct sbx_egress_ledger *ledger,
-			 const char *task_id, const cJSON *egress,
-			 struct sbxloop_error *err);
+int sbx_egress_grant_all(struct sbx_egress_ledger *ledger, const char *task_id,
+			 const cJSON *egress, struct sbxloop_error *err);
 
 /*
  * At EXECUTE exit: revoke every grant whose granter can revoke, each a

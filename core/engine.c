@@ -640,7 +640,8 @@ static void revoke_grants(struct sbx_engine *e, const char *task_id)
 	struct sbxloop_error rerr = {0, ""};
 
 	if (sbx_egress_revoke_all(e->ledger, task_id, &rerr) < 0)
-		sbx_log(SBXLOOP_LOG_WARN, "cannot revoke egress grants%s%s: %s",
+		sbx_log(SBXLOOP_LOG_WARN,
+			"cannot revoke egress grants%s%s: %s",
 			task_id ? " of task " : "", task_id ? task_id : "",
 			rerr.message);
 }
@@ -1037,9 +1038,8 @@ static int schedule(struct sbx_engine *e, struct sbxloop_error *err)
 
 		if (task_terminal(t))
 			continue;
-		cJSON_ArrayForEach(dep, cJSON_GetObjectItemCaseSensitive(
-						t->spec, "depends_on"))
-		{
+		cJSON_ArrayForEach (dep, cJSON_GetObjectItemCaseSensitive(
+						 t->spec, "depends_on")) {
 			struct task *d = find_task(e, dep->valuestring);
 
 			if (d && (!strcmp(d->state, "failed") ||
@@ -1169,8 +1169,8 @@ static int open_egress(struct sbx_engine *e, struct sbxloop_error *err)
 	size_t n, i;
 	int rc;
 
-	names = sbx_chain_names(e->core, "plugins.policy",
-				SBXLOOP_KIND_POLICY, 1, &n);
+	names = sbx_chain_names(e->core, "plugins.policy", SBXLOOP_KIND_POLICY,
+				1, &n);
 	/* even an empty chain gets a ledger: its refusals are audited */
 	e->granters = sbx_xcalloc(n ? n : 1, sizeof(*e->granters));
 	chain = sbx_xcalloc(n ? n : 1, sizeof(*chain));

@@ -237,7 +237,8 @@ static int bus_publish(struct sbx_bus *bus, double ts, const char *type,
 			rc = SBXLOOP_EINVAL;
 			sbx_log(SBXLOOP_LOG_WARN,
 				"event '%s' dropped: unparseable after "
-				"redaction", type);
+				"redaction",
+				type);
 			goto out;
 		}
 		data = cJSON_PrintUnformatted(
@@ -319,7 +320,8 @@ static int bus_host_emit(struct sbx_core *core, const char *type,
 			cJSON_Delete(data);
 			sbx_log(SBXLOOP_LOG_WARN,
 				"event '%s' dropped: its data is not a JSON "
-				"object", type);
+				"object",
+				type);
 			return SBXLOOP_EINVAL;
 		}
 	}
@@ -455,8 +457,7 @@ static int enrich_applies(const char *key, const char *type)
 	return 1;
 }
 
-static int relay_as_text(struct sbx_core *core, const char *line,
-			 size_t len)
+static int relay_as_text(struct sbx_core *core, const char *line, size_t len)
 {
 	cJSON *data = cJSON_CreateObject();
 	char *copy = sbx_xstrndup(line, len);
@@ -467,8 +468,7 @@ static int relay_as_text(struct sbx_core *core, const char *line,
 }
 
 int sbx_bus_relay_worker_line(struct sbx_core *core, const char *line,
-			      size_t len, const cJSON *enrich,
-			      cJSON **result)
+			      size_t len, const cJSON *enrich, cJSON **result)
 {
 	cJSON *root = NULL, *item, *data, *type, *ts, *job, *e;
 	double when;
@@ -513,16 +513,15 @@ int sbx_bus_relay_worker_line(struct sbx_core *core, const char *line,
 	data = data ? cJSON_DetachItemViaPointer(root, data)
 		    : cJSON_CreateObject();
 	for (e = enrich ? enrich->child : NULL; e; e = e->next) {
-		if (!e->string || !enrich_applies(e->string,
-						  type->valuestring) ||
+		if (!e->string ||
+		    !enrich_applies(e->string, type->valuestring) ||
 		    cJSON_GetObjectItemCaseSensitive(data, e->string))
 			continue;
-		cJSON_AddItemToObject(data, e->string,
-				      cJSON_Duplicate(e, 1));
+		cJSON_AddItemToObject(data, e->string, cJSON_Duplicate(e, 1));
 	}
 	job = cJSON_GetObjectItemCaseSensitive(root, "job_id");
-	rc = emit_at(core, when, type->valuestring,
-		     cJSON_GetStringValue(job), data);
+	rc = emit_at(core, when, type->valuestring, cJSON_GetStringValue(job),
+		     data);
 	cJSON_Delete(root);
 	return rc < 0 ? rc : 0;
 text:

@@ -45,8 +45,7 @@ int sbx_emit(struct sbx_core *core, const char *type, const char *job_id,
  * frees with cJSON_Delete), else 0.
  */
 int sbx_bus_relay_worker_line(struct sbx_core *core, const char *line,
-			      size_t len, const cJSON *enrich,
-			      cJSON **result);
+			      size_t len, const cJSON *enrich, cJSON **result);
 
 /* Make buffered events durable (at exit, before a summary). */
 int sbx_bus_flush(struct sbx_core *core, struct sbxloop_error *err);

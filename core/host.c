@@ -37,8 +37,8 @@ static void host_log(const struct sbxloop_host *host,
 }
 
 static int host_error_set(const struct sbxloop_host *host,
-			  struct sbxloop_error *err, int code,
-			  const char *fmt, ...)
+			  struct sbxloop_error *err, int code, const char *fmt,
+			  ...)
 {
 	va_list ap;
 
@@ -70,8 +70,8 @@ static double host_config_double(const struct sbxloop_host *host,
 	return sbx_config_double(core_of(host)->cfg, path, dflt);
 }
 
-static int host_config_bool(const struct sbxloop_host *host,
-			    const char *path, int dflt)
+static int host_config_bool(const struct sbxloop_host *host, const char *path,
+			    int dflt)
 {
 	return sbx_config_bool(core_of(host)->cfg, path, dflt);
 }
@@ -230,9 +230,8 @@ int sbx_core_open(struct sbx_core **out, const struct sbx_config_opts *o,
 		free(msg);
 		msg = NULL;
 	}
-	rc = sbx_registry_load(&core->reg, sbx_config_str(core->cfg,
-							  "plugin_dir"),
-			       &err);
+	rc = sbx_registry_load(&core->reg,
+			       sbx_config_str(core->cfg, "plugin_dir"), &err);
 	if (rc) {
 		sbx_buf_addf(&all, "%s\n", err.message);
 		goto out;
@@ -247,9 +246,9 @@ int sbx_core_open(struct sbx_core **out, const struct sbx_config_opts *o,
 			const struct sbxloop_component *c =
 				&m->desc->components[j];
 			const struct sbxloop_config_key *keys =
-				c->struct_size >
-						offsetof(struct sbxloop_component,
-							 config_keys)
+				c->struct_size > offsetof(struct
+							  sbxloop_component,
+							  config_keys)
 					? c->config_keys
 					: NULL;
 

@@ -41,7 +41,10 @@ struct slot {
 	size_t offset;
 };
 
-#define SLOT(type, field) {#field, offsetof(struct type, field)}
+#define SLOT(type, field)                                                     \
+	{                                                                     \
+#field, offsetof(struct type, field)                          \
+	}
 
 static const struct slot sandbox_slots[] = {
 	SLOT(sbxloop_sandbox_ops, create),
@@ -139,10 +142,10 @@ static const struct slot *kind_slots(enum sbxloop_kind kind)
 void sbx_caps_format(uint32_t caps, char *buf, size_t len)
 {
 	static const char *const names[] = {
-		"egress_enforced",   "network_disabled",
+		"egress_enforced",         "network_disabled",
 		"secret_never_in_sandbox", "filesystem_confined",
-		"resource_bounded",  "workspace_mounted",
-		"dies_with_parent",  "egress_revocable",
+		"resource_bounded",        "workspace_mounted",
+		"dies_with_parent",        "egress_revocable",
 	};
 	size_t i, used = 0;
 
@@ -150,8 +153,9 @@ void sbx_caps_format(uint32_t caps, char *buf, size_t len)
 	for (i = 0; i < SBX_ARRAY_SIZE(names); i++) {
 		if (!(caps & (1u << i)))
 			continue;
-		used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
-					 "%s%s", used ? "," : "", names[i]);
+		used += (size_t)snprintf(buf + used,
+					 used < len ? len - used : 0, "%s%s",
+					 used ? "," : "", names[i]);
 	}
 }
 
@@ -213,8 +217,9 @@ static int check_component(struct sbx_module *m,
 	}
 	slots = kind_slots(c->kind);
 	if (!slots) {
-		refuse(m, "component '%s' has unknown kind %d (this sbxloop "
-			  "knows kinds 1-6); %s",
+		refuse(m,
+		       "component '%s' has unknown kind %d (this sbxloop "
+		       "knows kinds 1-6); %s",
 		       c->name, (int)c->kind, rebuild_hint());
 		return -1;
 	}
@@ -308,8 +313,9 @@ static int check_descriptor(struct sbx_module *m,
 		if (o == m || !o->desc)
 			continue;
 		if (strcmp(o->name, m->name) == 0) {
-			refuse(m, "duplicate of module '%s' already loaded from "
-				  "'%s'",
+			refuse(m,
+			       "duplicate of module '%s' already loaded from "
+			       "'%s'",
 			       o->name, o->path);
 			return -1;
 		}
@@ -343,8 +349,8 @@ static void load_module(struct sbx_registry *reg, const char *dir,
 	lt_dlhandle h = NULL;
 	const char *dot = strrchr(file, '.');
 
-	reg->modules = sbx_xrealloc(reg->modules, (reg->n_modules + 1) *
-							  sizeof(*reg->modules));
+	reg->modules = sbx_xrealloc(
+		reg->modules, (reg->n_modules + 1) * sizeof(*reg->modules));
 	m = &reg->modules[reg->n_modules++];
 	memset(m, 0, sizeof(*m));
 	m->name = sbx_xstrndup(file, (size_t)(dot - file));
@@ -401,8 +407,9 @@ static void scan_dir(struct sbx_registry *reg, const char *dir)
 			files = sbx_xrealloc(files, (n + 1) * sizeof(*files));
 			files[n++] = sbx_xstrdup(name);
 		} else if (sbx_ends_with(name, ".so")) {
-			char *la = sbx_xasprintf("%s/%.*s.la", dir,
-						 (int)(strlen(name) - 3), name);
+			char *la =
+				sbx_xasprintf("%s/%.*s.la", dir,
+					      (int)(strlen(name) - 3), name);
 			struct stat st;
 
 			if (stat(la, &st) != 0) {
@@ -435,7 +442,8 @@ static void add_dir(struct sbx_registry *reg, const char *dir, size_t len)
 			free(d);
 			return;
 		}
-	reg->dirs = sbx_xrealloc(reg->dirs, (reg->n_dirs + 1) * sizeof(char *));
+	reg->dirs =
+		sbx_xrealloc(reg->dirs, (reg->n_dirs + 1) * sizeof(char *));
 	reg->dirs[reg->n_dirs++] = d;
 }
 
@@ -449,7 +457,8 @@ int sbx_registry_load(struct sbx_registry *reg, const char *plugin_dir,
 	if (ltdl_users++ == 0 && lt_dlinit() != 0) {
 		ltdl_users = 0;
 		return sbx_error(err, SBXLOOP_ERR,
-				 "cannot initialise libltdl: %s", lt_dlerror());
+				 "cannot initialise libltdl: %s",
+				 lt_dlerror());
 	}
 	while (env && *env) {
 		size_t len = strcspn(env, ":");
@@ -491,9 +500,9 @@ void sbx_registry_free(struct sbx_registry *reg)
 		lt_dlexit();
 }
 
-const struct sbxloop_component *
-sbx_registry_find(const struct sbx_registry *reg, enum sbxloop_kind kind,
-		  const char *name, const struct sbx_module **module)
+const struct sbxloop_component *sbx_registry_find(
+	const struct sbx_registry *reg, enum sbxloop_kind kind,
+	const char *name, const struct sbx_module **module)
 {
 	size_t i, j;
 

@@ -9,17 +9,17 @@
 #include <sbxloop/plugin.h>
 
 struct sbx_module {
-	char *name;                 /* file name without extension */
+	char *name; /* file name without extension */
 	char *path;
-	void *handle;               /* lt_dlhandle, NULL when refused */
+	void *handle; /* lt_dlhandle, NULL when refused */
 	const struct sbxloop_plugin_descriptor *desc; /* NULL when refused */
-	char *refusal;              /* why it was refused, or NULL */
+	char *refusal; /* why it was refused, or NULL */
 };
 
 struct sbx_registry {
 	struct sbx_module *modules;
 	size_t n_modules;
-	char **dirs;                /* the search path actually used */
+	char **dirs; /* the search path actually used */
 	size_t n_dirs;
 };
 
@@ -33,9 +33,9 @@ int sbx_registry_load(struct sbx_registry *reg, const char *plugin_dir,
 void sbx_registry_free(struct sbx_registry *reg);
 
 /* A loaded component of `kind` named `name`, or NULL. */
-const struct sbxloop_component *
-sbx_registry_find(const struct sbx_registry *reg, enum sbxloop_kind kind,
-		  const char *name, const struct sbx_module **module);
+const struct sbxloop_component *sbx_registry_find(
+	const struct sbx_registry *reg, enum sbxloop_kind kind,
+	const char *name, const struct sbx_module **module);
 
 const char *sbx_kind_name(enum sbxloop_kind kind);
 /* Names of capability bits, comma-separated into buf. */

@@ -58,8 +58,7 @@ static char *render_list(const cJSON *list, const char *none)
 	struct sbx_buf b = SBX_BUF_INIT;
 	const cJSON *it;
 
-	cJSON_ArrayForEach(it, list)
-	{
+	cJSON_ArrayForEach (it, list) {
 		if (!cJSON_IsString(it))
 			continue;
 		if (b.len)
@@ -241,8 +240,7 @@ static int only_keys(const cJSON *obj, const char *const *allowed,
 		sbx_buf_addf(msg, "%s must be a JSON object", what);
 		return -1;
 	}
-	cJSON_ArrayForEach(it, obj)
-	{
+	cJSON_ArrayForEach (it, obj) {
 		const char *const *k;
 
 		for (k = allowed; *k; k++)
@@ -273,8 +271,7 @@ static int str_list(const cJSON *obj, const char *key, int required,
 			     key);
 		goto fail;
 	}
-	cJSON_ArrayForEach(it, v)
-	{
+	cJSON_ArrayForEach (it, v) {
 		if (!cJSON_IsString(it)) {
 			sbx_buf_addf(msg, "%s: '%s' must be a list of strings",
 				     what, key);
@@ -326,7 +323,7 @@ static int is_blank(const char *s)
 
 static const char *const env_mutators[] = {"sudo", "apt", "apt-get", "dnf",
 					   "yum",  "apk", NULL};
-static const char *const bash_heads[] = {"[[",	  "source", "declare", "local",
+static const char *const bash_heads[] = {"[[",    "source", "declare", "local",
 					 "pushd", "popd",   NULL};
 static const char *const python_bare[] = {"python", "python3", "pip",
 					  "pip3",   "pytest",  NULL};
@@ -472,8 +469,9 @@ void sbx_verify_lint(const struct sbx_core *core, const cJSON *commands,
 {
 	const cJSON *c;
 
-	cJSON_ArrayForEach(c, commands) if (cJSON_IsString(c))
-		lint_one(core, c->valuestring, prefix, out);
+	cJSON_ArrayForEach (c, commands)
+		if (cJSON_IsString(c))
+			lint_one(core, c->valuestring, prefix, out);
 }
 
 /* ---- the two-attempt JSON loop (4.1) ------------------------------------ */
@@ -610,8 +608,7 @@ static int validate_decompose(const struct sbx_phase_ctx *pc, const cJSON *in,
 		sbx_buf_adds(msg, "the response needs a 'tasks' list");
 		goto fail;
 	}
-	cJSON_ArrayForEach(t, tasks)
-	{
+	cJSON_ArrayForEach (t, tasks) {
 		cJSON *o = cJSON_CreateObject();
 		char what[32];
 
@@ -630,8 +627,7 @@ static int validate_decompose(const struct sbx_phase_ctx *pc, const cJSON *in,
 		sbx_buf_adds(msg, derr.message);
 		goto fail;
 	}
-	cJSON_ArrayForEach(t, norm)
-	{
+	cJSON_ArrayForEach (t, norm) {
 		char *prefix =
 			sbx_xasprintf("task %s: ", json_str(t, "id", "?"));
 
@@ -708,8 +704,7 @@ static int validate_plan(const struct sbx_phase_ctx *pc, const cJSON *in,
 		goto fail;
 	}
 	egress = cJSON_AddArrayToObject(plan, "egress");
-	cJSON_ArrayForEach(e, eg)
-	{
+	cJSON_ArrayForEach (e, eg) {
 		cJSON *o = cJSON_CreateObject();
 
 		cJSON_AddItemToArray(egress, o);
@@ -775,16 +770,15 @@ static cJSON *verify_commands(const cJSON *spec, const cJSON *plan)
 	int i;
 
 	for (i = 0; i < 2; i++) {
-		cJSON_ArrayForEach(c, lists[i])
-		{
+		cJSON_ArrayForEach (c, lists[i]) {
 			int seen = 0;
 
 			if (!cJSON_IsString(c))
 				continue;
-			cJSON_ArrayForEach(
-				o, out) if (strcmp(o->valuestring,
-						   c->valuestring) == 0) seen =
-				1;
+			cJSON_ArrayForEach (o, out)
+				if (strcmp(o->valuestring, c->valuestring) ==
+				    0)
+					seen = 1;
 			if (!seen)
 				cJSON_AddItemToArray(
 					out,
@@ -888,8 +882,7 @@ static int validate_verdict(const cJSON *in, cJSON **out, struct sbx_buf *msg,
 		goto fail;
 	}
 	arr = cJSON_AddArrayToObject(o, "issues");
-	cJSON_ArrayForEach(it, issues)
-	{
+	cJSON_ArrayForEach (it, issues) {
 		cJSON *i = cJSON_CreateObject();
 		const char *sev;
 
@@ -982,8 +975,7 @@ static char *health_summary(const cJSON *health)
 		if (b.len)
 			sbx_buf_adds(&b, "; ");
 		sbx_buf_addf(&b, "%s: ", names[i]);
-		cJSON_ArrayForEach(it, o)
-		{
+		cJSON_ArrayForEach (it, o) {
 			sbx_buf_addf(&b, "%s%s x%d", first ? "" : ", ",
 				     it->string, it->valueint);
 			first = 0;
@@ -1105,8 +1097,7 @@ static char *gather_evidence(const struct sbx_phase_ctx *pc)
 	}
 	out = cJSON_GetObjectItemCaseSensitive(res, "output_json");
 	i = 0;
-	cJSON_ArrayForEach(it, out)
-	{
+	cJSON_ArrayForEach (it, out) {
 		const char *text = json_str(it, "output", "");
 		char *clipped, *trimmed;
 		size_t n;
@@ -1241,9 +1232,8 @@ int sbx_phase_verify(const struct sbx_phase_ctx *pc, const cJSON *spec,
 			       "verify batch job failed (%s): %s", type, msg);
 		goto out;
 	}
-	cJSON_ArrayForEach(
-		it, cJSON_GetObjectItemCaseSensitive(res, "output_json"))
-	{
+	cJSON_ArrayForEach (
+		it, cJSON_GetObjectItemCaseSensitive(res, "output_json")) {
 		const char *cmd = json_str(it, "command", "?");
 		const char *text = json_str(it, "output", "");
 		const cJSON *code =

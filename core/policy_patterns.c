@@ -33,8 +33,8 @@ static int domain_valid(const char *d)
 			label = p + 1;
 			continue;
 		}
-		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) ||
-		      *p == '-'))
+		if (!(islower((unsigned char)*p) ||
+		      isdigit((unsigned char)*p) || *p == '-'))
 			return 0;
 	}
 	if (labels < 2)

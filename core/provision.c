@@ -76,9 +76,9 @@ struct box {
 
 /* One secret a strategy (or the core's env file) took; for revoke. */
 struct provided {
-	size_t strategy;           /* index in the chain, or WORKER_ENV */
+	size_t strategy; /* index in the chain, or WORKER_ENV */
 	int box;
-	const char *env;           /* static strings */
+	const char *env; /* static strings */
 	const char *bind_host;
 	const char *service;
 };
@@ -263,13 +263,14 @@ int sbx_pair_check_tokens(struct sbx_pair *p, struct sbxloop_error *err)
 		if (!v) {
 			wipe_free(p->model_value);
 			p->model_value = NULL;
-			return sbx_error(err, SBXLOOP_EINVAL,
-					 "%s (or %s) is not set: github.repo "
-					 "is '%s', so the github sandbox needs "
-					 "a GitHub token; set it in the "
-					 "environment or in .env, or unset "
-					 "github.repo",
-					 GH_ENV, GH_ENV_ALT, p->repo);
+			return sbx_error(
+				err, SBXLOOP_EINVAL,
+				"%s (or %s) is not set: github.repo "
+				"is '%s', so the github sandbox needs "
+				"a GitHub token; set it in the "
+				"environment or in .env, or unset "
+				"github.repo",
+				GH_ENV, GH_ENV_ALT, p->repo);
 		}
 		p->gh_value = sbx_xstrdup(v);
 		sbx_secret_register(p->gh_value);
@@ -280,8 +281,8 @@ int sbx_pair_check_tokens(struct sbx_pair *p, struct sbxloop_error *err)
 
 /* ------------------------------------------------------------ events */
 
-static void emit_box(struct sbx_pair *p, const char *type,
-		     const struct box *b, int with_info)
+static void emit_box(struct sbx_pair *p, const char *type, const struct box *b,
+		     int with_info)
 {
 	cJSON *d = cJSON_CreateObject();
 
@@ -636,8 +637,7 @@ static void down_locked(struct sbx_pair *p)
 	}
 }
 
-static int provide_role(struct sbx_pair *p, int box,
-			struct sbxloop_error *err)
+static int provide_role(struct sbx_pair *p, int box, struct sbxloop_error *err)
 {
 	const struct box *b = &p->boxes[box];
 
@@ -645,17 +645,16 @@ static int provide_role(struct sbx_pair *p, int box,
 		return provide(p, box, GH_ENV, p->gh_value, NULL, GH_SERVICE,
 			       err);
 	if (!p->model_value) {
-		emit_secret(p, b, p->model ? p->model->env : "",
-			    "none", 1, p->model_skip);
+		emit_secret(p, b, p->model ? p->model->env : "", "none", 1,
+			    p->model_skip);
 		return 0;
 	}
 	return provide(p, box, p->model->env, p->model_value, p->model->host,
 		       NULL, err);
 }
 
-int sbx_pair_up(struct sbx_pair *p, const char *run_id,
-		const char *workspace, const volatile sig_atomic_t *cancel,
-		struct sbxloop_error *err)
+int sbx_pair_up(struct sbx_pair *p, const char *run_id, const char *workspace,
+		const volatile sig_atomic_t *cancel, struct sbxloop_error *err)
 {
 	char *worker = NULL;
 	int rc = 0, box;

@@ -15,9 +15,10 @@
 #include "util.h"
 
 const char *const sbx_token_env_names[] = {
-	"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN",
-	"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY",
-	"DISCORD_BOT_TOKEN", NULL,
+	"COPILOT_GITHUB_TOKEN", "GH_TOKEN",
+	"GITHUB_TOKEN",         "ANTHROPIC_API_KEY",
+	"OPENAI_API_KEY",       "GEMINI_API_KEY",
+	"DISCORD_BOT_TOKEN",    NULL,
 };
 
 static pthread_mutex_t secrets_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -90,7 +91,8 @@ char *sbx_redact(const char *text)
 		for (i = 0; i < n_secrets; i++) {
 			size_t n = strlen(secrets[i]);
 
-			if (*p == secrets[i][0] && strncmp(p, secrets[i], n) == 0) {
+			if (*p == secrets[i][0] &&
+			    strncmp(p, secrets[i], n) == 0) {
 				sbx_buf_adds(&b, SBX_REDACTED);
 				p += n;
 				hit = 1;

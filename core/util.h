@@ -16,7 +16,7 @@
 void *sbx_xmalloc(size_t n);
 void *sbx_xcalloc(size_t n, size_t size);
 void *sbx_xrealloc(void *p, size_t n);
-char *sbx_xstrdup(const char *s);            /* NULL in, NULL out */
+char *sbx_xstrdup(const char *s); /* NULL in, NULL out */
 char *sbx_xstrndup(const char *s, size_t n);
 char *sbx_xasprintf(const char *fmt, ...) SBXLOOP_PRINTF(1, 2);
 
@@ -25,12 +25,16 @@ struct sbx_buf {
 	size_t len;
 	size_t cap;
 };
-#define SBX_BUF_INIT {NULL, 0, 0}
+#define SBX_BUF_INIT                                                          \
+	{                                                                     \
+		NULL, 0, 0                                                    \
+	}
 
 void sbx_buf_add(struct sbx_buf *b, const char *s, size_t n);
 void sbx_buf_adds(struct sbx_buf *b, const char *s);
 void sbx_buf_addc(struct sbx_buf *b, char c);
-void sbx_buf_addf(struct sbx_buf *b, const char *fmt, ...) SBXLOOP_PRINTF(2, 3);
+void sbx_buf_addf(struct sbx_buf *b, const char *fmt, ...)
+	SBXLOOP_PRINTF(2, 3);
 void sbx_buf_vaddf(struct sbx_buf *b, const char *fmt, va_list ap)
 	SBXLOOP_PRINTF(2, 0);
 const char *sbx_buf_str(const struct sbx_buf *b); /* "" when empty */

@@ -57,9 +57,9 @@ char *sbx_url_strip_userinfo(const char *url)
 /* ---------------------------------------------------------------- git */
 
 struct git_out {
-	int ran;        /* git started (found on PATH) */
-	int status;     /* exit code */
-	char *out;      /* stdout, trailing newline trimmed */
+	int ran;    /* git started (found on PATH) */
+	int status; /* exit code */
+	char *out;  /* stdout, trailing newline trimmed */
 	char *err;
 };
 
@@ -171,12 +171,16 @@ static int use_dir(struct sbx_workspace *ws, const char *dir,
 	int rc = sbx_mkdirs(dir, 0755);
 
 	if (rc)
-		return sbx_error(err, SBXLOOP_ERR, "cannot create workspace "
-				 "'%s': %s", dir, strerror(-rc));
+		return sbx_error(err, SBXLOOP_ERR,
+				 "cannot create workspace "
+				 "'%s': %s",
+				 dir, strerror(-rc));
 	ws->path = abs_path(dir);
 	if (!ws->path)
-		return sbx_error(err, SBXLOOP_ERR, "cannot resolve workspace "
-				 "'%s': %s", dir, strerror(errno));
+		return sbx_error(err, SBXLOOP_ERR,
+				 "cannot resolve workspace "
+				 "'%s': %s",
+				 dir, strerror(errno));
 	return 0;
 }
 
@@ -191,10 +195,12 @@ static void describe_clone(struct sbx_workspace *ws, const char *source,
 
 	if (reused)
 		msg = sbx_xasprintf("reusing the run's clone '%s' of '%s' on "
-				    "branch %s", clone, source, branch);
+				    "branch %s",
+				    clone, source, branch);
 	else
 		msg = sbx_xasprintf("cloned '%s' at %.12s into '%s' on branch "
-				    "%s%s", source, commit, clone, branch,
+				    "%s%s",
+				    source, commit, clone, branch,
 				    dirty ? "; uncommitted changes in the "
 					    "source were not included"
 					  : "");
@@ -227,8 +233,7 @@ static const char *inside(const char *outer, const char *inner)
 
 static int make_clone(struct sbx_workspace *ws, const char *src,
 		      const char *clone, const char *branch,
-		      const char *commit, int dirty,
-		      struct sbxloop_error *err)
+		      const char *commit, int dirty, struct sbxloop_error *err)
 {
 	struct git_out g;
 	char *parent = sbx_xstrdup(clone), *slash = strrchr(parent, '/');
@@ -240,19 +245,23 @@ static int make_clone(struct sbx_workspace *ws, const char *src,
 	rc = sbx_mkdirs(parent, 0700);
 	free(parent);
 	if (rc)
-		return sbx_error(err, SBXLOOP_ERR, "cannot create the run "
-				 "directory of '%s': %s", clone,
-				 strerror(-rc));
-	if (GIT(&g, NULL, "git", "clone", "-q", "--no-checkout", src,
-		clone)) {
-		rc = sbx_error(err, SBXLOOP_ERR, "cannot clone '%s' into "
-			       "'%s': %s", src, clone, g.err);
+		return sbx_error(err, SBXLOOP_ERR,
+				 "cannot create the run "
+				 "directory of '%s': %s",
+				 clone, strerror(-rc));
+	if (GIT(&g, NULL, "git", "clone", "-q", "--no-checkout", src, clone)) {
+		rc = sbx_error(err, SBXLOOP_ERR,
+			       "cannot clone '%s' into "
+			       "'%s': %s",
+			       src, clone, g.err);
 		goto fail;
 	}
 	git_out_clear(&g);
 	if (GIT(&g, clone, "git", "checkout", "-q", "-b", branch, commit)) {
-		rc = sbx_error(err, SBXLOOP_ERR, "cannot create branch %s in "
-			       "'%s': %s", branch, clone, g.err);
+		rc = sbx_error(err, SBXLOOP_ERR,
+			       "cannot create branch %s in "
+			       "'%s': %s",
+			       branch, clone, g.err);
 		goto fail;
 	}
 	git_out_clear(&g);
@@ -266,13 +275,14 @@ static int make_clone(struct sbx_workspace *ws, const char *src,
 	else
 		GIT(&g, clone, "git", "remote", "remove", "origin");
 	if (g.status) {
-		rc = sbx_error(err, SBXLOOP_ERR, "cannot set the origin of "
-			       "'%s': %s", clone, g.err);
+		rc = sbx_error(err, SBXLOOP_ERR,
+			       "cannot set the origin of "
+			       "'%s': %s",
+			       clone, g.err);
 		goto fail;
 	}
 	git_out_clear(&g);
-	if (GIT(&g, clone, "git", "update-ref", "refs/sbxloop/base",
-		commit)) {
+	if (GIT(&g, clone, "git", "update-ref", "refs/sbxloop/base", commit)) {
 		rc = sbx_error(err, SBXLOOP_ERR,
 			       "cannot pin refs/sbxloop/base in '%s': %s",
 			       clone, g.err);
@@ -336,8 +346,10 @@ int sbx_workspace_isolate(const char *source, const char *mode,
 	}
 	if (!git_available()) {
 		if (clone_mode) {
-			rc = sbx_error(err, SBXLOOP_EINVAL, "cannot clone "
-				       "'%s': git is not on PATH", src);
+			rc = sbx_error(err, SBXLOOP_EINVAL,
+				       "cannot clone "
+				       "'%s': git is not on PATH",
+				       src);
 			goto out;
 		}
 		rc = use_dir(ws, src, err);
@@ -345,7 +357,8 @@ int sbx_workspace_isolate(const char *source, const char *mode,
 	}
 	if (GIT(&g, src, "git", "rev-parse", "--show-toplevel")) {
 		if (clone_mode) {
-			rc = sbx_error(err, SBXLOOP_EINVAL, "cannot clone "
+			rc = sbx_error(err, SBXLOOP_EINVAL,
+				       "cannot clone "
 				       "'%s': not inside a git checkout",
 				       src);
 			goto out;
@@ -373,8 +386,10 @@ int sbx_workspace_isolate(const char *source, const char *mode,
 	git_out_clear(&g);
 	if (GIT(&g, src, "git", "rev-parse", "--verify", "-q",
 		"HEAD^{commit}")) {
-		rc = sbx_error(err, SBXLOOP_EINVAL, "cannot clone '%s': the "
-			       "repository has no commits yet", src);
+		rc = sbx_error(err, SBXLOOP_EINVAL,
+			       "cannot clone '%s': the "
+			       "repository has no commits yet",
+			       src);
 		goto out;
 	}
 	commit = sbx_xstrdup(g.out);
@@ -383,8 +398,8 @@ int sbx_workspace_isolate(const char *source, const char *mode,
 	pathspec = sbx_xasprintf(":(exclude)%s", rel ? rel : ".sbxloop");
 	/* --no-optional-locks: status must not refresh the source index */
 	if (GIT(&g, src, "git", "--no-optional-locks", "-c",
-		"core.fsmonitor=false", "status",
-		"--porcelain", "--", ".", pathspec, ":(exclude).sbxloop")) {
+		"core.fsmonitor=false", "status", "--porcelain", "--", ".",
+		pathspec, ":(exclude).sbxloop")) {
 		rc = sbx_error(err, SBXLOOP_ERR, "cannot inspect '%s': %s",
 			       src, g.err);
 		goto out;
@@ -439,9 +454,9 @@ out:
 	return rc;
 }
 
-int sbx_workspace_resolve(const struct sbx_config *cfg,
-			  const char *state_dir, const char *run_id,
-			  struct sbx_workspace *ws, struct sbxloop_error *err)
+int sbx_workspace_resolve(const struct sbx_config *cfg, const char *state_dir,
+			  const char *run_id, struct sbx_workspace *ws,
+			  struct sbxloop_error *err)
 {
 	const char *mode = sbx_config_str(cfg, "sandbox.workspace_isolation");
 

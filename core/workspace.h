@@ -14,9 +14,9 @@
 
 /* What the resolution chose; release with sbx_workspace_clear. */
 struct sbx_workspace {
-	char *path;         /* the workspace the run uses (absolute) */
-	int cloned;         /* a per-run clone (new or reused) */
-	char *branch;       /* "sbxloop/<run>" when cloned */
+	char *path;   /* the workspace the run uses (absolute) */
+	int cloned;   /* a per-run clone (new or reused) */
+	char *branch; /* "sbxloop/<run>" when cloned */
 	/* data of a sandbox.workspace_clone event, or NULL (caller emits) */
 	cJSON *clone_event;
 	/* for the summary: the command that brings the work back */
@@ -38,9 +38,9 @@ int sbx_workspace_isolate(const char *source, const char *mode,
 			  struct sbx_workspace *ws, struct sbxloop_error *err);
 
 /* The same from sandbox.workspace and sandbox.workspace_isolation. */
-int sbx_workspace_resolve(const struct sbx_config *cfg,
-			  const char *state_dir, const char *run_id,
-			  struct sbx_workspace *ws, struct sbxloop_error *err);
+int sbx_workspace_resolve(const struct sbx_config *cfg, const char *state_dir,
+			  const char *run_id, struct sbx_workspace *ws,
+			  struct sbxloop_error *err);
 
 void sbx_workspace_clear(struct sbx_workspace *ws);
 

@@ -91,8 +91,8 @@ static void writer(const char *dbdir, const char *side, const char *run_id)
 				die("event_append", &err);
 		}
 		if (i % 2 == 0) {
-			struct sbxloop_run_update upd = {
-				.struct_size = sizeof(upd)};
+			struct sbxloop_run_update upd = {.struct_size =
+								 sizeof(upd)};
 
 			snprintf(state, sizeof(state), "s%d", i);
 			upd.run_id = run_id;
@@ -101,8 +101,8 @@ static void writer(const char *dbdir, const char *side, const char *run_id)
 			if (ops->run_update(store, &upd, NULL, 0, &err))
 				die("run_update", &err);
 		} else {
-			struct sbxloop_attempt_row a = {
-				.struct_size = sizeof(a)};
+			struct sbxloop_attempt_row a = {.struct_size =
+								sizeof(a)};
 
 			a.run_id = run_id;
 			a.task_id = "t1";
@@ -155,7 +155,7 @@ out:
 }
 
 struct check_state {
-	int *counts;   /* events seen per transition */
+	int *counts; /* events seen per transition */
 	int n_counts;
 	int prev_i, prev_k;
 	int out_of_order;
@@ -216,8 +216,8 @@ static int integrity_ok(const char *dbdir, char *why, size_t len)
 		return 1; /* killed before the file existed */
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) !=
 		    SQLITE_OK ||
-	    sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st,
-			       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) !=
+		    SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_ROW) {
 		snprintf(why, len, "cannot check '%s': %s", path,
 			 sqlite3_errmsg(db));
@@ -384,8 +384,10 @@ int store_torture_run(const char *dir, int trials, unsigned seed,
 		if (waitpid(pid, &status, 0) != pid)
 			return -1;
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
-			fprintf(stderr, "store-torture: trial %d: the writer "
-					"failed\n", t);
+			fprintf(stderr,
+				"store-torture: trial %d: the writer "
+				"failed\n",
+				t);
 			res->lost++;
 			res->trials++;
 			continue;

@@ -8,8 +8,8 @@
 
 struct store_torture_result {
 	int trials;
-	int lost;       /* trials where anything committed was missing */
-	int committed;  /* trials that committed at least one transition */
+	int lost;         /* trials where anything committed was missing */
+	int committed;    /* trials that committed at least one transition */
 	long transitions; /* transitions recorded as committed, all trials */
 };
 

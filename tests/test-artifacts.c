@@ -33,8 +33,8 @@ static char cfg_path[512];
 static char state[512];
 
 static const char *const default_excludes[] = {
-	".git", ".sbxloop", "node_modules", "__pycache__", ".venv", "venv",
-	"*.egg-info", "target",
+	".git",  ".sbxloop", "node_modules", "__pycache__",
+	".venv", "venv",     "*.egg-info",   "target",
 };
 #define N_DEFAULT SBX_ARRAY_SIZE(default_excludes)
 
@@ -50,8 +50,7 @@ static void sh(const char *fmt, ...)
 	sbx_buf_vaddf(&b, fmt, ap);
 	va_end(ap);
 	st = system(sbx_buf_str(&b));
-	ck_assert_msg(st == 0, "command failed (%d): %s", st,
-		      sbx_buf_str(&b));
+	ck_assert_msg(st == 0, "command failed (%d): %s", st, sbx_buf_str(&b));
 	sbx_buf_release(&b);
 }
 
@@ -144,9 +143,8 @@ START_TEST(test_exclusions_match_whole_path_components)
 	size_t i;
 
 	for (i = 0; i < SBX_ARRAY_SIZE(t); i++) {
-		const char *k = sbx_artifacts_match(t[i].path,
-						    default_excludes,
-						    N_DEFAULT);
+		const char *k = sbx_artifacts_match(
+			t[i].path, default_excludes, N_DEFAULT);
 
 		if (t[i].key)
 			ck_assert_msg(k && !strcmp(k, t[i].key),
@@ -171,8 +169,8 @@ START_TEST(test_scan_counts_every_excluded_file_by_key)
 	put(root, "node_modules/b/c.js", "c");
 	put(root, "pkg.egg-info/PKG-INFO", "p");
 	put(root, "src/__pycache__/x.pyc", "x");
-	ck_assert_int_eq(sbx_artifacts_scan(root, default_excludes,
-					    N_DEFAULT, &s, &err),
+	ck_assert_int_eq(sbx_artifacts_scan(root, default_excludes, N_DEFAULT,
+					    &s, &err),
 			 0);
 	ck_assert_int_eq((int)s.n_files, 2);
 	/* sorted */
@@ -199,14 +197,14 @@ START_TEST(test_nothing_excluded_means_no_note)
 	char *root = sbx_xasprintf("%s/ws", dir);
 
 	put(root, "a.txt", "a");
-	ck_assert_int_eq(sbx_artifacts_scan(root, default_excludes,
-					    N_DEFAULT, &s, &err),
+	ck_assert_int_eq(sbx_artifacts_scan(root, default_excludes, N_DEFAULT,
+					    &s, &err),
 			 0);
 	ck_assert_ptr_null(sbx_artifacts_note(&s));
 	sbx_artifacts_scan_clear(&s);
-	ck_assert_int_eq(sbx_artifacts_scan("/nonexistent/sbx", NULL, 0, &s,
-					    &err),
-			 SBXLOOP_ENOTFOUND);
+	ck_assert_int_eq(
+		sbx_artifacts_scan("/nonexistent/sbx", NULL, 0, &s, &err),
+		SBXLOOP_ENOTFOUND);
 	free(root);
 }
 END_TEST
@@ -227,8 +225,8 @@ START_TEST(test_gitignored_files_are_counted_in_a_checkout)
 	   root);
 	/* a GIT_DIR in the environment must not redirect the query */
 	setenv("GIT_DIR", "/nonexistent", 1);
-	ck_assert_int_eq(sbx_artifacts_scan(root, default_excludes,
-					    N_DEFAULT, &s, &err),
+	ck_assert_int_eq(sbx_artifacts_scan(root, default_excludes, N_DEFAULT,
+					    &s, &err),
 			 0);
 	unsetenv("GIT_DIR");
 	ck_assert_int_eq((int)tally(&s, "gitignored"), 3);
@@ -254,8 +252,8 @@ START_TEST(test_gitignore_without_checkout_not_parents)
 	put(root, ".gitignore", "*.tmp\n");
 	put(root, "notes.txt", "kept");
 	put(root, "scratch.tmp", "gone");
-	ck_assert_int_eq(sbx_artifacts_scan(root, default_excludes,
-					    N_DEFAULT, &s, &err),
+	ck_assert_int_eq(sbx_artifacts_scan(root, default_excludes, N_DEFAULT,
+					    &s, &err),
 			 0);
 	ck_assert(kept(&s, "notes.txt"));
 	ck_assert(!kept(&s, "scratch.tmp"));
@@ -294,14 +292,14 @@ START_TEST(test_event_data_carries_counts_and_pressure)
 	ck_assert_str_eq(cJSON_GetObjectItem(d, "path")->valuestring, "/a");
 	ck_assert_int_eq(cJSON_GetObjectItem(d, "files")->valueint, 0);
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(d, "mounted")));
-	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(d,
-								 "excluded"),
-					     "node_modules")
-				 ->valueint,
-			 3);
-	ck_assert_str_eq(cJSON_GetObjectItem(d, "resources_level")
-				 ->valuestring,
-			 "abort");
+	ck_assert_int_eq(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(d, "excluded"),
+				    "node_modules")
+			->valueint,
+		3);
+	ck_assert_str_eq(
+		cJSON_GetObjectItem(d, "resources_level")->valuestring,
+		"abort");
 	cJSON_Delete(d);
 	cJSON_Delete(sample);
 	sbx_artifacts_scan_clear(&s);
@@ -315,7 +313,7 @@ END_TEST
  * command there, copy_out copies a file out. Enough for the harvest.
  */
 struct dirbox {
-	char *root;   /* "inside" paths are under it */
+	char *root; /* "inside" paths are under it */
 	int fail_tar;
 };
 
@@ -476,8 +474,8 @@ static void core_up(void)
 	opts.no_user_file = 1;
 	ck_assert_msg(sbx_core_open(&core, &opts, &errors) == 0, "%s",
 		      errors ? errors : "");
-	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_STORE,
-					   "sqlite", &store, &err) == 0,
+	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_STORE, "sqlite",
+					   &store, &err) == 0,
 		      "%s", err.message);
 	ck_assert_int_eq(sbx_bus_open(core, &store, &bus, &err), 0);
 }
@@ -527,8 +525,7 @@ static void make_run(const char *run_id, const char *state_name,
 		      err.message);
 }
 
-static void emit_for(const char *run_id, const char *type,
-		     const char *json)
+static void emit_for(const char *run_id, const char *type, const char *json)
 {
 	struct sbxloop_error err = {0, ""};
 
@@ -735,17 +732,16 @@ START_TEST(test_gc_removes_old_finished_runs_and_records_it)
 	q.struct_size = sizeof(q);
 	q.run_id = "refghjkmn";
 	q.type_prefix = "daemon.gc";
-	ck_assert_int_eq(ops->events_query(store.ctx, &q, gc_event_cb, &g,
-					   &err),
-			 0);
+	ck_assert_int_eq(
+		ops->events_query(store.ctx, &q, gc_event_cb, &g, &err), 0);
 	ck_assert_int_eq(g.n, 1);
 	ck_assert_ptr_nonnull(strstr(g.data, "\"workspace_removed\":true"));
 	ck_assert_ptr_nonnull(strstr(g.data, "\"by\":\"gc\""));
 	ck_assert_ptr_nonnull(strstr(g.data, "\"bytes\":"));
 	/* a resume must now refuse the run */
-	ck_assert_int_eq(sbx_gc_workspace_removed(ops, store.ctx,
-						  "refghjkmn", &err),
-			 1);
+	ck_assert_int_eq(
+		sbx_gc_workspace_removed(ops, store.ctx, "refghjkmn", &err),
+		1);
 	free(old);
 	free(ws);
 }
@@ -775,8 +771,7 @@ START_TEST(test_gc_never_removes_a_resumable_or_protected_run)
 	make_run("rjkmnpqrs", "completed", 60, NULL, 0, NULL);
 	emit_for("rjkmnpqrs", "run.deliver",
 		 "{\"status\":\"ok\",\"message\":\"pr opened\"}");
-	emit_for("rjkmnpqrs", "run.deliver",
-		 "{\"error\":\"push rejected\"}");
+	emit_for("rjkmnpqrs", "run.deliver", "{\"error\":\"push rejected\"}");
 	/* rkmnpqrst: a directory the store never heard of */
 	core_down();
 	r = RUN("gc", "--older-than", "7");

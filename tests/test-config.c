@@ -82,12 +82,11 @@ START_TEST(test_defaults_apply_when_nothing_is_set)
 
 	ck_assert_ptr_null(errors);
 	ck_assert_int_eq(sbx_config_int(cfg, "budgets.max_tasks", 0), 20);
-	ck_assert_int_eq(sbx_config_int(cfg, "budgets.max_revisions_per_task",
-					-1),
-			 2);
-	ck_assert_double_eq(sbx_config_double(cfg, "budgets.per_job_timeout_s",
-					      0),
-			    1800.0);
+	ck_assert_int_eq(
+		sbx_config_int(cfg, "budgets.max_revisions_per_task", -1), 2);
+	ck_assert_double_eq(
+		sbx_config_double(cfg, "budgets.per_job_timeout_s", 0),
+		1800.0);
 	ck_assert_str_eq(sbx_config_str(cfg, "sandbox.workspace_isolation"),
 			 "auto");
 	ck_assert_uint_eq(sbx_config_list_len(cfg, "artifacts.exclude"), 17);
@@ -143,12 +142,15 @@ START_TEST(test_wrong_type_says_expected_and_found)
 	assert_error("budgets:\n  max_tasks: many\n",
 		     "sbxloop.yaml:2:14: budgets.max_tasks: expected an "
 		     "integer, found 'many'");
-	assert_error("keep_sandboxes: perhaps\n",
-		     "keep_sandboxes: expected true or false, found 'perhaps'");
+	assert_error(
+		"keep_sandboxes: perhaps\n",
+		"keep_sandboxes: expected true or false, found 'perhaps'");
 	assert_error("policy:\n  allow: pypi.org\n",
 		     "policy.allow: expected a list, found 'pypi.org'");
-	assert_error("model: [a, b]\n", "model: expected a string, found a list");
-	assert_error("budgets: 3\n", "budgets: expected a mapping of settings");
+	assert_error("model: [a, b]\n",
+		     "model: expected a string, found a list");
+	assert_error("budgets: 3\n",
+		     "budgets: expected a mapping of settings");
 }
 END_TEST
 
@@ -182,8 +184,9 @@ START_TEST(test_validators_reject_out_of_range_values)
 	assert_error("sandbox:\n  workspace_isolation: sometimes\n",
 		     "expected one of auto, clone, in-place, found "
 		     "'sometimes'");
-	assert_error("policy:\n  deny: [\"https://x.com/\"]\n",
-		     "policy.deny[0]: 'https://x.com/' is not a domain pattern");
+	assert_error(
+		"policy:\n  deny: [\"https://x.com/\"]\n",
+		"policy.deny[0]: 'https://x.com/' is not a domain pattern");
 	assert_error("sandbox:\n  languages: [cobol]\n",
 		     "unknown language 'cobol'");
 	assert_error("artifacts:\n  exclude: [a/b]\n",
@@ -194,9 +197,10 @@ END_TEST
 START_TEST(test_disabled_abort_threshold_needs_no_ordering)
 {
 	struct sbx_config *cfg;
-	char *errors = load_text("limits:\n  disk_warn: 90\n  disk_abort: 0\n"
-				 "policy:\n  allow: [\"*\", \"*.Example.COM\"]\n",
-				 &cfg);
+	char *errors =
+		load_text("limits:\n  disk_warn: 90\n  disk_abort: 0\n"
+			  "policy:\n  allow: [\"*\", \"*.Example.COM\"]\n",
+			  &cfg);
 
 	ck_assert_ptr_null(errors);
 	ck_assert_str_eq(sbx_config_list_item(cfg, "policy.allow", 1),
@@ -232,9 +236,8 @@ START_TEST(test_precedence_env_over_project_over_user_over_default)
 			 SBX_SRC_ENV);
 	ck_assert_str_eq(sbx_config_get(cfg, "budgets.max_tasks")->origin,
 			 "SBXLOOP_BUDGETS__MAX_TASKS");
-	ck_assert_int_eq(sbx_config_int(cfg, "budgets.max_replans_per_task",
-					0),
-			 4);
+	ck_assert_int_eq(
+		sbx_config_int(cfg, "budgets.max_replans_per_task", 0), 4);
 	ck_assert_int_eq(
 		sbx_config_get(cfg, "budgets.max_replans_per_task")->source,
 		SBX_SRC_USER);
@@ -307,8 +310,8 @@ START_TEST(test_starter_file_loads_back_to_exactly_the_defaults)
 	for (i = 0; i < sbx_config_count(core->cfg); i++) {
 		const struct sbx_config_value *want =
 			sbx_config_at(core->cfg, i);
-		const struct sbx_config_value *got = sbx_config_get(
-			loaded->cfg, want->spec->path);
+		const struct sbx_config_value *got =
+			sbx_config_get(loaded->cfg, want->spec->path);
 		char *a = sbx_config_value_yaml(want);
 		char *b = sbx_config_value_yaml(got);
 
@@ -364,8 +367,10 @@ START_TEST(test_config_show_prints_sources_and_exits_2_on_errors)
 	tu_write(file, "model: gpt-x\n");
 	tu_exec(&r, dir, env, argv);
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_ptr_nonnull(strstr(r.out, "project file (sbxloop.yaml:1:8)"));
-	ck_assert_ptr_nonnull(strstr(r.out, "env (SBXLOOP_BUDGETS__MAX_TASKS)"));
+	ck_assert_ptr_nonnull(
+		strstr(r.out, "project file (sbxloop.yaml:1:8)"));
+	ck_assert_ptr_nonnull(
+		strstr(r.out, "env (SBXLOOP_BUDGETS__MAX_TASKS)"));
 	tu_run_free(&r);
 	tu_exec(&r, dir, env, json);
 	ck_assert_int_eq(r.status, 0);
@@ -403,7 +408,8 @@ static Suite *config_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_defaults_apply_when_nothing_is_set);
-	tcase_add_test(tc, test_state_dir_expands_home_and_anchors_relative_paths);
+	tcase_add_test(tc,
+		       test_state_dir_expands_home_and_anchors_relative_paths);
 	tcase_add_test(tc, test_unknown_key_names_location_and_suggests);
 	tcase_add_test(tc, test_unknown_section_is_an_error);
 	tcase_add_test(tc, test_wrong_type_says_expected_and_found);
@@ -411,13 +417,15 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_invalid_yaml_names_the_line);
 	tcase_add_test(tc, test_validators_reject_out_of_range_values);
 	tcase_add_test(tc, test_disabled_abort_threshold_needs_no_ordering);
-	tcase_add_test(tc,
-		       test_precedence_env_over_project_over_user_over_default);
+	tcase_add_test(
+		tc, test_precedence_env_over_project_over_user_over_default);
 	tcase_add_test(tc, test_bad_environment_override_names_the_variable);
 	tcase_add_test(tc, test_tool_variables_are_not_config);
-	tcase_add_test(tc, test_starter_file_loads_back_to_exactly_the_defaults);
+	tcase_add_test(tc,
+		       test_starter_file_loads_back_to_exactly_the_defaults);
 	tcase_add_test(tc, test_plugin_keys_are_validated_like_core_keys);
-	tcase_add_test(tc, test_config_show_prints_sources_and_exits_2_on_errors);
+	tcase_add_test(tc,
+		       test_config_show_prints_sources_and_exits_2_on_errors);
 	tcase_add_test(tc, test_dotenv_never_overrides_the_environment);
 	suite_add_tcase(s, tc);
 	return s;

@@ -118,11 +118,11 @@ START_TEST(test_pattern_validity_table)
 	size_t i;
 
 	for (i = 0; i < SBX_ARRAY_SIZE(t); i++)
-		ck_assert_msg(sbx_pattern_valid(t[i].pattern,
-						t[i].operator_star) ==
-				      t[i].valid,
-			      "pattern '%s' (operator %d): expected %d",
-			      t[i].pattern, t[i].operator_star, t[i].valid);
+		ck_assert_msg(
+			sbx_pattern_valid(t[i].pattern, t[i].operator_star) ==
+				t[i].valid,
+			"pattern '%s' (operator %d): expected %d",
+			t[i].pattern, t[i].operator_star, t[i].valid);
 }
 END_TEST
 
@@ -151,8 +151,8 @@ START_TEST(test_pattern_coverage_table)
 	size_t i;
 
 	for (i = 0; i < SBX_ARRAY_SIZE(t); i++)
-		ck_assert_msg(sbx_pattern_covers(t[i].pattern,
-						 t[i].domain) == t[i].covers,
+		ck_assert_msg(sbx_pattern_covers(t[i].pattern, t[i].domain) ==
+				      t[i].covers,
 			      "'%s' covers '%s': expected %d", t[i].pattern,
 			      t[i].domain, t[i].covers);
 }
@@ -162,9 +162,12 @@ END_TEST
 
 START_TEST(test_baseline_and_declarable_tiers_are_in_bounds)
 {
-	const char *in[] = {"pypi.org", "registry.npmjs.org",
-			    "deb.debian.org", "api.githubcopilot.com",
-			    "x.githubcopilot.com", "center.conan.io",
+	const char *in[] = {"pypi.org",
+			    "registry.npmjs.org",
+			    "deb.debian.org",
+			    "api.githubcopilot.com",
+			    "x.githubcopilot.com",
+			    "center.conan.io",
 			    "astral.sh"};
 	size_t i;
 	char *why = NULL;
@@ -191,8 +194,7 @@ START_TEST(test_deny_beats_the_baseline)
 	ck_assert_int_eq(sbx_egress_check(cfg, "pypi.org", &why), 0);
 	ck_assert_str_eq(why, "matches policy.deny pattern 'pypi.org'");
 	free(why);
-	ck_assert_int_eq(sbx_egress_check(cfg, "archive.ubuntu.com", &why),
-			 0);
+	ck_assert_int_eq(sbx_egress_check(cfg, "archive.ubuntu.com", &why), 0);
 	ck_assert_str_eq(why, "matches policy.deny pattern '*.ubuntu.com'");
 	free(why);
 	/* deny even wins over an operator's '*' */
@@ -215,8 +217,7 @@ START_TEST(test_operator_star_and_allow_patterns_widen_the_bounds)
 {
 	load("policy:\n  allow: [\"*.example.com\"]\n");
 	ck_assert_int_eq(sbx_egress_check(cfg, "api.example.com", NULL), 1);
-	ck_assert_int_eq(sbx_egress_check(cfg, "*.cdn.example.com", NULL),
-			 1);
+	ck_assert_int_eq(sbx_egress_check(cfg, "*.cdn.example.com", NULL), 1);
 	ck_assert_int_eq(sbx_egress_check(cfg, "example.org", NULL), 0);
 	load("policy:\n  allow: [\"*\"]\n");
 	ck_assert_int_eq(sbx_egress_check(cfg, "example.org", NULL), 1);
@@ -295,9 +296,9 @@ START_TEST(test_out_of_bounds_plan_gets_reasons_and_hint)
 	load("policy:\n  deny: [tracker.example.net]\n");
 	ck_assert_int_eq(sbx_egress_validate_plan(cfg, eg, &msg),
 			 SBXLOOP_EINVAL);
-	ck_assert_ptr_nonnull(strstr(
-		sbx_buf_str(&msg), "- evil.example: not covered by "
-				   "policy.allow in sbxloop.yaml"));
+	ck_assert_ptr_nonnull(strstr(sbx_buf_str(&msg),
+				     "- evil.example: not covered by "
+				     "policy.allow in sbxloop.yaml"));
 	ck_assert_ptr_nonnull(
 		strstr(sbx_buf_str(&msg),
 		       "- tracker.example.net: matches policy.deny "
@@ -305,9 +306,9 @@ START_TEST(test_out_of_bounds_plan_gets_reasons_and_hint)
 	ck_assert_ptr_nonnull(strstr(sbx_buf_str(&msg),
 				     "'https://astral.sh': a domain only: "
 				     "drop the scheme"));
-	ck_assert_ptr_nonnull(strstr(
-		sbx_buf_str(&msg), "use a baseline host; only the operator "
-				   "can widen the bounds in sbxloop.yaml"));
+	ck_assert_ptr_nonnull(strstr(sbx_buf_str(&msg),
+				     "use a baseline host; only the operator "
+				     "can widen the bounds in sbxloop.yaml"));
 	ck_assert_ptr_null(strstr(sbx_buf_str(&msg), "pypi.org"));
 	/* normalised in place for the stored plan */
 	ck_assert_str_eq(
@@ -339,9 +340,9 @@ END_TEST
 /* A fake granter: what it was asked, and how it answers. */
 struct fake {
 	const char *name;
-	int grant_rc;           /* 0, SBXLOOP_EUNSUPPORTED, SBXLOOP_EINFRA */
+	int grant_rc; /* 0, SBXLOOP_EUNSUPPORTED, SBXLOOP_EINFRA */
 	int revoke_rc;
-	char calls[1024];       /* "grant:d task phase sandbox;revoke:d;" */
+	char calls[1024]; /* "grant:d task phase sandbox;revoke:d;" */
 };
 
 static int fake_grant(void *ctx, const struct sbxloop_grant *g,
@@ -365,8 +366,7 @@ static int fake_revoke(void *ctx, const struct sbxloop_grant *g,
 	struct fake *f = ctx;
 	size_t n = strlen(f->calls);
 
-	snprintf(f->calls + n, sizeof(f->calls) - n, "revoke:%s;",
-		 g->domain);
+	snprintf(f->calls + n, sizeof(f->calls) - n, "revoke:%s;", g->domain);
 	if (f->revoke_rc)
 		return sbx_error(err, f->revoke_rc, "%s: revoke failed",
 				 f->name);
@@ -484,8 +484,8 @@ END_TEST
 START_TEST(test_grant_is_idempotent_per_domain)
 {
 	struct fake f = {"fake", 0, 0, ""};
-	struct sbx_egress_granter chain[] = {{"fake", &fake_ops_no_revoke,
-					      &f}};
+	struct sbx_egress_granter chain[] = {
+		{"fake", &fake_ops_no_revoke, &f}};
 	struct sbxloop_error err = {0, ""};
 	struct sbx_egress_ledger *l;
 	cJSON *eg = cJSON_Parse(declared);
@@ -597,8 +597,8 @@ START_TEST(test_empty_granter_chain_refuses_every_grant)
 	l = sbx_egress_ledger_new(cfg, "sb", NULL, 0, capture, NULL);
 	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
 	ck_assert_str_eq(ev_type(0), "policy.deny");
-	ck_assert_ptr_nonnull(strstr(ev_str(0, "message"),
-				     "plugins.policy is empty"));
+	ck_assert_ptr_nonnull(
+		strstr(ev_str(0, "message"), "plugins.policy is empty"));
 	sbx_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
@@ -666,8 +666,8 @@ END_TEST
 START_TEST(test_granter_without_revoke_keeps_the_grant)
 {
 	struct fake f = {"fake", 0, 0, ""};
-	struct sbx_egress_granter chain[] = {{"fake", &fake_ops_no_revoke,
-					      &f}};
+	struct sbx_egress_granter chain[] = {
+		{"fake", &fake_ops_no_revoke, &f}};
 	struct sbxloop_error err = {0, ""};
 	struct sbx_egress_ledger *l;
 	cJSON *eg = cJSON_Parse(declared);
@@ -695,11 +695,10 @@ START_TEST(test_failed_revoke_is_audited_and_the_grant_stays)
 	load("policy:\n  allow: [\"*.example.com\"]\n");
 	l = sbx_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
 	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
-	ck_assert_int_eq(sbx_egress_revoke_all(l, "t1", &err),
-			 SBXLOOP_EINFRA);
+	ck_assert_int_eq(sbx_egress_revoke_all(l, "t1", &err), SBXLOOP_EINFRA);
 	ck_assert_str_eq(ev_type(1), "policy.revoke");
-	ck_assert_ptr_nonnull(strstr(ev_str(1, "message"),
-				     "egress revoke failed"));
+	ck_assert_ptr_nonnull(
+		strstr(ev_str(1, "message"), "egress revoke failed"));
 	ck_assert(sbx_egress_ledger_has(l, "api.example.com"));
 	sbx_egress_ledger_free(l);
 	cJSON_Delete(eg);
@@ -775,8 +774,8 @@ START_TEST(test_config_policy_prints_phases_bounds_and_audit_hint)
 	ck_assert_ptr_nonnull(
 		strstr(out, "audit trail: sbxloop logs RUN --type policy."));
 	/* deny-filtered: pypi.org only appears as the deny bound */
-	ck_assert_ptr_null(strstr(strstr(out, "deny:  pypi.org") + 15,
-				  "pypi.org"));
+	ck_assert_ptr_null(
+		strstr(strstr(out, "deny:  pypi.org") + 15, "pypi.org"));
 	ck_assert_ptr_null(strstr(out, "(minus policy.deny): pypi.org"));
 	{
 		const char *p = out;
@@ -860,9 +859,9 @@ START_TEST(test_artifacts_carry_disk_figures_only_under_pressure)
 	ck_assert_int_eq(sbx_guard_artifact_fields(warn, d2), 1);
 	ck_assert(cJSON_GetObjectItem(d2, "disk_used_pct")->valuedouble ==
 		  88.5);
-	ck_assert_str_eq(cJSON_GetObjectItem(d2, "resources_level")
-				 ->valuestring,
-			 "warn");
+	ck_assert_str_eq(
+		cJSON_GetObjectItem(d2, "resources_level")->valuestring,
+		"warn");
 	cJSON_Delete(ok);
 	cJSON_Delete(warn);
 	cJSON_Delete(d1);

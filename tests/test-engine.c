@@ -440,9 +440,8 @@ START_TEST(test_invalid_json_twice_stops_the_run_resumable)
 	assert_stderr_has("decompose produced invalid output twice");
 	run = last_run();
 	assert_run_state(run, "decomposing");
-	ck_assert_int_eq(q_int("SELECT count(*) FROM tasks WHERE run_id='%s'",
-			       run),
-			 0);
+	ck_assert_int_eq(
+		q_int("SELECT count(*) FROM tasks WHERE run_id='%s'", run), 0);
 	assert_stderr_has("sbxloop resume");
 	free(run);
 }
@@ -686,9 +685,8 @@ START_TEST(test_too_many_tasks_stops_the_run)
 	ck_assert_int_eq(sbxloop("run", "big", "--no-tui"), 2);
 	assert_stderr_has("more than budgets.max_tasks=2");
 	run = last_run();
-	ck_assert_int_eq(q_int("SELECT count(*) FROM tasks WHERE run_id='%s'",
-			       run),
-			 0);
+	ck_assert_int_eq(
+		q_int("SELECT count(*) FROM tasks WHERE run_id='%s'", run), 0);
 	free(run);
 }
 END_TEST
@@ -866,9 +864,8 @@ static void kill_and_resume(const char *name, const char *sql)
 	assert_run_state(run, "completed");
 	assert_task(run, "t1", "done", 0, 0);
 	ck_assert(file_exists(run, "out-t1.txt"));
-	ck_assert_int_eq(q_int("SELECT count(*) FROM tasks WHERE run_id='%s'",
-			       run),
-			 1);
+	ck_assert_int_eq(
+		q_int("SELECT count(*) FROM tasks WHERE run_id='%s'", run), 1);
 	free(run);
 }
 

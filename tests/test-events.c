@@ -65,8 +65,8 @@ static void core_up(void)
 	opts.no_user_file = 1;
 	ck_assert_msg(sbx_core_open(&core, &opts, &errors) == 0, "%s",
 		      errors ? errors : "");
-	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_STORE,
-					   "sqlite", &store, &err) == 0,
+	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_STORE, "sqlite",
+					   &store, &err) == 0,
 		      "%s", err.message);
 	ck_assert_int_eq(sbx_bus_open(core, &store, &bus, &err), 0);
 }
@@ -244,8 +244,7 @@ static struct result run_sbxloop(const char *const *args)
 	return r;
 }
 
-#define RUN(...) \
-	run_sbxloop((const char *const[]){__VA_ARGS__, NULL})
+#define RUN(...) run_sbxloop((const char *const[]){__VA_ARGS__, NULL})
 
 static int count_lines(const char *s)
 {
@@ -457,7 +456,7 @@ START_TEST(test_logs_json_prints_sorted_compact_envelopes)
 		ck_assert_ptr_nonnull(strstr(line, "\"run_id\":\"r1\""));
 		ck_assert_ptr_nonnull(strstr(line, ",\"v\":1}"));
 		ck_assert_ptr_null(strchr(line, ' ') ? strstr(line, "\": ")
-						      : NULL);
+						     : NULL);
 		cJSON_Delete(ev);
 		n++;
 	}
@@ -666,8 +665,8 @@ START_TEST(test_secret_reaches_no_database_sink_or_output)
 	token[40] = '\0';
 	setenv("COPILOT_GITHUB_TOKEN", token, 1);
 	sbx_secret_register_env();
-	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK,
-					      "jsonl", &jsonl, &err),
+	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK, "jsonl",
+					      &jsonl, &err),
 			 0);
 	sbx_bus_add_sink(bus, &jsonl);
 	make_run("r1", "running", "secrets", 0);
@@ -676,9 +675,8 @@ START_TEST(test_secret_reaches_no_database_sink_or_output)
 			     "{\"args\":[\"--token=%s\"]}}",
 			     token, token);
 	emit("agent.tool_start", data);
-	ck_assert_int_eq(core->host.emit(&core->host, "worker.error", token,
-					 data),
-			 0);
+	ck_assert_int_eq(
+		core->host.emit(&core->host, "worker.error", token, data), 0);
 	ck_assert_int_eq(sbx_bus_relay_worker_line(core, data, strlen(data),
 						   NULL, NULL),
 			 0);
@@ -726,8 +724,8 @@ START_TEST(test_failing_sink_is_detached_events_stored)
 	core_down();
 	write_config("/dev/full");
 	core_up();
-	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK,
-					      "jsonl", &bad, &err),
+	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK, "jsonl",
+					      &bad, &err),
 			 0);
 	sbx_bus_add_sink(bus, &bad);
 	make_run("r1", "running", "bad sink", 0);
@@ -779,9 +777,9 @@ START_TEST(test_worker_lines_are_relayed_enriched_or_wrapped)
 	ck_assert_int_eq(sbx_bus_relay_worker_line(core, final, strlen(final),
 						   enrich, &result),
 			 1);
-	ck_assert_str_eq(cJSON_GetStringValue(
-				 cJSON_GetObjectItem(result, "status")),
-			 "ok");
+	ck_assert_str_eq(
+		cJSON_GetStringValue(cJSON_GetObjectItem(result, "status")),
+		"ok");
 	cJSON_Delete(result);
 	ck_assert_int_eq(sbx_bus_relay_worker_line(core, junk, strlen(junk),
 						   enrich, NULL),
@@ -790,10 +788,10 @@ START_TEST(test_worker_lines_are_relayed_enriched_or_wrapped)
 	flush();
 	r = RUN("logs", "r1", "--json");
 	ck_assert_int_eq(count_lines(r.out), 2);
-	ck_assert_msg(strstr(r.out, "{\"data\":{\"agent\":\"planner\","
-				    "\"content\":\"hi\"},\"job_id\":\"j1\","
-				    "\"run_id\":\"r1\",\"ts\":1733150000.5") !=
-			      NULL,
+	ck_assert_msg(strstr(r.out,
+			     "{\"data\":{\"agent\":\"planner\","
+			     "\"content\":\"hi\"},\"job_id\":\"j1\","
+			     "\"run_id\":\"r1\",\"ts\":1733150000.5") != NULL,
 		      "%s", r.out);
 	ck_assert_ptr_null(strstr(r.out, "\"role\""));
 	ck_assert_ptr_nonnull(strstr(
@@ -862,11 +860,11 @@ START_TEST(test_plain_sink_prints_the_transcript_a_person_watches)
 	struct sbxloop_error err = {0, ""};
 	char *out, *cfg_err = NULL;
 
-	ck_assert_int_eq(sbx_config_set(core->cfg, "plain.color", "always",
-					&cfg_err),
-			 0);
-	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK,
-					      "plain", &plain, &err),
+	ck_assert_int_eq(
+		sbx_config_set(core->cfg, "plain.color", "always", &cfg_err),
+		0);
+	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK, "plain",
+					      &plain, &err),
 			 0);
 	sbx_bus_add_sink(bus, &plain);
 	make_run("r1", "running", "transcript", 0);
@@ -917,8 +915,7 @@ static Suite *events_suite(void)
 
 	tc = tcase_create("status");
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc,
-		       test_status_lists_runs_newest_first_clipped);
+	tcase_add_test(tc, test_status_lists_runs_newest_first_clipped);
 	tcase_add_test(tc, test_status_of_one_run_shows_its_tasks);
 	tcase_add_test(tc, test_status_json_for_all_runs_and_for_one);
 	suite_add_tcase(s, tc);
@@ -944,10 +941,8 @@ static Suite *events_suite(void)
 
 	tc = tcase_create("bus");
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc,
-		       test_secret_reaches_no_database_sink_or_output);
-	tcase_add_test(tc,
-		       test_failing_sink_is_detached_events_stored);
+	tcase_add_test(tc, test_secret_reaches_no_database_sink_or_output);
+	tcase_add_test(tc, test_failing_sink_is_detached_events_stored);
 	tcase_add_test(tc, test_worker_lines_are_relayed_enriched_or_wrapped);
 	tcase_add_test(tc, test_emit_sorts_data_keys_recursively);
 	tcase_add_test(tc,

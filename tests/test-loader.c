@@ -89,8 +89,7 @@ START_TEST(test_well_formed_module_loads_with_its_components)
 END_TEST
 
 /* "TEXT<major>.<minor + delta>" into buf, for this core's ABI. */
-static const char *abi_text(char *buf, size_t len, const char *text,
-			    int delta)
+static const char *abi_text(char *buf, size_t len, const char *text, int delta)
 {
 	snprintf(buf, len, "%s%d.%d", text, SBXLOOP_ABI_MAJOR,
 		 SBXLOOP_ABI_MINOR + delta);
@@ -112,12 +111,12 @@ END_TEST
 START_TEST(test_other_major_is_refused_naming_both_versions)
 {
 	char has[64], fix[64];
-	const char *n[] = {"built for plugin ABI 2.0",
-			   abi_text(has, sizeof(has), "this sbxloop has ABI ",
-				    0),
-			   abi_text(fix, sizeof(fix),
-				    "rebuild it against sbxloop-plugin ", 0),
-			   NULL};
+	const char *n[] = {
+		"built for plugin ABI 2.0",
+		abi_text(has, sizeof(has), "this sbxloop has ABI ", 0),
+		abi_text(fix, sizeof(fix),
+			 "rebuild it against sbxloop-plugin ", 0),
+		NULL};
 
 	assert_refused("wrong_major", n);
 }
@@ -126,11 +125,11 @@ END_TEST
 START_TEST(test_newer_minor_is_refused)
 {
 	char built[64], ours[64];
-	const char *n[] = {abi_text(built, sizeof(built),
-				    "built for plugin ABI ", 1),
-			   abi_text(ours, sizeof(ours),
-				    "newer than this sbxloop's ABI ", 0),
-			   NULL};
+	const char *n[] = {
+		abi_text(built, sizeof(built), "built for plugin ABI ", 1),
+		abi_text(ours, sizeof(ours), "newer than this sbxloop's ABI ",
+			 0),
+		NULL};
 
 	assert_refused("newer_minor", n);
 }
@@ -182,8 +181,8 @@ END_TEST
 
 START_TEST(test_duplicate_component_is_refused_naming_the_first)
 {
-	const char *n[] = {"sink:testsink is already provided by module 'good'",
-			   NULL};
+	const char *n[] = {
+		"sink:testsink is already provided by module 'good'", NULL};
 
 	assert_refused("twin_sink", n);
 }
@@ -207,8 +206,8 @@ START_TEST(test_duplicate_module_name_is_refused)
 		seen++;
 		if (strstr(m->path, "abi2/")) {
 			ck_assert_ptr_nonnull(m->refusal);
-			ck_assert_ptr_nonnull(
-				strstr(m->refusal, "duplicate of module 'good'"));
+			ck_assert_ptr_nonnull(strstr(
+				m->refusal, "duplicate of module 'good'"));
 		} else {
 			ck_assert_ptr_null(m->refusal);
 		}
@@ -250,8 +249,12 @@ END_TEST
 
 START_TEST(test_plugins_command_lists_refused_modules_with_reasons)
 {
-	const char *argv[] = {tu_env("SBXLOOP_BIN"), "--config", "/dev/null",
-			      "plugins", "--json", NULL};
+	const char *argv[] = {tu_env("SBXLOOP_BIN"),
+			      "--config",
+			      "/dev/null",
+			      "plugins",
+			      "--json",
+			      NULL};
 	struct tu_run r;
 
 	tu_exec(&r, NULL, NULL, argv);
@@ -283,18 +286,22 @@ static Suite *loader_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_well_formed_module_loads_with_its_components);
-	tcase_add_test(tc, test_bad_magic_is_refused_naming_both_abis_and_the_fix);
+	tcase_add_test(tc,
+		       test_bad_magic_is_refused_naming_both_abis_and_the_fix);
 	tcase_add_test(tc, test_other_major_is_refused_naming_both_versions);
 	tcase_add_test(tc, test_newer_minor_is_refused);
+	tcase_add_test(
+		tc, test_older_minor_loads_and_slots_past_its_size_are_absent);
 	tcase_add_test(tc,
-		       test_older_minor_loads_and_slots_past_its_size_are_absent);
-	tcase_add_test(tc, test_missing_required_slot_is_refused_naming_the_slot);
+		       test_missing_required_slot_is_refused_naming_the_slot);
 	tcase_add_test(tc, test_module_without_descriptor_is_refused);
 	tcase_add_test(tc, test_descriptor_name_must_match_the_file);
-	tcase_add_test(tc, test_duplicate_component_is_refused_naming_the_first);
+	tcase_add_test(tc,
+		       test_duplicate_component_is_refused_naming_the_first);
 	tcase_add_test(tc, test_duplicate_module_name_is_refused);
 	tcase_add_test(tc, test_failing_create_names_module_path_and_reason);
-	tcase_add_test(tc, test_plugins_command_lists_refused_modules_with_reasons);
+	tcase_add_test(
+		tc, test_plugins_command_lists_refused_modules_with_reasons);
 	suite_add_tcase(s, tc);
 	return s;
 }

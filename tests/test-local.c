@@ -321,8 +321,9 @@ START_TEST(test_exec_streams_lines_and_returns_the_exit_code)
 
 	start("local", "");
 	ck_assert_int_eq(make_sandbox("s", &info), 0);
-	ck_assert_int_eq(run_sh("s", "echo one; echo two; echo oops >&2; "
-				     "exit 3",
+	ck_assert_int_eq(run_sh("s",
+				"echo one; echo two; echo oops >&2; "
+				"exit 3",
 				0, NULL, &l, &res),
 			 0);
 	ck_assert_int_eq(res.exit_code, 3);
@@ -412,8 +413,8 @@ START_TEST(test_exec_timeout_kills_what_the_command_forked)
 	start("local", "");
 	ck_assert_int_eq(make_sandbox("s", &info), 0);
 	snprintf(pidfile, sizeof(pidfile), "%s/sleeper.pid", info.home);
-	snprintf(script, sizeof(script),
-		 "sleep 30 & echo $! > '%s'; wait", pidfile);
+	snprintf(script, sizeof(script), "sleep 30 & echo $! > '%s'; wait",
+		 pidfile);
 	t0 = now();
 	ck_assert_int_eq(run_sh("s", script, 0.5, NULL, &l, &res),
 			 SBXLOOP_ETIMEDOUT);
@@ -490,9 +491,9 @@ START_TEST(test_copy_refuses_paths_outside_the_sandbox)
 	ck_assert_int_eq(ops->copy_in(inst.ctx, "s", src, bad, &err),
 			 SBXLOOP_EINVAL);
 	snprintf(dst, sizeof(dst), "%s/stolen", tmpdir);
-	ck_assert_int_eq(ops->copy_out(inst.ctx, "s", "/etc/passwd", dst,
-				       &err),
-			 SBXLOOP_EINVAL);
+	ck_assert_int_eq(
+		ops->copy_out(inst.ctx, "s", "/etc/passwd", dst, &err),
+		SBXLOOP_EINVAL);
 	ck_assert(!exists(dst));
 	snprintf(bad, sizeof(bad), "%s/missing.json", info.home);
 	ck_assert_int_eq(ops->copy_out(inst.ctx, "s", bad, dst, &err),
@@ -533,9 +534,8 @@ START_TEST(test_list_finds_sandboxes_by_prefix)
 	ck_assert_int_eq(make_sandbox("sbxloop-r1-agent", &info), 0);
 	ck_assert_int_eq(make_sandbox("sbxloop-r1-github", &info), 0);
 	ck_assert_int_eq(make_sandbox("sbxloop-r2-agent", &info), 0);
-	ck_assert_int_eq(ops->list(inst.ctx, "sbxloop-r1-", on_entry, &l,
-				   &err),
-			 0);
+	ck_assert_int_eq(
+		ops->list(inst.ctx, "sbxloop-r1-", on_entry, &l, &err), 0);
 	ck_assert_int_eq(l.n, 2);
 	ck_assert_int_eq(l.bad_status, 0);
 	ck_assert_int_eq(l.bad_workspace, 0);
@@ -565,8 +565,7 @@ START_TEST(test_remove_deletes_the_sandbox_but_never_the_workspace)
 	ck_assert(!exists(dir));
 	ck_assert(exists(keep));
 	ck_assert_int_eq(ops->sandbox_remove(inst.ctx, "s", &err), 0);
-	ck_assert_int_eq(ops->sandbox_remove(inst.ctx, "never-made", &err),
-			 0);
+	ck_assert_int_eq(ops->sandbox_remove(inst.ctx, "never-made", &err), 0);
 }
 END_TEST
 
@@ -578,8 +577,7 @@ START_TEST(test_capabilities_without_isolation_are_honest)
 	start("local", "local:\n  isolation: none\n");
 	caps = ops->capabilities(inst.ctx);
 	ck_assert_uint_eq(caps, SBXLOOP_CAP_WORKSPACE_MOUNTED);
-	c = sbx_registry_find(&core->reg, SBXLOOP_KIND_SANDBOX, "local",
-			      NULL);
+	c = sbx_registry_find(&core->reg, SBXLOOP_KIND_SANDBOX, "local", NULL);
 	ck_assert_ptr_nonnull(c);
 	ck_assert_uint_eq(ops->static_capabilities,
 			  SBXLOOP_CAP_FILESYSTEM_CONFINED |
@@ -852,8 +850,9 @@ static int replace_bwrap(const char *file)
 	if (unshare(CLONE_NEWNS) < 0 ||
 	    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
 	    mount(file, "/usr/bin/bwrap", "none", MS_BIND, NULL) < 0) {
-		fprintf(stderr, "test-local: cannot replace bwrap here (%s); "
-				"skipping\n",
+		fprintf(stderr,
+			"test-local: cannot replace bwrap here (%s); "
+			"skipping\n",
 			strerror(errno));
 		return -1;
 	}
@@ -863,8 +862,8 @@ static int replace_bwrap(const char *file)
 static int instantiate_bwrap_failing(void)
 {
 	core = open_core("local:\n  isolation: bwrap\n");
-	return sbx_core_instantiate(core, SBXLOOP_KIND_SANDBOX, "local",
-				    &inst, &err);
+	return sbx_core_instantiate(core, SBXLOOP_KIND_SANDBOX, "local", &inst,
+				    &err);
 }
 
 START_TEST(test_bwrap_without_user_namespaces_names_the_fix)
@@ -950,8 +949,7 @@ START_TEST(test_mock_without_faults_runs_commands)
 	ck_assert_uint_eq(ops->capabilities(inst.ctx),
 			  SBXLOOP_CAP_WORKSPACE_MOUNTED);
 	ck_assert_int_eq(make_sandbox("m", &info), 0);
-	ck_assert_int_eq(run_sh("m", "echo hi; exit 4", 0, NULL, &l, &res),
-			 0);
+	ck_assert_int_eq(run_sh("m", "echo hi; exit 4", 0, NULL, &l, &res), 0);
 	ck_assert_int_eq(res.exit_code, 4);
 	ck_assert_str_eq(l.out, "hi\n");
 	clear(&res);
@@ -1064,8 +1062,7 @@ START_TEST(test_mock_lose_result_drops_the_file_and_the_line)
 	clear(&res);
 
 	/* other commands keep their output */
-	ck_assert_int_eq(run_sh("m", "echo sbxloop_result", 0, NULL, &l,
-				&res),
+	ck_assert_int_eq(run_sh("m", "echo sbxloop_result", 0, NULL, &l, &res),
 			 0);
 	ck_assert_str_eq(l.out, "sbxloop_result\n");
 	clear(&res);

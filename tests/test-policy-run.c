@@ -122,7 +122,7 @@ static void write_config(const char *provider, const char *policy,
 	"policy:\n  allow: [\"*.example.org\"]\n"
 /* The same granter unable to revoke. */
 #define RECORDING_NO_REVOKE                                                   \
-	"recgranter:\n  log: grants.log\n  revoke: false\n"                  \
+	"recgranter:\n  log: grants.log\n  revoke: false\n"                   \
 	"policy:\n  allow: [\"*.example.org\"]\n"
 
 static void setup(void)
@@ -201,8 +201,10 @@ static void assert_trail(const char *run, const char *want)
 {
 	char *got = policy_trail(run);
 
-	ck_assert_msg(strcmp(got, want) == 0, "policy events are '%s', not "
-		      "'%s'", got, want);
+	ck_assert_msg(strcmp(got, want) == 0,
+		      "policy events are '%s', not "
+		      "'%s'",
+		      got, want);
 	free(got);
 }
 
@@ -264,8 +266,8 @@ static void assert_granter_calls(const char *want)
 /* The policy events of `sbxloop logs RUN --type policy. --json`. */
 static cJSON *policy_log(const char *run)
 {
-	const char *args[] = {"logs", run, "--type", "policy.", "--json",
-			      NULL};
+	const char *args[] = {"logs",    run,      "--type",
+			      "policy.", "--json", NULL};
 	struct tu_run r;
 	cJSON *list = cJSON_CreateArray();
 	char *line, *save = NULL;
@@ -335,8 +337,7 @@ START_TEST(test_declared_domains_are_granted_at_execute_entry_and_revoked)
 	/* the audit trail the operator reads carries the whole context */
 	log = policy_log(run);
 	ck_assert_int_eq(cJSON_GetArraySize(log), 4);
-	cJSON_ArrayForEach(ev, log)
-	{
+	cJSON_ArrayForEach (ev, log) {
 		const char *type =
 			cJSON_GetObjectItem(ev, "type")->valuestring;
 
@@ -394,10 +395,10 @@ START_TEST(test_a_revision_grants_again_unless_the_grant_is_still_open)
 			 "revoke %s data.example.org task=t1 phase=execute\n",
 			 box, box, box, box);
 		/* the second grant came with the second EXECUTE entry */
-		ck_assert_int_gt(seq_of(run, "max", "policy.allow", NULL,
-					NULL),
-				 seq_of(run, "min", "phase.verdict", "verdict",
-					"revise"));
+		ck_assert_int_gt(
+			seq_of(run, "max", "policy.allow", NULL, NULL),
+			seq_of(run, "min", "phase.verdict", "verdict",
+			       "revise"));
 	} else {
 		assert_trail(run, "allow:data.example.org");
 		snprintf(want, sizeof(want),
@@ -445,9 +446,9 @@ START_TEST(test_resume_grants_again_on_the_fresh_sandbox)
 	/* the second grant went to the sandbox the resume provisioned */
 	ck_assert_int_gt(seq_of(run, "max", "policy.allow", NULL, NULL),
 			 seq_of(run, "max", "sandbox.ready", NULL, NULL));
-	ck_assert_int_lt(seq_of(run, "min", "policy.allow", NULL, NULL),
-			 seq_of(run, "max", "sandbox.provision_start", NULL,
-				NULL));
+	ck_assert_int_lt(
+		seq_of(run, "min", "policy.allow", NULL, NULL),
+		seq_of(run, "max", "sandbox.provision_start", NULL, NULL));
 	if (_i)
 		snprintf(want, sizeof(want),
 			 "grant %s astral.sh task=t1 phase=execute\n"
@@ -579,8 +580,8 @@ END_TEST
 START_TEST(test_a_scripted_run_works_under_bubblewrap)
 {
 	char *run, *cursor, *worker = at("sbxloop-worker");
-	const char *cp[] = {"cp", env_or("SBXLOOP_WORKER",
-					 "worker/sbxloop-worker"),
+	const char *cp[] = {"cp",
+			    env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"),
 			    worker, NULL};
 	struct tu_run r;
 
@@ -866,9 +867,8 @@ START_TEST(test_an_unmounted_run_harvests_and_counts_what_it_left_out)
 	ck_assert_int_eq(sbxloop("run", "harvest", "--no-tui"), 0);
 	run = last_run();
 	assert_run_state(run, "completed");
-	ck_assert_int_eq(q_int("SELECT mounted FROM runs WHERE run_id='%s'",
-			       run),
-			 0);
+	ck_assert_int_eq(
+		q_int("SELECT mounted FROM runs WHERE run_id='%s'", run), 0);
 	real = realpath(dir, NULL);
 	adir = q_str("SELECT json_extract(data_json, '$.path') FROM events "
 		     "WHERE run_id='%s' AND type='run.artifacts'",
@@ -1211,39 +1211,45 @@ static Suite *policy_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(
-		tc, test_declared_domains_are_granted_at_execute_entry_and_revoked);
+		tc,
+		test_declared_domains_are_granted_at_execute_entry_and_revoked);
 	tcase_add_loop_test(
-		tc, test_a_revision_grants_again_unless_the_grant_is_still_open,
-		0, 2);
+		tc,
+		test_a_revision_grants_again_unless_the_grant_is_still_open, 0,
+		2);
 	tcase_add_loop_test(tc, test_resume_grants_again_on_the_fresh_sandbox,
 			    0, 2);
 	tcase_add_loop_test(
 		tc, test_a_granter_that_cannot_enforce_egress_refuses_with_why,
 		0, 2);
 	tcase_add_test(
-		tc, test_a_failing_grant_stops_the_run_and_revokes_what_it_opened);
+		tc,
+		test_a_failing_grant_stops_the_run_and_revokes_what_it_opened);
 	tcase_add_test(tc, test_a_scripted_run_works_under_bubblewrap);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("bounds");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc,
-		       test_a_denied_baseline_host_is_not_seeded_nor_declarable);
-	tcase_add_test(tc,
-		       test_a_deny_added_before_resume_refuses_the_stored_grant);
 	tcase_add_test(
-		tc, test_an_out_of_bounds_plan_twice_stops_the_run_with_the_hint);
+		tc, test_a_denied_baseline_host_is_not_seeded_nor_declarable);
+	tcase_add_test(
+		tc, test_a_deny_added_before_resume_refuses_the_stored_grant);
+	tcase_add_test(
+		tc,
+		test_an_out_of_bounds_plan_twice_stops_the_run_with_the_hint);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("guardrails");
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc,
-		       test_a_disk_abort_fails_the_task_and_skips_its_dependents);
 	tcase_add_test(
-		tc, test_a_tool_call_ceiling_fails_the_task_and_skips_dependents);
+		tc, test_a_disk_abort_fails_the_task_and_skips_its_dependents);
 	tcase_add_test(
-		tc, test_an_unmounted_run_harvests_and_counts_what_it_left_out);
+		tc,
+		test_a_tool_call_ceiling_fails_the_task_and_skips_dependents);
+	tcase_add_test(
+		tc,
+		test_an_unmounted_run_harvests_and_counts_what_it_left_out);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("workspace");
@@ -1252,8 +1258,8 @@ static Suite *policy_suite(void)
 		       test_auto_refuses_a_dirty_checkout_and_creates_nothing);
 	tcase_add_test(tc, test_clone_mode_proceeds_from_head_with_a_warning);
 	tcase_add_test(tc, test_in_place_works_on_the_source_checkout);
-	tcase_add_test(tc,
-		       test_auto_clones_and_leaves_the_source_checkout_untouched);
+	tcase_add_test(
+		tc, test_auto_clones_and_leaves_the_source_checkout_untouched);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -159,8 +159,7 @@ static char *argv_joined(const cJSON *rec)
 	const cJSON *a;
 	struct sbx_buf b = SBX_BUF_INIT;
 
-	cJSON_ArrayForEach(a, cJSON_GetObjectItem(rec, "argv"))
-	{
+	cJSON_ArrayForEach (a, cJSON_GetObjectItem(rec, "argv")) {
 		if (b.len)
 			sbx_buf_addc(&b, ' ');
 		sbx_buf_adds(&b, a->valuestring);
@@ -174,8 +173,7 @@ static int count_calls(const char *prefix)
 	cJSON *all = invocations(), *rec;
 	int n = 0;
 
-	cJSON_ArrayForEach(rec, all)
-	{
+	cJSON_ArrayForEach (rec, all) {
 		char *j = argv_joined(rec);
 
 		if (!prefix || sbx_starts_with(j, prefix))
@@ -193,8 +191,7 @@ static int argv_contains(const char *needle, const char *allowed_prefix)
 	cJSON *all = invocations(), *rec;
 	int hit = 0;
 
-	cJSON_ArrayForEach(rec, all)
-	{
+	cJSON_ArrayForEach (rec, all) {
 		char *j = argv_joined(rec);
 
 		if (strstr(j, needle) &&
@@ -257,9 +254,9 @@ static void must_create(const char *name)
 		      err.message);
 }
 
-static int run_in(const char *name, const char *script_text,
-		  const char *in, double timeout,
-		  struct sbxloop_proc_result *res, struct sbxloop_error *err)
+static int run_in(const char *name, const char *script_text, const char *in,
+		  double timeout, struct sbxloop_proc_result *res,
+		  struct sbxloop_error *err)
 {
 	const char *argv[] = {"sh", "-c", script_text, NULL};
 	struct sbxloop_exec_spec spec;
@@ -278,8 +275,8 @@ static int run_in(const char *name, const char *script_text,
 
 START_TEST(test_create_provisions_in_five_calls)
 {
-	static const char *const domains[] = {"api.github.com",
-					      "pypi.org", NULL};
+	static const char *const domains[] = {"api.github.com", "pypi.org",
+					      NULL};
 	struct sbxloop_sandbox_info info;
 	struct sbxloop_error err = {0, ""};
 	struct stat sb;
@@ -316,7 +313,8 @@ START_TEST(test_create_provisions_in_five_calls)
 	free(ls);
 	cJSON_Delete(all);
 	ck_assert_int_eq(count_calls("policy allow network sbxloop-r1-agent "
-				     "api.github.com,pypi.org"), 1);
+				     "api.github.com,pypi.org"),
+			 1);
 	ck_assert_int_eq(count_calls("policy"), 1);
 	/* create, policy, mkdir, cp worker, one probe */
 	ck_assert_int_eq(count_calls(NULL), 5);
@@ -344,14 +342,13 @@ START_TEST(test_create_passes_app_name_and_template)
 	write_config("app_name: myapp\nsbx:\n  template: team/box:1\n");
 	core_up();
 	box_up();
-	ck_assert_msg(create_box("sbxloop-r1-agent", NULL, NULL, &info,
-				 &err) == 0,
-		      "%s", err.message);
+	ck_assert_msg(
+		create_box("sbxloop-r1-agent", NULL, NULL, &info, &err) == 0,
+		"%s", err.message);
 	all = invocations();
-	cJSON_ArrayForEach(rec, all)
-	{
-		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(
-					 rec, "app_name")),
+	cJSON_ArrayForEach (rec, all) {
+		ck_assert_str_eq(cJSON_GetStringValue(
+					 cJSON_GetObjectItem(rec, "app_name")),
 				 "myapp");
 		n++;
 	}
@@ -373,9 +370,9 @@ START_TEST(test_unmounted_workspace_uses_home_work)
 	setenv("SBX_FAKE_NO_MOUNT", "1", 1);
 	core_up();
 	box_up();
-	ck_assert_msg(create_box("sbxloop-r1-agent", NULL, NULL, &info,
-				 &err) == 0,
-		      "%s", err.message);
+	ck_assert_msg(
+		create_box("sbxloop-r1-agent", NULL, NULL, &info, &err) == 0,
+		"%s", err.message);
 	ck_assert_int_eq(info.mounted, 0);
 	ck_assert_str_eq(info.workdir, "/home/agent/work");
 	ck_assert(!(info.capabilities & SBXLOOP_CAP_WORKSPACE_MOUNTED));
@@ -398,9 +395,9 @@ START_TEST(test_create_failure_after_create_rolls_back)
 	       "\"once\":true}]");
 	core_up();
 	box_up();
-	ck_assert_int_eq(create_box("sbxloop-r1-agent", domains, NULL, &info,
-				    &err),
-			 SBXLOOP_EINFRA);
+	ck_assert_int_eq(
+		create_box("sbxloop-r1-agent", domains, NULL, &info, &err),
+		SBXLOOP_EINFRA);
 	ck_assert_msg(strstr(err.message, "policy daemon unavailable"), "%s",
 		      err.message);
 	ck_assert(!box_exists("sbxloop-r1-agent"));
@@ -416,9 +413,8 @@ START_TEST(test_create_of_existing_name_fails_cleanly)
 	core_up();
 	box_up();
 	must_create("sbxloop-r1-agent");
-	ck_assert_int_lt(create_box("sbxloop-r1-agent", NULL, NULL, &info,
-				    &err),
-			 0);
+	ck_assert_int_lt(
+		create_box("sbxloop-r1-agent", NULL, NULL, &info, &err), 0);
 	ck_assert_msg(strstr(err.message, "already exists"), "%s",
 		      err.message);
 	/* a create that failed owns nothing: the first sandbox stays */
@@ -436,9 +432,9 @@ START_TEST(test_worker_version_mismatch_is_refused)
 	chmod(fake_worker, 0755);
 	core_up();
 	box_up();
-	ck_assert_int_eq(create_box("sbxloop-r1-agent", NULL, fake_worker,
-				    &info, &err),
-			 SBXLOOP_ESTATE);
+	ck_assert_int_eq(
+		create_box("sbxloop-r1-agent", NULL, fake_worker, &info, &err),
+		SBXLOOP_ESTATE);
 	ck_assert_msg(strstr(err.message, "0.0.1") &&
 			      strstr(err.message, PACKAGE_VERSION),
 		      "%s", err.message);
@@ -458,9 +454,9 @@ START_TEST(test_missing_libcjson_is_installed_once)
 	       "sudo -n apt-get install -y libcjson1\",\"returncode\":0}]");
 	core_up();
 	box_up();
-	ck_assert_msg(create_box("sbxloop-r1-agent", NULL, NULL, &info,
-				 &err) == 0,
-		      "%s", err.message);
+	ck_assert_msg(
+		create_box("sbxloop-r1-agent", NULL, NULL, &info, &err) == 0,
+		"%s", err.message);
 	ck_assert_int_eq(count_calls("exec -w /home/agent sbxloop-r1-agent "
 				     "sh -c sudo"),
 			 1);
@@ -478,9 +474,9 @@ START_TEST(test_missing_libcjson_without_apt_is_a_clear_error)
 	       "sudo\",\"returncode\":100}]");
 	core_up();
 	box_up();
-	ck_assert_int_eq(create_box("sbxloop-r1-agent", NULL, NULL, &info,
-				    &err),
-			 SBXLOOP_EINFRA);
+	ck_assert_int_eq(
+		create_box("sbxloop-r1-agent", NULL, NULL, &info, &err),
+		SBXLOOP_EINFRA);
 	ck_assert_msg(strstr(err.message, "libcjson"), "%s", err.message);
 	ck_assert_int_eq(count_calls("exec -w /home/agent sbxloop-r1-agent "
 				     "sh -c sudo"),
@@ -497,9 +493,9 @@ START_TEST(test_missing_sbx_binary_is_not_found)
 	setenv("PATH", "/nonexistent", 1);
 	core_up();
 	box_up();
-	ck_assert_int_eq(create_box("sbxloop-r1-agent", NULL, NULL, &info,
-				    &err),
-			 SBXLOOP_ENOTFOUND);
+	ck_assert_int_eq(
+		create_box("sbxloop-r1-agent", NULL, NULL, &info, &err),
+		SBXLOOP_ENOTFOUND);
 	ck_assert_msg(strstr(err.message, "not found on PATH"), "%s",
 		      err.message);
 }
@@ -528,14 +524,13 @@ START_TEST(test_exec_returns_inner_exit_code)
 	core_up();
 	box_up();
 	must_create("sbxloop-r1-agent");
-	ck_assert_int_eq(run_in("sbxloop-r1-agent", "exit 7", NULL, 10, &res,
-				&err),
-			 0);
+	ck_assert_int_eq(
+		run_in("sbxloop-r1-agent", "exit 7", NULL, 10, &res, &err), 0);
 	ck_assert_int_eq(res.exit_code, 7);
 	sbx_proc_result_clear(&res);
 	/* the inner shell's "command not found" is the command's failure */
-	ck_assert_int_eq(run_in("sbxloop-r1-agent", "nosuchcommand-xyz",
-				NULL, 10, &res, &err),
+	ck_assert_int_eq(run_in("sbxloop-r1-agent", "nosuchcommand-xyz", NULL,
+				10, &res, &err),
 			 0);
 	ck_assert_int_eq(res.exit_code, 127);
 	sbx_proc_result_clear(&res);
@@ -551,17 +546,17 @@ START_TEST(test_exec_in_missing_or_stopped_sandbox_is_infra)
 
 	core_up();
 	box_up();
-	ck_assert_int_eq(run_in("sbxloop-nope-agent", "true", NULL, 10, &res,
-				&err),
-			 SBXLOOP_EINFRA);
+	ck_assert_int_eq(
+		run_in("sbxloop-nope-agent", "true", NULL, 10, &res, &err),
+		SBXLOOP_EINFRA);
 	ck_assert_msg(strstr(err.message, "not found"), "%s", err.message);
 	sbx_proc_result_clear(&res);
 	must_create("sbxloop-r1-agent");
 	tu_exec(&r, NULL, NULL, stop);
 	tu_run_free(&r);
-	ck_assert_int_eq(run_in("sbxloop-r1-agent", "true", NULL, 10, &res,
-				&err),
-			 SBXLOOP_EINFRA);
+	ck_assert_int_eq(
+		run_in("sbxloop-r1-agent", "true", NULL, 10, &res, &err),
+		SBXLOOP_EINFRA);
 	ck_assert_msg(strstr(err.message, "is not running"), "%s",
 		      err.message);
 	sbx_proc_result_clear(&res);
@@ -588,16 +583,16 @@ START_TEST(test_exec_streams_stdin_and_lines)
 	spec.on_stdout_line = on_line;
 	spec.user = &l;
 	memset(&res, 0, sizeof(res));
-	ck_assert_int_eq(ops()->exec(box.ctx, "sbxloop-r1-agent", &spec, &res,
-				     &err),
-			 0);
+	ck_assert_int_eq(
+		ops()->exec(box.ctx, "sbxloop-r1-agent", &spec, &res, &err),
+		0);
 	ck_assert_int_eq(l.n, 3);
 	ck_assert_str_eq(l.last, "done");
 	sbx_proc_result_clear(&res);
 	/* -i only when there is input; the workdir is the default cwd */
 	{
-		char *want = sbx_xasprintf("exec -i -w %s sbxloop-r1-agent sh",
-					   ws);
+		char *want =
+			sbx_xasprintf("exec -i -w %s sbxloop-r1-agent sh", ws);
 
 		ck_assert_int_eq(count_calls(want), 1);
 		free(want);
@@ -624,17 +619,17 @@ START_TEST(test_exec_refuses_a_secret_in_its_env)
 	spec.envp = envp;
 	memset(&res, 0, sizeof(res));
 	before = count_calls(NULL);
-	ck_assert_int_eq(ops()->exec(box.ctx, "sbxloop-r1-agent", &spec, &res,
-				     &err),
-			 SBXLOOP_EINVAL);
+	ck_assert_int_eq(
+		ops()->exec(box.ctx, "sbxloop-r1-agent", &spec, &res, &err),
+		SBXLOOP_EINVAL);
 	ck_assert_msg(strstr(err.message, "GH_TOKEN=..."), "%s", err.message);
 	ck_assert_int_eq(count_calls(NULL), before);
 	ck_assert(!argv_contains(GH_TOKEN_VALUE, NULL));
 	/* plain variables are fine */
 	envp[1] = NULL;
-	ck_assert_int_eq(ops()->exec(box.ctx, "sbxloop-r1-agent", &spec, &res,
-				     &err),
-			 0);
+	ck_assert_int_eq(
+		ops()->exec(box.ctx, "sbxloop-r1-agent", &spec, &res, &err),
+		0);
 	ck_assert_int_eq(count_calls("exec -e PLAIN=1 -w "), 1);
 	sbx_proc_result_clear(&res);
 }
@@ -650,9 +645,9 @@ START_TEST(test_exec_timeout_kills)
 	box_up();
 	must_create("sbxloop-r1-agent");
 	t0 = sbx_monotonic();
-	ck_assert_int_eq(run_in("sbxloop-r1-agent", "sleep 30", NULL, 0.5,
-				&res, &err),
-			 SBXLOOP_ETIMEDOUT);
+	ck_assert_int_eq(
+		run_in("sbxloop-r1-agent", "sleep 30", NULL, 0.5, &res, &err),
+		SBXLOOP_ETIMEDOUT);
 	ck_assert(sbx_monotonic() - t0 < 10);
 	sbx_proc_result_clear(&res);
 }
@@ -713,16 +708,14 @@ START_TEST(test_copy_list_and_remove)
 	ck_assert_str_eq(s.names[0], "sbxloop-r1-agent");
 	ck_assert_str_eq(s.status[0], "running");
 
-	ck_assert_int_eq(ops()->sandbox_remove(box.ctx, "sbxloop-r1-agent",
-					       &err),
-			 0);
+	ck_assert_int_eq(
+		ops()->sandbox_remove(box.ctx, "sbxloop-r1-agent", &err), 0);
 	ck_assert(!box_exists("sbxloop-r1-agent"));
 	ck_assert_int_eq(count_calls("stop sbxloop-r1-agent"), 1);
 	ck_assert_int_eq(count_calls("rm --force sbxloop-r1-agent"), 1);
 	/* removing what is gone is fine, and one call */
-	ck_assert_int_eq(ops()->sandbox_remove(box.ctx, "sbxloop-r1-agent",
-					       &err),
-			 0);
+	ck_assert_int_eq(
+		ops()->sandbox_remove(box.ctx, "sbxloop-r1-agent", &err), 0);
 	ck_assert_int_eq(count_calls("stop sbxloop-r1-agent"), 2);
 	ck_assert_int_eq(count_calls("rm --force sbxloop-r1-agent"), 1);
 	free(src);
@@ -786,8 +779,7 @@ static const char *provide_chain(const struct sbxloop_secret_req *req,
 		const struct sbxloop_secret_ops *so;
 
 		ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_SECRET,
-						   chain[i], &inst,
-						   &err) == 0,
+						   chain[i], &inst, &err) == 0,
 			      "%s", err.message);
 		so = inst.ops;
 		memset(out, 0, sizeof(*out));
@@ -855,9 +847,9 @@ START_TEST(test_proxy_invisible_falls_back_to_plain_env)
 			 1);
 	text = env_file("sbxloop-r1-agent");
 	ck_assert_ptr_nonnull(text);
-	ck_assert_str_eq(text, "# written by sbxloop plain-env\n"
-			       "export COPILOT_GITHUB_TOKEN='" AGENT_TOKEN
-			       "'\n");
+	ck_assert_str_eq(text,
+			 "# written by sbxloop plain-env\n"
+			 "export COPILOT_GITHUB_TOKEN='" AGENT_TOKEN "'\n");
 	free(text);
 	p = fs_path("sbxloop-r1-agent", "/home/agent/.sbxloop/env.sh");
 	ck_assert_int_eq(stat(p, &sb), 0);
@@ -885,8 +877,7 @@ START_TEST(test_proxy_holds_when_exec_sees_the_token)
 	ck_assert_str_eq(out.strategy, "sbx-proxy");
 	text = env_file("sbxloop-r1-agent");
 	ck_assert_ptr_null(text);
-	ck_assert(strstr(sbx_buf_str(&events), "secret_env_fallback") ==
-		  NULL);
+	ck_assert(strstr(sbx_buf_str(&events), "secret_env_fallback") == NULL);
 }
 END_TEST
 
@@ -992,9 +983,12 @@ START_TEST(test_proxy_replaces_leftover_registration)
 {
 	struct sbxloop_secret_req req;
 	struct sbxloop_secret_outcome out;
-	const char *pre[] = {"sbx", "secret", "set-custom", "-g", "--host",
-			     "api.github.com", "--env", "COPILOT_GITHUB_TOKEN",
-			     "--value", "ghp_stale", NULL};
+	const char *pre[] = {"sbx",        "secret",
+			     "set-custom", "-g",
+			     "--host",     "api.github.com",
+			     "--env",      "COPILOT_GITHUB_TOKEN",
+			     "--value",    "ghp_stale",
+			     NULL};
 	struct tu_run r;
 	cJSON *st, *c;
 
@@ -1040,8 +1034,7 @@ START_TEST(test_github_token_goes_on_stdin_and_split_holds)
 	ck_assert_str_eq(provide_chain(&req, &out), "plain-env");
 
 	all = invocations();
-	cJSON_ArrayForEach(rec, all)
-	{
+	cJSON_ArrayForEach (rec, all) {
 		char *j = argv_joined(rec);
 		const char *in = cJSON_GetStringValue(
 			cJSON_GetObjectItem(rec, "stdin"));
@@ -1205,7 +1198,6 @@ START_TEST(test_policy_seed_grant_revoke)
 	free(path);
 }
 END_TEST
-
 
 /* ------------------------------------------------------------- commands */
 
@@ -1384,8 +1376,8 @@ START_TEST(test_shell_runs_a_command_in_the_pair)
 {
 	const char *ok[] = {"shell", "raaaaaaaa", "-c", "echo hi; exit 3",
 			    NULL};
-	const char *gh[] = {"shell", "raaaaaaaa", "--role", "github", "-c",
-			    "true", NULL};
+	const char *gh[] = {"shell", "raaaaaaaa", "--role", "github",
+			    "-c",    "true",      NULL};
 	const char *bad_role[] = {"shell", "raaaaaaaa", "--role", "boss",
 				  NULL};
 	const char *unknown[] = {"shell", "rzzzzzzzz", "-c", "true", NULL};
@@ -1477,11 +1469,18 @@ START_TEST(test_secrets_list_and_clean_stale)
 	const char *list[] = {"secrets", "list", NULL};
 	const char *dry[] = {"secrets", "clean", NULL};
 	const char *apply[] = {"secrets", "clean", "--apply", NULL};
-	const char *stale[] = {"sbx", "secret", "set-custom", "--sandbox",
-			       "sbxloop-rgggggggg-agent", "--host",
-			       "api.github.com", "--env",
-			       "COPILOT_GITHUB_TOKEN", "--value",
-			       "ghp_leftover", NULL};
+	const char *stale[] = {"sbx",
+			       "secret",
+			       "set-custom",
+			       "--sandbox",
+			       "sbxloop-rgggggggg-agent",
+			       "--host",
+			       "api.github.com",
+			       "--env",
+			       "COPILOT_GITHUB_TOKEN",
+			       "--value",
+			       "ghp_leftover",
+			       NULL};
 	struct tu_run r;
 	cJSON *st;
 
@@ -1533,18 +1532,18 @@ static void write_run_config_with(const char *scenario, const char *more)
 	free(body);
 	free(src);
 	free(dst);
-	char *extra = sbx_xasprintf(
-		"prompts_dir: %s/prompts\n"
-		"worker_path: %s\n"
-		"agent:\n"
-		"  backend: script\n"
-		"  script: %s/scenario.json\n"
-		"limits:\n"
-		"  disk_warn: 0\n"
-		"  disk_abort: 0\n"
-		"  mem_warn: 0\n"
-		"  mem_abort: 0\n",
-		tu_env("SBXLOOP_SRCDIR"), tu_env("SBXLOOP_WORKER"), dir);
+	char *extra = sbx_xasprintf("prompts_dir: %s/prompts\n"
+				    "worker_path: %s\n"
+				    "agent:\n"
+				    "  backend: script\n"
+				    "  script: %s/scenario.json\n"
+				    "limits:\n"
+				    "  disk_warn: 0\n"
+				    "  disk_abort: 0\n"
+				    "  mem_warn: 0\n"
+				    "  mem_abort: 0\n",
+				    tu_env("SBXLOOP_SRCDIR"),
+				    tu_env("SBXLOOP_WORKER"), dir);
 	char *text = sbx_xasprintf("state_dir: %s/state\n"
 				   "plugins:\n"
 				   "  sandbox: sbx\n"
@@ -1613,8 +1612,7 @@ START_TEST(test_run_completes_on_sbx_with_one_exec_per_job)
 	ck_assert_int_eq(sandboxes_left(), 0);
 	/* every job is one exec with its request on stdin */
 	all = invocations();
-	cJSON_ArrayForEach(rec, all)
-	{
+	cJSON_ArrayForEach (rec, all) {
 		char *j = argv_joined(rec);
 		const char *in = cJSON_GetStringValue(
 			cJSON_GetObjectItem(rec, "stdin"));
@@ -1653,8 +1651,7 @@ static int call_names(const char *prefix, const char *sandbox)
 	cJSON *all = invocations(), *rec;
 	int hit = 0;
 
-	cJSON_ArrayForEach(rec, all)
-	{
+	cJSON_ArrayForEach (rec, all) {
 		char *j = argv_joined(rec);
 
 		hit |= sbx_starts_with(j, prefix) && strstr(j, sandbox);
@@ -1683,13 +1680,13 @@ START_TEST(test_run_with_a_repo_provisions_the_pair_and_splits_tokens)
 	sbxloop(&r, run);
 	unsetenv("GH_TOKEN");
 	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
-	ck_assert(!strstr(r.out, RUN_GH_TOKEN) && !strstr(r.err, RUN_GH_TOKEN));
+	ck_assert(!strstr(r.out, RUN_GH_TOKEN) &&
+		  !strstr(r.err, RUN_GH_TOKEN));
 	tu_run_free(&r);
 	ck_assert(call_names("create --name=sbxloop-", "-agent "));
 	ck_assert(call_names("create --name=sbxloop-", "-github "));
 	all = invocations();
-	cJSON_ArrayForEach(rec, all)
-	{
+	cJSON_ArrayForEach (rec, all) {
 		char *j = argv_joined(rec);
 		const char *in = cJSON_GetStringValue(
 			cJSON_GetObjectItem(rec, "stdin"));
@@ -1768,8 +1765,9 @@ END_TEST
 
 START_TEST(test_run_sigterm_leaves_no_sandbox_and_no_secret)
 {
-	const char *argv[] = {tu_env("SBXLOOP_BIN"), "--config", cfg_path,
-			      "run", "interrupt me", "--no-tui", NULL};
+	const char *argv[] = {
+		tu_env("SBXLOOP_BIN"), "--config", cfg_path, "run",
+		"interrupt me",        "--no-tui", NULL};
 	double deadline;
 	pid_t pid;
 	int status, i;
@@ -1819,16 +1817,17 @@ static void fake(struct tu_run *r, const char *const *argv)
 
 START_TEST(test_fake_secret_rm_without_f_removes_nothing)
 {
-	const char *set[] = {"sbx", "secret", "set-custom", "-g", "--host",
-			     "api.github.com", "--env", "E1", "--value",
-			     "v-123456", NULL};
-	const char *rm[] = {"sbx", "secret", "rm", "--host", "api.github.com",
-			    "--env", "E1", "-g", NULL};
-	const char *env_only[] = {"sbx", "secret", "rm", "--env", "E1", "-g",
-				  "-f", NULL};
-	const char *rm_f[] = {"sbx", "secret", "rm", "--host",
-			      "api.github.com", "--env", "E1", "-g", "-f",
-			      NULL};
+	const char *set[] = {"sbx",     "secret",         "set-custom", "-g",
+			     "--host",  "api.github.com", "--env",      "E1",
+			     "--value", "v-123456",       NULL};
+	const char *rm[] = {
+		"sbx",   "secret", "rm", "--host", "api.github.com",
+		"--env", "E1",     "-g", NULL};
+	const char *env_only[] = {"sbx", "secret", "rm", "--env",
+				  "E1",  "-g",     "-f", NULL};
+	const char *rm_f[] = {
+		"sbx",   "secret", "rm", "--host", "api.github.com",
+		"--env", "E1",     "-g", "-f",     NULL};
 	struct tu_run r;
 	cJSON *st;
 
@@ -1865,10 +1864,11 @@ END_TEST
 
 START_TEST(test_fake_exec_maps_sandbox_paths_only)
 {
-	const char *app[] = {"sbx", "--app-name", "x", "create",
-			     "--name=b1", "shell", ws, NULL};
+	const char *app[] = {"sbx",       "--app-name", "x", "create",
+			     "--name=b1", "shell",      ws,  NULL};
 	char *script = sbx_xasprintf("echo /home/agent/f; echo %s/a; "
-				     "echo x=/tmp/sbxloop/j", dir);
+				     "echo x=/tmp/sbxloop/j",
+				     dir);
 	const char *run[] = {"sbx", "exec", "b1", "sh", "-c", script, NULL};
 	char *want;
 	struct tu_run r;
@@ -1885,9 +1885,9 @@ START_TEST(test_fake_exec_maps_sandbox_paths_only)
 		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(
 					 first, "app_name")),
 				 "x");
-		ck_assert_str_eq(cJSON_GetStringValue(
-					 cJSON_GetArrayItem(args, 0)),
-				 "create");
+		ck_assert_str_eq(
+			cJSON_GetStringValue(cJSON_GetArrayItem(args, 0)),
+			"create");
 	}
 	cJSON_Delete(all);
 	fake(&r, run);
@@ -1966,8 +1966,9 @@ static Suite *sbx_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_run_completes_on_sbx_with_one_exec_per_job);
 	tcase_add_test(tc, test_run_provision_failure_rolls_back);
-	tcase_add_test(tc,
-		       test_run_with_a_repo_provisions_the_pair_and_splits_tokens);
+	tcase_add_test(
+		tc,
+		test_run_with_a_repo_provisions_the_pair_and_splits_tokens);
 	tcase_add_loop_test(tc, test_run_missing_token_creates_nothing, 0, 2);
 	tcase_add_test(tc, test_run_sigterm_leaves_no_sandbox_and_no_secret);
 	suite_add_tcase(s, tc);

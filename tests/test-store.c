@@ -337,8 +337,8 @@ START_TEST(test_conditional_update_applies_in_an_allowed_state)
 			 0);
 	ck_assert_str_eq(prev, "running");
 	ck_assert_int_eq(ops->run_get(store, "r1", seen_run, &s, &err), 0);
-	ck_assert(strncmp(s.items[0], "r1|cancelled|cancelled by user|",
-			  31) == 0);
+	ck_assert(strncmp(s.items[0], "r1|cancelled|cancelled by user|", 31) ==
+		  0);
 }
 END_TEST
 
@@ -471,16 +471,16 @@ START_TEST(test_attempts_list_by_id_all_or_per_task)
 	record("t1", "plan", 0, "ok");
 	record("t2", "plan", 0, "ok");
 	record("t1", "execute", 0, "ok");
-	ck_assert_int_eq(ops->attempts_list(store, "r1", NULL, seen_attempt,
-					    &s, &err),
-			 0);
+	ck_assert_int_eq(
+		ops->attempts_list(store, "r1", NULL, seen_attempt, &s, &err),
+		0);
 	ck_assert_int_eq(s.n, 4);
 	ck_assert(s.num[0] < s.num[1] && s.num[1] < s.num[2] &&
 		  s.num[2] < s.num[3]);
 	memset(&s, 0, sizeof(s));
-	ck_assert_int_eq(ops->attempts_list(store, "r1", "t1", seen_attempt,
-					    &s, &err),
-			 0);
+	ck_assert_int_eq(
+		ops->attempts_list(store, "r1", "t1", seen_attempt, &s, &err),
+		0);
 	ck_assert_int_eq(s.n, 2);
 	ck_assert_str_eq(s.items[0], "t1|plan|0|ok");
 	ck_assert_str_eq(s.items[1], "t1|execute|0|ok");
@@ -713,9 +713,8 @@ START_TEST(test_event_envelope_is_the_sorted_compact_line)
 	ck_assert_int_eq(ops->event_append(store, &ev, NULL, &err), 0);
 	append("r1", "x", NULL);
 	q.run_id = "r1";
-	ck_assert_int_eq(ops->events_query(store, &q, seen_event_json, &s,
-					   &err),
-			 0);
+	ck_assert_int_eq(
+		ops->events_query(store, &q, seen_event_json, &s, &err), 0);
 	ck_assert_int_eq(s.n, 2);
 	ck_assert_str_eq(s.items[0],
 			 "{\"data\":{\"text\":\"hi\"},\"job_id\":\"j\\\"1\","
@@ -1129,9 +1128,9 @@ START_TEST(test_a_fresh_database_is_wal_and_current)
 	sqlite3_stmt *st = NULL;
 
 	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 3);
-	ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1,
-					    &st, NULL),
-			 SQLITE_OK);
+	ck_assert_int_eq(
+		sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL),
+		SQLITE_OK);
 	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
 	ck_assert_str_eq((const char *)sqlite3_column_text(st, 0), "wal");
 	sqlite3_finalize(st);
@@ -1174,17 +1173,20 @@ START_TEST(test_every_command_query_uses_an_index)
 	/* The shapes store_events_query() and event_last_ts() build. */
 	assert_plan(db, EVENTS_SELECT " ORDER BY e.seq", "idx_event_rows_run");
 	assert_plan(db,
-		    EVENTS_SELECT " AND e.type_key IN (?10, ?11) ORDER BY e.seq",
+		    EVENTS_SELECT
+		    " AND e.type_key IN (?10, ?11) ORDER BY e.seq",
 		    "idx_event_rows_run");
 	assert_plan(db,
 		    EVENTS_SELECT " AND e.type_key IN (SELECT name_key FROM"
-		    " event_names WHERE kind = 2 AND name >= ?3"
-		    " AND name < ?4) ORDER BY e.seq LIMIT ?6",
+				  " event_names WHERE kind = 2 AND name >= ?3"
+				  " AND name < ?4) ORDER BY e.seq LIMIT ?6",
 		    "idx_event_rows_run");
-	assert_plan(db,
-		    EVENTS_SELECT " AND e.task_key = (SELECT name_key FROM"
-		    " event_names WHERE kind = 3 AND name = ?5) ORDER BY e.seq",
-		    "idx_event_rows_run");
+	assert_plan(
+		db,
+		EVENTS_SELECT
+		" AND e.task_key = (SELECT name_key FROM"
+		" event_names WHERE kind = 3 AND name = ?5) ORDER BY e.seq",
+		"idx_event_rows_run");
 	assert_plan(db,
 		    "SELECT ts FROM event_rows WHERE run_key ="
 		    " (SELECT name_key FROM event_names"
@@ -1448,7 +1450,8 @@ static Suite *events_suite(void)
 	tcase_add_test(tc, test_task_filter_matches_data_task_id_exactly);
 	tcase_add_test(tc, test_task_filter_agrees_with_json_extract);
 	tcase_add_test(tc, test_type_prefix_over_many_types);
-	tcase_add_test(tc, test_events_inserted_through_the_view_are_read_back);
+	tcase_add_test(tc,
+		       test_events_inserted_through_the_view_are_read_back);
 	tcase_add_test(tc, test_event_envelope_is_the_sorted_compact_line);
 	tcase_add_test(
 		tc, test_buffered_events_are_durable_with_the_next_transition);

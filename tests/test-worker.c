@@ -88,8 +88,8 @@ static void setup(void)
 	char bin[600];
 	const char *build = getenv("SBXLOOP_BUILDDIR");
 	const char *src = getenv("SBXLOOP_SRCDIR");
-	static const char *const names[] = { "copilot", "claude", "codex",
-					     "gemini" };
+	static const char *const names[] = {"copilot", "claude", "codex",
+					    "gemini"};
 	size_t i;
 
 	snprintf(dir, sizeof(dir), "/tmp/sbxloop-test-worker.XXXXXX");
@@ -197,8 +197,8 @@ static void run_worker(struct run *r, const char *job, ...)
 	r->elapsed = now() - t0;
 	for (k = 0; k < nextra; k++)
 		free(extra[k]);
-	r->rc = WIFEXITED(status) ? WEXITSTATUS(status) :
-		128 + WTERMSIG(status);
+	r->rc = WIFEXITED(status) ? WEXITSTATUS(status)
+				  : 128 + WTERMSIG(status);
 	r->out = slurp(path_in("stdout"));
 	r->err = slurp(path_in("stderr"));
 	r->events = slurp(path_in("ev.jsonl"));
@@ -255,7 +255,7 @@ static int count_events(const struct run *r, const char *type,
 
 	if (first)
 		*first = NULL;
-	cJSON_ArrayForEach(ev, r->events_list) {
+	cJSON_ArrayForEach (ev, r->events_list) {
 		const cJSON *t = cJSON_GetObjectItem(ev, "type");
 
 		if (cJSON_IsString(t) && !strcmp(t->valuestring, type)) {
@@ -332,8 +332,10 @@ START_TEST(test_shell_check_nonzero_exit_is_ok_result)
 	struct run r;
 	const cJSON *d;
 
-	run_worker(&r, JOB_HEAD "\"kind\":\"shell.check\",\"argv\":[\"sh\","
-		   "\"-c\",\"echo out; echo err >&2; exit 3\"]}", NULL);
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"shell.check\",\"argv\":[\"sh\","
+			    "\"-c\",\"echo out; echo err >&2; exit 3\"]}",
+		   NULL);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(rstr(&r, "status"), "ok");
 	ck_assert_str_eq(rstr(&r, "job_id"), "job-1");
@@ -355,10 +357,12 @@ START_TEST(test_events_sorted_enveloped_mirrored_to_stdout)
 	char *last, *res;
 	cJSON *fin;
 
-	run_worker(&r, JOB_HEAD "\"kind\":\"shell.check\",\"argv\":"
-		   "[\"true\"]}", NULL);
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"shell.check\",\"argv\":"
+			    "[\"true\"]}",
+		   NULL);
 	ck_assert_int_eq(r.rc, 0);
-	cJSON_ArrayForEach(ev, r.events_list) {
+	cJSON_ArrayForEach (ev, r.events_list) {
 		ck_assert_int_eq(cJSON_GetObjectItem(ev, "v")->valueint, 1);
 		ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(ev, "ts")));
 		ck_assert_str_eq(dstr(ev, "run_id"), "run-1");
@@ -375,8 +379,8 @@ START_TEST(test_events_sorted_enveloped_mirrored_to_stdout)
 	ck_assert_ptr_nonnull(fin);
 	ck_assert_int_eq(cJSON_GetObjectItem(fin, "sbxloop_result")->valueint,
 			 1);
-	ck_assert(cJSON_Compare(cJSON_GetObjectItem(fin, "result"),
-				r.result, 1));
+	ck_assert(cJSON_Compare(cJSON_GetObjectItem(fin, "result"), r.result,
+				1));
 	cJSON_Delete(fin);
 	res = slurp(path_in("res.json"));
 	ck_assert_ptr_nonnull(res);
@@ -391,7 +395,7 @@ START_TEST(test_job_from_stdin)
 	struct run r;
 
 	put("stdin", JOB_HEAD "\"kind\":\"shell.check\",\"argv\":[\"echo\","
-	    "\"from-stdin\"]}");
+			      "\"from-stdin\"]}");
 	run_worker(&r, NULL, "--job", "-", NULL);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(rstr(&r, "output_text"), "from-stdin\n");
@@ -404,9 +408,10 @@ START_TEST(test_timeout_kills_forked_sleeper)
 	struct run r;
 	char job[512];
 
-	snprintf(job, sizeof(job), JOB_HEAD "\"kind\":\"shell.check\","
-		 "\"timeout_s\":0.5,\"argv\":[\"sh\",\"-c\","
-		 "\"sleep 300 & echo $! > %s; sleep 300\"]}",
+	snprintf(job, sizeof(job),
+		 JOB_HEAD "\"kind\":\"shell.check\","
+			  "\"timeout_s\":0.5,\"argv\":[\"sh\",\"-c\","
+			  "\"sleep 300 & echo $! > %s; sleep 300\"]}",
 		 path_in("sleeper"));
 	run_worker(&r, job, NULL);
 	ck_assert_int_eq(r.rc, 0);
@@ -426,9 +431,10 @@ START_TEST(test_timeout_escalates_to_sigkill_after_grace)
 	struct run r;
 	char job[512];
 
-	snprintf(job, sizeof(job), JOB_HEAD "\"kind\":\"shell.check\","
-		 "\"timeout_s\":0.3,\"argv\":[\"sh\",\"-c\","
-		 "\"trap '' TERM; sleep 300 & echo $! > %s; wait\"]}",
+	snprintf(job, sizeof(job),
+		 JOB_HEAD "\"kind\":\"shell.check\","
+			  "\"timeout_s\":0.3,\"argv\":[\"sh\",\"-c\","
+			  "\"trap '' TERM; sleep 300 & echo $! > %s; wait\"]}",
 		 path_in("sleeper"));
 	run_worker(&r, job, NULL);
 	ck_assert_str_eq(rstr(&r, "status"), "timeout");
@@ -444,7 +450,9 @@ START_TEST(test_background_leftovers_die_with_the_command)
 	struct run r;
 	char job[512];
 
-	snprintf(job, sizeof(job), JOB_HEAD "\"kind\":\"shell.check\","
+	snprintf(job, sizeof(job),
+		 JOB_HEAD
+		 "\"kind\":\"shell.check\","
 		 "\"argv\":[\"sh\",\"-c\",\"sleep 300 & echo $! > %s\"]}",
 		 path_in("sleeper"));
 	run_worker(&r, job, NULL);
@@ -459,13 +467,15 @@ START_TEST(test_shell_check_missing_program_is_error_result)
 {
 	struct run r;
 
-	run_worker(&r, JOB_HEAD "\"kind\":\"shell.check\",\"argv\":"
-		   "[\"/nonexistent/prog\"]}", NULL);
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"shell.check\",\"argv\":"
+			    "[\"/nonexistent/prog\"]}",
+		   NULL);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(rstr(&r, "status"), "error");
 	ck_assert_str_eq(errfield(&r, "type"), "SpawnError");
-	ck_assert_ptr_nonnull(strstr(errfield(&r, "message"),
-				     "'/nonexistent/prog'"));
+	ck_assert_ptr_nonnull(
+		strstr(errfield(&r, "message"), "'/nonexistent/prog'"));
 	run_free(&r);
 }
 END_TEST
@@ -475,9 +485,11 @@ START_TEST(test_batch_runs_in_order_reports_first_failure)
 	struct run r;
 	const cJSON *list, *c;
 
-	run_worker(&r, JOB_HEAD "\"kind\":\"shell.batch\",\"commands\":["
-		   "\"echo one > f\",\"cat f; exit 4\",\"exit 5\","
-		   "\"echo err >&2\"]}", NULL);
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"shell.batch\",\"commands\":["
+			    "\"echo one > f\",\"cat f; exit 4\",\"exit 5\","
+			    "\"echo err >&2\"]}",
+		   NULL);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(rstr(&r, "status"), "ok");
 	ck_assert_int_eq(rint_(&r, "exit_code"), 4);
@@ -498,12 +510,15 @@ START_TEST(test_shell_batch_clips_output_head_and_tail)
 	struct run r;
 	const char *out;
 
-	run_worker(&r, JOB_HEAD "\"kind\":\"shell.batch\",\"commands\":["
+	run_worker(&r,
+		   JOB_HEAD
+		   "\"kind\":\"shell.batch\",\"commands\":["
 		   "\"echo START; head -c 200000 /dev/zero | tr '\\\\0' x; "
-		   "echo; echo END\"]}", NULL);
+		   "echo; echo END\"]}",
+		   NULL);
 	ck_assert_str_eq(rstr(&r, "status"), "ok");
-	out = dstr(cJSON_GetArrayItem(cJSON_GetObjectItem(r.result,
-							  "output_json"), 0),
+	out = dstr(cJSON_GetArrayItem(
+			   cJSON_GetObjectItem(r.result, "output_json"), 0),
 		   "output");
 	ck_assert_ptr_nonnull(out);
 	ck_assert(strncmp(out, "START\n", 6) == 0);
@@ -518,14 +533,18 @@ START_TEST(test_shell_batch_command_timeout_times_out_the_job)
 {
 	struct run r;
 
-	run_worker(&r, JOB_HEAD "\"kind\":\"shell.batch\","
+	run_worker(&r,
+		   JOB_HEAD
+		   "\"kind\":\"shell.batch\","
 		   "\"command_timeout_s\":0.3,\"commands\":[\"echo a\","
-		   "\"sleep 30\",\"touch never\"]}", NULL);
+		   "\"sleep 30\",\"touch never\"]}",
+		   NULL);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(rstr(&r, "status"), "timeout");
 	ck_assert_str_eq(errfield(&r, "type"), "Timeout");
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(
-				 r.result, "output_json")), 2);
+	ck_assert_int_eq(cJSON_GetArraySize(
+				 cJSON_GetObjectItem(r.result, "output_json")),
+			 2);
 	ck_assert_int_eq(access(path_in("work/never"), F_OK), -1);
 	run_free(&r);
 }
@@ -535,9 +554,10 @@ START_TEST(test_shell_batch_job_timeout_bounds_all_commands)
 {
 	struct run r;
 
-	run_worker(&r, JOB_HEAD "\"kind\":\"shell.batch\",\"timeout_s\":0.5,"
-		   "\"commands\":[\"sleep 0.3\",\"sleep 0.3\","
-		   "\"touch never\"]}",
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"shell.batch\",\"timeout_s\":0.5,"
+			    "\"commands\":[\"sleep 0.3\",\"sleep 0.3\","
+			    "\"touch never\"]}",
 		   NULL);
 	ck_assert_str_eq(rstr(&r, "status"), "timeout");
 	ck_assert(r.elapsed < 10);
@@ -554,8 +574,8 @@ static void expect_usage_error(const char *job, const char *needle)
 
 	run_worker(&r, job, NULL);
 	ck_assert_int_eq(r.rc, 64);
-	ck_assert_msg(strstr(r.err, needle) != NULL,
-		      "stderr '%s' lacks '%s'", r.err, needle);
+	ck_assert_msg(strstr(r.err, needle) != NULL, "stderr '%s' lacks '%s'",
+		      r.err, needle);
 	ck_assert_ptr_null(r.result);
 	run_free(&r);
 }
@@ -569,10 +589,10 @@ START_TEST(test_malformed_jobs_exit_64_with_a_reason)
 			   "\"kind\":\"shell.check\",\"argv\":[\"true\"]}",
 			   "'v' must be 1");
 	expect_usage_error(JOB_HEAD "\"kind\":\"shell.check\",\"argv\":"
-			   "[\"true\"],\"colour\":1}",
+				    "[\"true\"],\"colour\":1}",
 			   "unknown field 'colour'");
 	expect_usage_error(JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
-			   "\"x\",\"argv\":[\"true\"]}",
+				    "\"x\",\"argv\":[\"true\"]}",
 			   "field 'argv' is not allowed for kind "
 			   "'agent.session'");
 	expect_usage_error(JOB_HEAD "\"kind\":\"launch.rocket\"}",
@@ -582,10 +602,10 @@ START_TEST(test_malformed_jobs_exit_64_with_a_reason)
 	expect_usage_error(JOB_HEAD "\"kind\":\"agent.session\"}",
 			   "field 'prompt' is required");
 	expect_usage_error(JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
-			   "\"x\",\"host_tools\":[{\"name\":\"t\"}]}",
+				    "\"x\",\"host_tools\":[{\"name\":\"t\"}]}",
 			   "host tools are not supported");
 	expect_usage_error(JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
-			   "\"x\",\"permission_mode\":\"god\"}",
+				    "\"x\",\"permission_mode\":\"god\"}",
 			   "'permission_mode'");
 	expect_usage_error("{\"v\":1,\"run_id\":\"r\","
 			   "\"kind\":\"shell.check\",\"argv\":[\"true\"]}",
@@ -595,7 +615,8 @@ END_TEST
 
 START_TEST(test_every_truncation_of_a_job_is_a_clean_64)
 {
-	static const char job[] = JOB_HEAD "\"kind\":\"agent.session\","
+	static const char job[] = JOB_HEAD
+		"\"kind\":\"agent.session\","
 		"\"prompt\":\"p\",\"expect\":\"json\",\"timeout_s\":5}";
 	size_t cut;
 
@@ -640,16 +661,21 @@ START_TEST(test_usage_errors_exit_64)
 	snprintf(cmd, sizeof(cmd), "'%s' run --job x --events y 2>/dev/null",
 		 getenv("SBXLOOP_WORKER"));
 	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 64);
-	snprintf(cmd, sizeof(cmd), "'%s' run --job x --events y --result z "
-		 "--frobnicate 1 2>/dev/null", getenv("SBXLOOP_WORKER"));
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' run --job x --events y --result z "
+		 "--frobnicate 1 2>/dev/null",
+		 getenv("SBXLOOP_WORKER"));
 	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 64);
-	snprintf(cmd, sizeof(cmd), "'%s' run --job x --events y --result z "
-		 "--heartbeat soon 2>/dev/null", getenv("SBXLOOP_WORKER"));
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' run --job x --events y --result z "
+		 "--heartbeat soon 2>/dev/null",
+		 getenv("SBXLOOP_WORKER"));
 	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 64);
 	snprintf(cmd, sizeof(cmd), "'%s' fly 2>/dev/null",
 		 getenv("SBXLOOP_WORKER"));
 	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 64);
-	snprintf(cmd, sizeof(cmd), "'%s' run --job /nonexistent/job.json "
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' run --job /nonexistent/job.json "
 		 "--events %s --result %s 2>/dev/null",
 		 getenv("SBXLOOP_WORKER"), path_in("e"), path_in("r"));
 	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 64);
@@ -661,7 +687,7 @@ START_TEST(test_bad_cwd_exits_64)
 	struct run r;
 
 	put("job.json", JOB_HEAD "\"kind\":\"shell.check\",\"argv\":"
-	    "[\"true\"]}");
+				 "[\"true\"]}");
 	run_worker(&r, NULL, "--cwd", "/nonexistent/dir", NULL);
 	ck_assert_int_eq(r.rc, 64);
 	ck_assert_ptr_nonnull(strstr(r.err, "'/nonexistent/dir'"));
@@ -674,7 +700,7 @@ START_TEST(test_unwritable_result_exits_70)
 	struct run r;
 
 	put("job.json", JOB_HEAD "\"kind\":\"shell.check\",\"argv\":"
-	    "[\"true\"]}");
+				 "[\"true\"]}");
 	put("blocker", "a file, not a directory");
 	run_worker(&r, NULL, "--result", path_in("blocker/res.json"), NULL);
 	ck_assert_int_eq(r.rc, 70);
@@ -688,7 +714,7 @@ START_TEST(test_unopenable_events_file_exits_70)
 	struct run r;
 
 	put("job.json", JOB_HEAD "\"kind\":\"shell.check\",\"argv\":"
-	    "[\"true\"]}");
+				 "[\"true\"]}");
 	put("blocker", "a file, not a directory");
 	run_worker(&r, NULL, "--events", path_in("blocker/ev.jsonl"), NULL);
 	ck_assert_int_eq(r.rc, 70);
@@ -704,7 +730,9 @@ START_TEST(test_sigterm_kills_the_job_and_exits_70)
 	pid_t worker, sleeper;
 	int status;
 
-	snprintf(job, sizeof(job), JOB_HEAD "\"kind\":\"shell.check\","
+	snprintf(job, sizeof(job),
+		 JOB_HEAD
+		 "\"kind\":\"shell.check\","
 		 "\"argv\":[\"sh\",\"-c\",\"sleep 60 & echo $! > %s; wait\"]}",
 		 path_in("sleeper"));
 	put("job.json", "%s", job);
@@ -738,13 +766,15 @@ START_TEST(test_github_op_is_a_typed_not_available_error)
 	struct run r;
 	const cJSON *d;
 
-	run_worker(&r, JOB_HEAD "\"kind\":\"github.op\",\"op\":\"repo.get\","
-		   "\"params\":{\"repo\":\"a/b\"}}", NULL);
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"github.op\",\"op\":\"repo.get\","
+			    "\"params\":{\"repo\":\"a/b\"}}",
+		   NULL);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(rstr(&r, "status"), "error");
 	ck_assert_str_eq(errfield(&r, "type"), "NotAvailable");
-	ck_assert_ptr_nonnull(strstr(errfield(&r, "message"),
-				     "not available"));
+	ck_assert_ptr_nonnull(
+		strstr(errfield(&r, "message"), "not available"));
 	ck_assert_int_eq(count_events(&r, "worker.error", &d), 1);
 	ck_assert_str_eq(dstr(d, "error_type"), "NotAvailable");
 	run_free(&r);
@@ -755,9 +785,10 @@ END_TEST
 
 static void agent_job(char *buf, size_t n, const char *extra)
 {
-	snprintf(buf, n, JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
-		 "\"do the thing\",\"backend\":\"script\","
-		 "\"script\":\"%s\"%s}",
+	snprintf(buf, n,
+		 JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
+			  "\"do the thing\",\"backend\":\"script\","
+			  "\"script\":\"%s\"%s}",
 		 path_in("scenario.json"), extra);
 }
 
@@ -767,7 +798,7 @@ START_TEST(test_script_replies_in_order_across_processes)
 	char job[1024];
 
 	put("scenario.json", "[{\"text\":\"first\",\"session_id\":\"s-1\"},"
-	    "{\"text\":\"second\"}]");
+			     "{\"text\":\"second\"}]");
 	agent_job(job, sizeof(job), "");
 	run_worker(&r, job, NULL);
 	ck_assert_str_eq(rstr(&r, "status"), "ok");
@@ -797,8 +828,8 @@ START_TEST(test_script_turns_away_calls_past_the_ceiling)
 	const cJSON *d, *h;
 
 	put("scenario.json", "[{\"text\":\"done\",\"run\":["
-	    "\"echo a > ceil-a.txt\",\"echo b > ceil-b.txt\","
-	    "\"echo c > ceil-c.txt\"]}]");
+			     "\"echo a > ceil-a.txt\",\"echo b > ceil-b.txt\","
+			     "\"echo c > ceil-c.txt\"]}]");
 	agent_job(job, sizeof(job), ",\"max_tool_calls\":1");
 	run_worker(&r, job, NULL);
 	ck_assert_str_eq(rstr(&r, "status"), "ok");
@@ -809,8 +840,8 @@ START_TEST(test_script_turns_away_calls_past_the_ceiling)
 	ck_assert_int_eq(cJSON_GetObjectItem(d, "calls")->valueint, 2);
 	h = cJSON_GetObjectItem(r.result, "health");
 	ck_assert_int_eq(cJSON_GetObjectItem(h, "tool_calls")->valueint, 1);
-	ck_assert_int_eq(
-		cJSON_GetObjectItem(h, "tool_cap_denials")->valueint, 2);
+	ck_assert_int_eq(cJSON_GetObjectItem(h, "tool_cap_denials")->valueint,
+			 2);
 	/* the first call ran, the others did not */
 	path = path_in("work/ceil-a.txt");
 	ck_assert_int_eq(access(path, F_OK), 0);
@@ -823,7 +854,7 @@ END_TEST
 START_TEST(test_script_cursor_holds_under_concurrent_workers)
 {
 	char job[1024], cmd[2048], *s;
-	int i, seen[8] = { 0 };
+	int i, seen[8] = {0};
 	FILE *f = fopen(path_in("scenario.json"), "w");
 
 	fputs("[", f);
@@ -833,10 +864,12 @@ START_TEST(test_script_cursor_holds_under_concurrent_workers)
 	fclose(f);
 	agent_job(job, sizeof(job), "");
 	put("job.json", "%s", job);
-	snprintf(cmd, sizeof(cmd), "cd '%s' && for i in 1 2 3 4 5 6 7 8; do "
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && for i in 1 2 3 4 5 6 7 8; do "
 		 "'%s' run --heartbeat 0 --job job.json --events ev$i "
 		 "--result res$i --cwd work > /dev/null & done; wait; "
-		 "cat res? > all", dir, getenv("SBXLOOP_WORKER"));
+		 "cat res? > all",
+		 dir, getenv("SBXLOOP_WORKER"));
 	ck_assert_int_eq(system(cmd), 0);
 	s = slurp(path_in("all"));
 	for (i = 0; i < 8; i++) {
@@ -857,7 +890,8 @@ START_TEST(test_script_reply_acts_on_the_workspace_first)
 	const cJSON *d;
 	char *content;
 
-	put("scenario.json", "[{\"files\":{\"src/new.txt\":\"hello\\n\"},"
+	put("scenario.json",
+	    "[{\"files\":{\"src/new.txt\":\"hello\\n\"},"
 	    "\"run\":[\"cat src/new.txt > copy.txt; echo ran\"],"
 	    "\"events\":[{\"type\":\"agent.custom\",\"data\":{\"k\":1}}],"
 	    "\"usage\":{\"model\":\"m\",\"input_tokens\":3},"
@@ -876,10 +910,16 @@ START_TEST(test_script_reply_acts_on_the_workspace_first)
 	ck_assert_int_eq(cJSON_GetObjectItem(d, "k")->valueint, 1);
 	ck_assert_int_eq(count_events(&r, "agent.message", &d), 1);
 	ck_assert_str_eq(dstr(d, "content"), "done");
-	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(
-		r.result, "usage"), "input_tokens")->valueint, 3);
-	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(
-		r.result, "health"), "tool_calls")->valueint, 1);
+	ck_assert_int_eq(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(r.result, "usage"),
+				    "input_tokens")
+			->valueint,
+		3);
+	ck_assert_int_eq(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(r.result, "health"),
+				    "tool_calls")
+			->valueint,
+		1);
 	run_free(&r);
 }
 END_TEST
@@ -890,7 +930,7 @@ START_TEST(test_script_fail_and_unsafe_paths_are_errors)
 	char job[1024];
 
 	put("scenario.json", "[{\"fail\":\"model overloaded\"},"
-	    "{\"files\":{\"../escape.txt\":\"x\"}}]");
+			     "{\"files\":{\"../escape.txt\":\"x\"}}]");
 	agent_job(job, sizeof(job), "");
 	run_worker(&r, job, NULL);
 	ck_assert_str_eq(rstr(&r, "status"), "error");
@@ -925,13 +965,17 @@ START_TEST(test_script_backend_from_environment)
 	put("scenario.json", "[{\"text\":\"via env\"}]");
 	setenv("SBXLOOP_WORKER_BACKEND", "script", 1);
 	setenv("SBXLOOP_SCRIPT", path_in("scenario.json"), 1);
-	run_worker(&r, JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
-		   "\"p\"}", NULL);
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
+			    "\"p\"}",
+		   NULL);
 	ck_assert_str_eq(rstr(&r, "output_text"), "via env");
 	run_free(&r);
 	setenv("SBXLOOP_WORKER_BACKEND", "telepathy", 1);
-	run_worker(&r, JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
-		   "\"p\"}", NULL);
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
+			    "\"p\"}",
+		   NULL);
 	ck_assert_str_eq(errfield(&r, "type"), "BackendUnavailable");
 	run_free(&r);
 }
@@ -941,17 +985,17 @@ END_TEST
 START_TEST(test_expect_json_extraction_cases)
 {
 	static const char *const cases[][2] = {
-		{ "a ```json\\n{\\\"x\\\":1}\\n``` b "
-		  "```\\n{\\\"x\\\":2}\\n```",
-		  "{\"x\":2}" },
-		{ "```json\\n{\\\"x\\\":1}\\n``` then "
-		  "```json\\nnot json\\n```",
-		  "{\"x\":1}" },
-		{ "  [1, 2, 3]  ", "[1,2,3]" },
-		{ "I think {\\\"a\\\":1} and finally {\\\"b\\\":[2]} ok",
-		  "{\"b\":[2]}" },
-		{ "outer {\\\"a\\\":{\\\"inner\\\":true}} end",
-		  "{\"a\":{\"inner\":true}}" },
+		{"a ```json\\n{\\\"x\\\":1}\\n``` b "
+		 "```\\n{\\\"x\\\":2}\\n```",
+		 "{\"x\":2}"},
+		{"```json\\n{\\\"x\\\":1}\\n``` then "
+		 "```json\\nnot json\\n```",
+		 "{\"x\":1}"},
+		{"  [1, 2, 3]  ", "[1,2,3]"},
+		{"I think {\\\"a\\\":1} and finally {\\\"b\\\":[2]} ok",
+		 "{\"b\":[2]}"},
+		{"outer {\\\"a\\\":{\\\"inner\\\":true}} end",
+		 "{\"a\":{\"inner\":true}}"},
 	};
 	struct run r;
 	char job[1024], scen[2048] = "[";
@@ -970,8 +1014,10 @@ START_TEST(test_expect_json_extraction_cases)
 
 		run_worker(&r, job, NULL);
 		ck_assert_msg(r.result != NULL, "case %zu: no result", i);
-		ck_assert_msg(cJSON_Compare(cJSON_GetObjectItem(
-			r.result, "output_json"), want, 1), "case %zu", i);
+		ck_assert_msg(cJSON_Compare(cJSON_GetObjectItem(r.result,
+								"output_json"),
+					    want, 1),
+			      "case %zu", i);
 		cJSON_Delete(want);
 		run_free(&r);
 	}
@@ -1019,7 +1065,9 @@ static char *argv_log(void)
 static void command_job(char *buf, size_t n, const char *preset,
 			const char *extra)
 {
-	snprintf(buf, n, JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
+	snprintf(buf, n,
+		 JOB_HEAD
+		 "\"kind\":\"agent.session\",\"prompt\":"
 		 "\"fix it\",\"backend\":\"command\",\"preset\":\"%s\"%s}",
 		 preset, extra);
 	setenv("SBXLOOP_FAKE_AGENT_LOG", path_in("argv.log"), 1);
@@ -1033,13 +1081,17 @@ START_TEST(test_copilot_preset_is_the_default_and_reads_text)
 
 	setenv("SBXLOOP_FAKE_AGENT_LOG", path_in("argv.log"), 1);
 	setenv("SBXLOOP_FAKE_AGENT_REPLY", "plain answer", 1);
-	run_worker(&r, JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
+	run_worker(&r,
+		   JOB_HEAD
+		   "\"kind\":\"agent.session\",\"prompt\":"
 		   "\"fix it\",\"model\":\"gpt-x\",\"resume_session_id\":"
-		   "\"old\"}", NULL);
+		   "\"old\"}",
+		   NULL);
 	ck_assert_str_eq(rstr(&r, "status"), "ok");
 	ck_assert_str_eq(rstr(&r, "output_text"), "plain answer");
 	log = argv_log();
-	ck_assert_str_eq(log, "copilot\n-p\nfix it\n-s\n--no-ask-user\n"
+	ck_assert_str_eq(log,
+			 "copilot\n-p\nfix it\n-s\n--no-ask-user\n"
 			 "--allow-all-tools\n--model=gpt-x\n--resume\nold\n");
 	free(log);
 	ck_assert_int_eq(count_events(&r, "agent.message", &d), 1);
@@ -1120,12 +1172,12 @@ START_TEST(test_claude_preset_maps_stream_json)
 	ck_assert_str_eq(rstr(&r, "session_id"), "claude-sess-1");
 	log = argv_log();
 	ck_assert_ptr_nonnull(strstr(log, "claude\n-p\nfix it\n"
-				     "--output-format\nstream-json\n"
-				     "--verbose\n"));
+					  "--output-format\nstream-json\n"
+					  "--verbose\n"));
 	ck_assert_ptr_nonnull(strstr(log, "--model\nopus\n"));
 	ck_assert_ptr_nonnull(strstr(log, "--resume\ns0\n"));
 	ck_assert_ptr_nonnull(strstr(log, "--append-system-prompt\n"
-				     "be brief\n"));
+					  "be brief\n"));
 	ck_assert_ptr_nonnull(strstr(log, "--disallowedTools\n"));
 	free(log);
 	ck_assert_int_eq(count_events(&r, "agent.tool_start", &d), 1);
@@ -1143,8 +1195,11 @@ START_TEST(test_claude_preset_maps_stream_json)
 		cJSON_GetObjectItem(u, "cache_write_tokens")->valueint, 2);
 	ck_assert(cJSON_GetObjectItem(u, "cost")->valuedouble == 0.25);
 	h = cJSON_GetObjectItem(r.result, "health");
-	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(
-		h, "tool_failures"), "Bash")->valueint, 1);
+	ck_assert_int_eq(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(h, "tool_failures"),
+				    "Bash")
+			->valueint,
+		1);
 	ck_assert_int_eq(cJSON_GetObjectItem(h, "tool_calls")->valueint, 1);
 	run_free(&r);
 }
@@ -1163,11 +1218,11 @@ START_TEST(test_codex_preset_maps_exec_json_and_resume)
 	run_worker(&r, job, NULL);
 	ck_assert_str_eq(rstr(&r, "status"), "ok");
 	ck_assert_str_eq(rstr(&r, "session_id"), "codex-thread-1");
-	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(
-		r.result, "output_json"), "ok")));
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(
+		cJSON_GetObjectItem(r.result, "output_json"), "ok")));
 	log = argv_log();
 	ck_assert_str_eq(log, "codex\nexec\n--json\n--full-auto\nresume\n"
-			 "t-9\nSYS\n\nfix it\n");
+			      "t-9\nSYS\n\nfix it\n");
 	free(log);
 	ck_assert_int_eq(count_events(&r, "agent.tool_end", &d), 1);
 	ck_assert_str_eq(dstr(d, "args"), "bash -lc ls");
@@ -1233,8 +1288,8 @@ START_TEST(test_agent_command_failure_is_error_result)
 	ck_assert_str_eq(rstr(&r, "status"), "error");
 	ck_assert_str_eq(errfield(&r, "type"), "AgentError");
 	ck_assert_int_eq(rint_(&r, "exit_code"), 3);
-	ck_assert_ptr_nonnull(strstr(errfield(&r, "detail"),
-				     "failing on request"));
+	ck_assert_ptr_nonnull(
+		strstr(errfield(&r, "detail"), "failing on request"));
 	run_free(&r);
 	unsetenv("SBXLOOP_FAKE_AGENT_EXIT");
 	setenv("PATH", "/usr/bin:/bin", 1);
@@ -1276,7 +1331,8 @@ START_TEST(test_env_file_fills_only_unset_or_sentinel_vars)
 	struct run r;
 
 	mkdir(path_in(".sbxloop"), 0700);
-	put(".sbxloop/env.sh", "# secrets\nexport A_UNSET='from file'\n"
+	put(".sbxloop/env.sh",
+	    "# secrets\nexport A_UNSET='from file'\n"
 	    "B_REAL=file-b\nexport C_SENTINEL=\"real c\"\n"
 	    "D_PROXY=real-d # trailing comment\n\nnot a line\n");
 	put("persistent.sh", "export E_PERSIST=pe\nA_UNSET=persist-loses\n");
@@ -1285,9 +1341,12 @@ START_TEST(test_env_file_fills_only_unset_or_sentinel_vars)
 	setenv("D_PROXY", "proxy-managed", 1);
 	unsetenv("A_UNSET");
 	unsetenv("E_PERSIST");
-	run_worker(&r, JOB_HEAD "\"kind\":\"shell.check\",\"argv\":[\"sh\","
+	run_worker(&r,
+		   JOB_HEAD
+		   "\"kind\":\"shell.check\",\"argv\":[\"sh\","
 		   "\"-c\",\"echo \\\"$A_UNSET|$B_REAL|$C_SENTINEL|$D_PROXY|"
-		   "$E_PERSIST\\\"\"]}", NULL);
+		   "$E_PERSIST\\\"\"]}",
+		   NULL);
 	ck_assert_str_eq(rstr(&r, "status"), "ok");
 	ck_assert_str_eq(rstr(&r, "output_text"),
 			 "from file|real-b|real c|real-d|pe\n");
@@ -1310,15 +1369,18 @@ START_TEST(test_resource_sample_at_start_is_classified)
 
 	setenv("SBXLOOP_FAKE_DISK_PCT", "50", 1);
 	setenv("SBXLOOP_FAKE_MEM_PCT", "20", 1);
-	run_worker(&r, JOB_HEAD "\"kind\":\"shell.check\",\"argv\":"
-		   "[\"true\"]}", "--heartbeat", "30", "--disk-warn", "40",
-		   "--disk-abort", "90", "--mem-warn", "80", NULL);
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"shell.check\",\"argv\":"
+			    "[\"true\"]}",
+		   "--heartbeat", "30", "--disk-warn", "40", "--disk-abort",
+		   "90", "--mem-warn", "80", NULL);
 	ck_assert_int_eq(count_events(&r, "sandbox.resources", &d), 1);
 	ck_assert_str_eq(dstr(d, "level"), "warn");
 	ck_assert(cJSON_GetObjectItem(d, "disk_used_pct")->valuedouble == 50);
 	ck_assert(cJSON_GetObjectItem(d, "mem_used_pct")->valuedouble == 20);
 	ck_assert_int_eq(count_events(&r, "sandbox.resources_warning", &d), 1);
-	ck_assert_str_eq(dstr(d, "message"), "sandbox resources under "
+	ck_assert_str_eq(dstr(d, "message"),
+			 "sandbox resources under "
 			 "pressure: disk 50% used (disk_warn: 40%)");
 	ck_assert_str_eq(rstr(&r, "status"), "ok");
 	run_free(&r);
@@ -1351,7 +1413,8 @@ START_TEST(test_memory_abort_names_memory)
 	ck_assert_str_eq(dstr(d, "level"), "abort");
 	ck_assert_str_eq(rstr(&r, "status"), "error");
 	ck_assert_str_eq(errfield(&r, "type"), "SandboxResourcesExhausted");
-	ck_assert_str_eq(errfield(&r, "message"), "sandbox memory exhausted: "
+	ck_assert_str_eq(errfield(&r, "message"),
+			 "sandbox memory exhausted: "
 			 "97.5% of memory is used (mem_abort threshold: 95%)");
 	ck_assert_str_eq(errfield(&r, "detail"),
 			 "underlying failure: AgentError: agent crashed");
@@ -1368,7 +1431,9 @@ START_TEST(test_heartbeat_escalation_and_abort_rewrite)
 
 	put("figures", "disk=10\nmem=10\n");
 	setenv("SBXLOOP_FAKE_RESOURCES", path_in("figures"), 1);
-	snprintf(job, sizeof(job), JOB_HEAD "\"kind\":\"shell.batch\","
+	snprintf(job, sizeof(job),
+		 JOB_HEAD
+		 "\"kind\":\"shell.batch\","
 		 "\"timeout_s\":1.2,\"commands\":[\"sleep 0.3\","
 		 "\"printf 'disk=96\\\\nmem=10\\\\n' > %s\",\"sleep 30\"]}",
 		 path_in("figures"));
@@ -1376,7 +1441,7 @@ START_TEST(test_heartbeat_escalation_and_abort_rewrite)
 		   "--disk-abort", "95", NULL);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_int_ge(count_events(&r, "worker.heartbeat", NULL), 2);
-	cJSON_ArrayForEach(ev, r.events_list) {
+	cJSON_ArrayForEach (ev, r.events_list) {
 		const cJSON *d = cJSON_GetObjectItem(ev, "data");
 
 		if (strcmp(cJSON_GetObjectItem(ev, "type")->valuestring,
@@ -1408,9 +1473,10 @@ START_TEST(test_abort_level_leaves_ok_results_alone)
 	struct run r;
 
 	setenv("SBXLOOP_FAKE_DISK_PCT", "99", 1);
-	run_worker(&r, JOB_HEAD "\"kind\":\"shell.check\",\"argv\":"
-		   "[\"true\"]}", "--heartbeat", "30", "--disk-abort", "90",
-		   NULL);
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"shell.check\",\"argv\":"
+			    "[\"true\"]}",
+		   "--heartbeat", "30", "--disk-abort", "90", NULL);
 	ck_assert_str_eq(rstr(&r, "status"), "ok");
 	run_free(&r);
 }
@@ -1422,7 +1488,9 @@ START_TEST(test_worker_dies_with_its_parent)
 	pid_t mid, worker, sleeper;
 	int status;
 
-	snprintf(job, sizeof(job), JOB_HEAD "\"kind\":\"shell.check\","
+	snprintf(job, sizeof(job),
+		 JOB_HEAD
+		 "\"kind\":\"shell.check\","
 		 "\"argv\":[\"sh\",\"-c\",\"echo $$ > %s; exec sleep 60\"]}",
 		 path_in("sleeper"));
 	put("job.json", "%s", job);
@@ -1513,8 +1581,8 @@ static Suite *worker_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_copilot_preset_is_the_default_and_reads_text);
 	tcase_add_test(tc, test_copilot_read_only_denies_writes);
-	tcase_add_test(tc,
-		       test_command_backend_stops_an_agent_past_its_tool_ceiling);
+	tcase_add_test(
+		tc, test_command_backend_stops_an_agent_past_its_tool_ceiling);
 	tcase_add_test(tc, test_claude_preset_maps_stream_json);
 	tcase_add_test(tc, test_codex_preset_maps_exec_json_and_resume);
 	tcase_add_test(tc, test_gemini_preset_joins_message_deltas);

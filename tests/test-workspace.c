@@ -35,8 +35,7 @@ static void sh(const char *fmt, ...)
 	sbx_buf_vaddf(&b, fmt, ap);
 	va_end(ap);
 	st = system(sbx_buf_str(&b));
-	ck_assert_msg(st == 0, "command failed (%d): %s", st,
-		      sbx_buf_str(&b));
+	ck_assert_msg(st == 0, "command failed (%d): %s", st, sbx_buf_str(&b));
 	sbx_buf_release(&b);
 }
 
@@ -118,9 +117,9 @@ START_TEST(test_unset_workspace_gets_a_fresh_directory)
 	struct sbxloop_error err = {0, ""};
 	struct stat st;
 
-	ck_assert_int_eq(sbx_workspace_isolate(NULL, "auto", state, "rabc",
-					       &ws, &err),
-			 0);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(NULL, "auto", state, "rabc", &ws, &err),
+		0);
 	ck_assert_ptr_nonnull(strstr(ws.path, "/state/runs/rabc/workspace"));
 	ck_assert_int_eq(stat(ws.path, &st), 0);
 	ck_assert(S_ISDIR(st.st_mode));
@@ -135,9 +134,9 @@ START_TEST(test_clone_mode_needs_a_workspace)
 	struct sbx_workspace ws;
 	struct sbxloop_error err = {0, ""};
 
-	ck_assert_int_eq(sbx_workspace_isolate(NULL, "clone", state, "rabc",
-					       &ws, &err),
-			 SBXLOOP_EINVAL);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(NULL, "clone", state, "rabc", &ws, &err),
+		SBXLOOP_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.message, "requires "
 						  "sandbox.workspace"));
 	ck_assert_ptr_null(ws.path);
@@ -199,9 +198,9 @@ START_TEST(test_auto_refuses_a_dirty_tree)
 	char *clone = sbx_xasprintf("%s/runs/rabc/workspace", state);
 
 	sh("echo changed >> '%s/src/app.py'", src);
-	ck_assert_int_eq(sbx_workspace_isolate(src, "auto", state, "rabc",
-					       &ws, &err),
-			 SBXLOOP_EINVAL);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		SBXLOOP_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.message, "uncommitted changes"));
 	ck_assert_ptr_nonnull(strstr(err.message, "commit or stash"));
 	ck_assert_ptr_nonnull(strstr(err.message, "clone"));
@@ -209,9 +208,9 @@ START_TEST(test_auto_refuses_a_dirty_tree)
 	ck_assert_int_ne(stat(clone, &st), 0);
 	/* an untracked file is dirty too */
 	sh("cd '%s' && git checkout -q -- . && touch new.txt", src);
-	ck_assert_int_eq(sbx_workspace_isolate(src, "auto", state, "rabc",
-					       &ws, &err),
-			 SBXLOOP_EINVAL);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		SBXLOOP_EINVAL);
 	/* but ignored files and the state dir inside it are not */
 	sh("cd '%s' && rm new.txt && touch debug.log && mkdir -p "
 	   ".sbxloop && touch .sbxloop/x",
@@ -253,8 +252,8 @@ START_TEST(test_in_place_works_on_the_source)
 	char *clone = sbx_xasprintf("%s/runs/rabc", state);
 
 	sh("echo dirty >> '%s/src/app.py'", src);
-	ck_assert_int_eq(sbx_workspace_isolate(src, "in-place", state,
-					       "rabc", &ws, &err),
+	ck_assert_int_eq(sbx_workspace_isolate(src, "in-place", state, "rabc",
+					       &ws, &err),
 			 0);
 	ck_assert_str_eq(ws.path, src);
 	ck_assert_int_eq(ws.cloned, 0);
@@ -274,9 +273,9 @@ START_TEST(test_clone_origin_has_credentials_stripped)
 	sh("git -C '%s' remote add origin "
 	   "'https://x-access-token:ghp_secret@github.com/o/r.git'",
 	   src);
-	ck_assert_int_eq(sbx_workspace_isolate(src, "auto", state, "rabc",
-					       &ws, &err),
-			 0);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		0);
 	origin = capture("git -C '%s' remote get-url origin", ws.path);
 	ck_assert_str_eq(origin, "https://github.com/o/r.git");
 	free(origin);
@@ -290,9 +289,9 @@ START_TEST(test_clone_without_source_origin_has_no_remote)
 	struct sbxloop_error err = {0, ""};
 	char *remotes;
 
-	ck_assert_int_eq(sbx_workspace_isolate(src, "auto", state, "rabc",
-					       &ws, &err),
-			 0);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		0);
 	remotes = capture("git -C '%s' remote", ws.path);
 	ck_assert_str_eq(remotes, "");
 	free(remotes);
@@ -331,9 +330,9 @@ START_TEST(test_existing_clone_is_reused_with_its_work)
 	char *head, *log;
 
 	head = capture("git -C '%s' rev-parse HEAD", src);
-	ck_assert_int_eq(sbx_workspace_isolate(src, "auto", state, "rabc",
-					       &ws, &err),
-			 0);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		0);
 	sh("cd '%s' && echo x > work.txt && git add work.txt && "
 	   "git commit -qm work",
 	   ws.path);
@@ -364,27 +363,27 @@ START_TEST(test_source_checkout_is_never_touched)
 	   src, src);
 	sleep(1); /* mtimes would show a write */
 	before = fingerprint();
-	ck_assert_int_eq(sbx_workspace_isolate(src, "auto", state, "rabc",
-					       &ws, &err),
-			 0);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		0);
 	sh("cd '%s' && echo y > more.txt && git add more.txt && "
 	   "git commit -qm more",
 	   ws.path);
 	sbx_workspace_clear(&ws);
-	ck_assert_int_eq(sbx_workspace_isolate(src, "auto", state, "rabc",
-					       &ws, &err),
-			 0);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		0);
 	sbx_workspace_clear(&ws);
 	sh("echo dirty >> '%s/src/app.py'", src);
 	free(before);
 	before = fingerprint();
-	ck_assert_int_eq(sbx_workspace_isolate(src, "clone", state, "rdef",
-					       &ws, &err),
-			 0);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(src, "clone", state, "rdef", &ws, &err),
+		0);
 	sbx_workspace_clear(&ws);
-	ck_assert_int_eq(sbx_workspace_isolate(src, "auto", state, "rghi",
-					       &ws, &err),
-			 SBXLOOP_EINVAL);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(src, "auto", state, "rghi", &ws, &err),
+		SBXLOOP_EINVAL);
 	after = fingerprint();
 	ck_assert_str_eq(before, after);
 	free(before);
@@ -399,15 +398,15 @@ START_TEST(test_subtree_and_empty_repository_are_refused)
 	char *sub = sbx_xasprintf("%s/src", src);
 	char *empty = sbx_xasprintf("%s/empty", dir);
 
-	ck_assert_int_eq(sbx_workspace_isolate(sub, "auto", state, "rabc",
-					       &ws, &err),
-			 SBXLOOP_EINVAL);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(sub, "auto", state, "rabc", &ws, &err),
+		SBXLOOP_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.message, "subtree"));
 	ck_assert_ptr_nonnull(strstr(err.message, "in-place"));
 	sh("mkdir -p '%s' && git -C '%s' init -q", empty, empty);
-	ck_assert_int_eq(sbx_workspace_isolate(empty, "auto", state, "rabc",
-					       &ws, &err),
-			 SBXLOOP_EINVAL);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(empty, "auto", state, "rabc", &ws, &err),
+		SBXLOOP_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.message, "no commits"));
 	free(sub);
 	free(empty);
@@ -421,9 +420,9 @@ START_TEST(test_plain_directory_is_used_in_place_unless_clone)
 	char *plain = sbx_xasprintf("%s/plain", dir);
 
 	sh("mkdir -p '%s'", plain);
-	ck_assert_int_eq(sbx_workspace_isolate(plain, "auto", state, "rabc",
-					       &ws, &err),
-			 0);
+	ck_assert_int_eq(
+		sbx_workspace_isolate(plain, "auto", state, "rabc", &ws, &err),
+		0);
 	ck_assert_str_eq(ws.path, plain);
 	sbx_workspace_clear(&ws);
 	ck_assert_int_eq(sbx_workspace_isolate(plain, "clone", state, "rabc",

@@ -149,7 +149,8 @@ void tu_exec(struct tu_run *r, const char *cwd, const char *const *env,
 			break;
 		/* poll() ignores negative fds: rebuild next round */
 		if (out_p[0] < 0 || err_p[0] < 0) {
-			struct pollfd one = {out_p[0] >= 0 ? out_p[0] : err_p[0],
+			struct pollfd one = {out_p[0] >= 0 ? out_p[0]
+							   : err_p[0],
 					     POLLIN, 0};
 			int which = out_p[0] >= 0 ? 0 : 1;
 

@@ -9,9 +9,9 @@
 #include <stddef.h>
 
 struct tu_run {
-	int status;      /* exit code, or 128 + signal */
-	char *out;       /* stdout, NUL-terminated */
-	char *err;       /* stderr, NUL-terminated */
+	int status; /* exit code, or 128 + signal */
+	char *out;  /* stdout, NUL-terminated */
+	char *err;  /* stderr, NUL-terminated */
 };
 
 /* A fresh directory under $TMPDIR (caller frees the string). */

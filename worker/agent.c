@@ -16,8 +16,8 @@
 /* A tool call's arguments as one short line for the transcript. */
 char *wk_tool_args_display(const cJSON *args)
 {
-	static const char *const keys[] = { "command", "cmd", "input",
-					    "query", "pattern", "path" };
+	static const char *const keys[] = {"command", "cmd",     "input",
+					   "query",   "pattern", "path"};
 	char *s = NULL, *clipped;
 	size_t i;
 
@@ -49,9 +49,9 @@ char *wk_tool_args_display(const cJSON *args)
 	return clipped;
 }
 
-static const char *const usage_ints[] = { "input_tokens", "output_tokens",
-					  "cache_read_tokens",
-					  "cache_write_tokens" };
+static const char *const usage_ints[] = {"input_tokens", "output_tokens",
+					 "cache_read_tokens",
+					 "cache_write_tokens"};
 
 /*
  * Merge one usage sample into *into: integer counters sum (null stays
@@ -80,7 +80,9 @@ void wk_usage_merge(cJSON **into, const cJSON *sample)
 		if (!cJSON_IsNumber(v))
 			continue;
 		cJSON_ReplaceItemInObjectCaseSensitive(
-			u, k, cJSON_CreateNumber(v->valuedouble +
+			u, k,
+			cJSON_CreateNumber(
+				v->valuedouble +
 				(cJSON_IsNumber(cur) ? cur->valuedouble : 0)));
 	}
 	v = cJSON_GetObjectItemCaseSensitive(sample, "model");
@@ -98,8 +100,9 @@ void wk_agent_session(struct wk_ctx *ctx, const struct wk_job *job,
 	if (!backend)
 		backend = getenv("SBXLOOP_WORKER_BACKEND");
 	if (!backend || !*backend)
-		backend = (job->script || getenv("SBXLOOP_SCRIPT")) ?
-			"script" : "command";
+		backend = (job->script || getenv("SBXLOOP_SCRIPT"))
+				  ? "script"
+				  : "command";
 	if (!strcmp(backend, "script")) {
 		rc = wk_backend_script(ctx, job, res);
 	} else if (!strcmp(backend, "command")) {
@@ -114,8 +117,8 @@ void wk_agent_session(struct wk_ctx *ctx, const struct wk_job *job,
 	if (job->expect_json && !res->output_json) {
 		res->output_json = wk_extract_json(res->output_text);
 		if (!res->output_json) {
-			const char *t = res->output_text ? res->output_text :
-				"";
+			const char *t =
+				res->output_text ? res->output_text : "";
 
 			wk_result_set_error(
 				res, WK_ERROR, "ExpectedJsonMissing",

@@ -93,7 +93,7 @@ static int matches(const cJSON *node, const cJSON *match)
 {
 	const cJSON *m;
 
-	cJSON_ArrayForEach(m, match) {
+	cJSON_ArrayForEach (m, match) {
 		const cJSON *v = get_path(node, m->string);
 
 		if (!v || !cJSON_Compare(v, m, 1))
@@ -139,8 +139,7 @@ static void set_str(char **slot, const char *v)
 	*slot = wk_strdup(v);
 }
 
-static void remember_tool(struct stream *st, const char *id,
-			  const char *name)
+static void remember_tool(struct stream *st, const char *id, const char *name)
 {
 	struct tool_name *t = calloc(1, sizeof(*t));
 
@@ -186,8 +185,8 @@ static void finish_event(struct stream *st, const char *type, cJSON *d)
 			cJSON *c = cJSON_CreateObject();
 
 			st->capped = 1;
-			cJSON_AddNumberToObject(c, "cap",
-						(double)st->job->max_tool_calls);
+			cJSON_AddNumberToObject(
+				c, "cap", (double)st->job->max_tool_calls);
 			cJSON_AddNumberToObject(c, "calls", st->calls);
 			cJSON_AddStringToObject(c, "tool",
 						cJSON_IsString(tool)
@@ -198,11 +197,14 @@ static void finish_event(struct stream *st, const char *type, cJSON *d)
 				st->proc->stop = 1;
 		}
 	} else if (!strcmp(type, "agent.tool_end")) {
-		const cJSON *ok = cJSON_GetObjectItemCaseSensitive(d,
-								   "success");
-		const char *name = cJSON_IsString(tool) ? tool->valuestring :
-			tool_for(st, cJSON_IsString(id) ? id->valuestring :
-				 NULL);
+		const cJSON *ok =
+			cJSON_GetObjectItemCaseSensitive(d, "success");
+		const char *name =
+			cJSON_IsString(tool)
+				? tool->valuestring
+				: tool_for(st, cJSON_IsString(id)
+						       ? id->valuestring
+						       : NULL);
 
 		if (!cJSON_IsString(tool))
 			cJSON_AddStringToObject(d, "tool", name ? name : "?");
@@ -210,12 +212,12 @@ static void finish_event(struct stream *st, const char *type, cJSON *d)
 			cJSON_AddTrueToObject(d, "success");
 		v = cJSON_GetObjectItemCaseSensitive(d, "output");
 		if (v) {
-			char *s = cJSON_IsString(v) ?
-				wk_strdup(v->valuestring) :
-				wk_json_print_sorted(v);
+			char *s = cJSON_IsString(v) ? wk_strdup(v->valuestring)
+						    : wk_json_print_sorted(v);
 
 			cJSON_ReplaceItemInObjectCaseSensitive(
-				d, "output", cJSON_CreateString(wk_utf8_tail(
+				d, "output",
+				cJSON_CreateString(wk_utf8_tail(
 					s, strlen(s), WK_TOOL_OUTPUT_MAX)));
 			free(s);
 		}
@@ -232,8 +234,8 @@ static void finish_event(struct stream *st, const char *type, cJSON *d)
 	} else if (!strcmp(type, "agent.message")) {
 		st->messages++;
 		if (!cJSON_GetObjectItemCaseSensitive(d, "model"))
-			cJSON_AddStringToObject(d, "model", st->model ?
-						st->model : "");
+			cJSON_AddStringToObject(d, "model",
+						st->model ? st->model : "");
 	}
 }
 
@@ -264,9 +266,11 @@ static void apply(struct stream *st, const cJSON *rule, const cJSON *root,
 		cJSON *sample = cJSON_CreateObject();
 		const cJSON *f;
 
-		cJSON_ArrayForEach(f, v) {
-			const cJSON *x = cJSON_IsString(f) ?
-				get_path(node, f->valuestring) : NULL;
+		cJSON_ArrayForEach (f, v) {
+			const cJSON *x =
+				cJSON_IsString(f)
+					? get_path(node, f->valuestring)
+					: NULL;
 
 			if (cJSON_IsNumber(x))
 				cJSON_AddNumberToObject(sample, f->string,
@@ -282,9 +286,10 @@ static void apply(struct stream *st, const cJSON *rule, const cJSON *root,
 		cJSON *d = cJSON_CreateObject();
 		const cJSON *f, *fields = cJSON_GetObjectItem(rule, "fields");
 
-		cJSON_ArrayForEach(f, fields) {
-			cJSON *x = cJSON_IsString(f) ?
-				field_value(node, f->valuestring) : NULL;
+		cJSON_ArrayForEach (f, fields) {
+			cJSON *x = cJSON_IsString(f)
+					   ? field_value(node, f->valuestring)
+					   : NULL;
 
 			if (x)
 				cJSON_AddItemToObject(d, f->string, x);
@@ -304,7 +309,7 @@ static void on_line(void *arg, const char *line, size_t len)
 		cJSON_Delete(root);
 		return; /* banners and progress noise are not protocol */
 	}
-	cJSON_ArrayForEach(rule, st->rules) {
+	cJSON_ArrayForEach (rule, st->rules) {
 		const cJSON *each = cJSON_GetObjectItem(rule, "each");
 		const cJSON *item_match =
 			cJSON_GetObjectItem(rule, "item_match");
@@ -316,7 +321,7 @@ static void on_line(void *arg, const char *line, size_t len)
 			apply(st, rule, root, root);
 			continue;
 		}
-		cJSON_ArrayForEach(e, get_path(root, each->valuestring))
+		cJSON_ArrayForEach (e, get_path(root, each->valuestring))
 			if (matches(e, item_match))
 				apply(st, rule, root, e);
 	}
@@ -327,7 +332,7 @@ static int has_condition(const cJSON *argv, const char *cond)
 {
 	const cJSON *a;
 
-	cJSON_ArrayForEach(a, argv) {
+	cJSON_ArrayForEach (a, argv) {
 		const cJSON *c = cJSON_GetObjectItem(a, "if");
 
 		if (cJSON_IsString(c) && !strcmp(c->valuestring, cond))
@@ -373,8 +378,8 @@ static int lookup(const char *key, size_t kl, const char *prompt,
 		  const struct wk_job *job, const struct wk_ctx *ctx,
 		  const char **val)
 {
-	static const char *const names[] = { "prompt", "model", "session_id",
-					     "system_message", "cwd" };
+	static const char *const names[] = {"prompt", "model", "session_id",
+					    "system_message", "cwd"};
 	const char *vals[5];
 	size_t i;
 
@@ -442,20 +447,21 @@ static char **build_argv(const cJSON *tpl, const struct wk_job *job,
 		prompt = wk_strdup(job->prompt);
 	add_arg(&argv, &n, NULL);
 	n = 0;
-	cJSON_ArrayForEach(a, tpl) {
+	cJSON_ArrayForEach (a, tpl) {
 		if (cJSON_IsString(a)) {
-			add_arg(&argv, &n, expand(a->valuestring, prompt, job,
-						  ctx));
+			add_arg(&argv, &n,
+				expand(a->valuestring, prompt, job, ctx));
 			continue;
 		}
 		x = cJSON_GetObjectItem(a, "if");
 		if (!cJSON_IsString(x) ||
 		    !condition_holds(job, x->valuestring, resume))
 			continue;
-		cJSON_ArrayForEach(x, cJSON_GetObjectItem(a, "args"))
+		cJSON_ArrayForEach (x, cJSON_GetObjectItem(a, "args"))
 			if (cJSON_IsString(x))
-				add_arg(&argv, &n, expand(x->valuestring,
-							  prompt, job, ctx));
+				add_arg(&argv, &n,
+					expand(x->valuestring, prompt, job,
+					       ctx));
 	}
 	free(prompt);
 	return argv;
@@ -505,9 +511,9 @@ int wk_backend_command(struct wk_ctx *ctx, const struct wk_job *job,
 	char *path = NULL, *text = NULL, **argv = NULL, **envp = NULL;
 	cJSON *preset = NULL;
 	const cJSON *tpl, *fmt;
-	struct stream st = { 0 };
+	struct stream st = {0};
 	struct wk_buf out, err;
-	struct wk_proc p = { 0 };
+	struct wk_proc p = {0};
 	double deadline = wk_now() + job->timeout_s;
 	size_t len;
 	int big, stream_json, resume, rc = -1;
@@ -527,8 +533,8 @@ int wk_backend_command(struct wk_ctx *ctx, const struct wk_job *job,
 	    !cJSON_IsString(fmt)) {
 		wk_result_set_error(res, WK_ERROR, "BackendUnavailable", NULL,
 				    "cannot load agent preset '%s': %s", path,
-				    !text ? strerror(errno) :
-				    "needs 'argv' and 'output'");
+				    !text ? strerror(errno)
+					  : "needs 'argv' and 'output'");
 		goto out;
 	}
 	stream_json = !strcmp(fmt->valuestring, "stream-json");
@@ -538,7 +544,8 @@ retry:
 	if (!argv[0]) {
 		wk_result_set_error(res, WK_ERROR, "BackendUnavailable", NULL,
 				    "agent preset '%s' yields an empty "
-				    "command", path);
+				    "command",
+				    path);
 		goto out;
 	}
 	if (!envp)
@@ -595,8 +602,9 @@ retry:
 		goto retry;
 	}
 	if (stream_json) {
-		res->output_text = wk_strdup(st.final_text ? st.final_text :
-					     st.text ? st.text : "");
+		res->output_text = wk_strdup(st.final_text ? st.final_text
+					     : st.text     ? st.text
+							   : "");
 	} else {
 		res->output_text = trim_end(wk_buf_render(&out));
 	}

@@ -38,8 +38,7 @@ static char *first_word(const char *s)
 		} else if (q == '"') {
 			if (*s == '"')
 				q = 0;
-			else if (*s == '\\' && s[1] &&
-				 strchr("\\\"$`", s[1]))
+			else if (*s == '\\' && s[1] && strchr("\\\"$`", s[1]))
 				*o++ = *++s;
 			else
 				*o++ = *s;
@@ -121,10 +120,26 @@ void wk_env_load_file(const char *path)
 }
 
 static const char *const allowed_exact[] = {
-	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TMPDIR",
-	"TZ", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN",
-	"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY",
-	"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY",
+	"PATH",
+	"HOME",
+	"USER",
+	"LOGNAME",
+	"SHELL",
+	"LANG",
+	"TERM",
+	"TMPDIR",
+	"TZ",
+	"COPILOT_GITHUB_TOKEN",
+	"GH_TOKEN",
+	"GITHUB_TOKEN",
+	"ANTHROPIC_API_KEY",
+	"OPENAI_API_KEY",
+	"GEMINI_API_KEY",
+	"http_proxy",
+	"https_proxy",
+	"no_proxy",
+	"HTTP_PROXY",
+	"HTTPS_PROXY",
 	"NO_PROXY",
 };
 

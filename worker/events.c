@@ -187,8 +187,8 @@ char *wk_json_print_sorted(cJSON *item)
 
 int wk_events_open(struct wk_ctx *ctx, const char *path)
 {
-	ctx->events_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-			      0644);
+	ctx->events_fd =
+		open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	return ctx->events_fd < 0 ? -1 : 0;
 }
 

@@ -19,36 +19,36 @@ static const struct field {
 	const char *name;
 	enum field_scope scope;
 } fields[] = {
-	{ "v", F_ALL },
-	{ "job_id", F_ALL },
-	{ "run_id", F_ALL },
-	{ "kind", F_ALL },
-	{ "timeout_s", F_ALL },
-	{ "cwd", F_ALL },
-	{ "prompt", F_AGENT },
-	{ "system_message", F_AGENT },
-	{ "drop_system_sections", F_AGENT },
-	{ "model", F_AGENT },
-	{ "resume_session_id", F_AGENT },
-	{ "permission_mode", F_AGENT },
-	{ "expect", F_AGENT },
-	{ "max_tool_calls", F_AGENT },
-	{ "host_tools", F_AGENT },
-	{ "host_tools_dir", F_AGENT },
-	{ "host_tool_timeout_s", F_AGENT },
-	{ "available_tools", F_AGENT },
-	{ "backend", F_AGENT },
-	{ "script", F_AGENT },
-	{ "preset", F_AGENT },
-	{ "argv", F_CHECK },
-	{ "commands", F_BATCH },
-	{ "command_timeout_s", F_BATCH },
-	{ "op", F_GH },
-	{ "params", F_GH },
+	{"v", F_ALL},
+	{"job_id", F_ALL},
+	{"run_id", F_ALL},
+	{"kind", F_ALL},
+	{"timeout_s", F_ALL},
+	{"cwd", F_ALL},
+	{"prompt", F_AGENT},
+	{"system_message", F_AGENT},
+	{"drop_system_sections", F_AGENT},
+	{"model", F_AGENT},
+	{"resume_session_id", F_AGENT},
+	{"permission_mode", F_AGENT},
+	{"expect", F_AGENT},
+	{"max_tool_calls", F_AGENT},
+	{"host_tools", F_AGENT},
+	{"host_tools_dir", F_AGENT},
+	{"host_tool_timeout_s", F_AGENT},
+	{"available_tools", F_AGENT},
+	{"backend", F_AGENT},
+	{"script", F_AGENT},
+	{"preset", F_AGENT},
+	{"argv", F_CHECK},
+	{"commands", F_BATCH},
+	{"command_timeout_s", F_BATCH},
+	{"op", F_GH},
+	{"params", F_GH},
 };
 
-static const char *const kinds[] = { "agent.session", "shell.check",
-				     "shell.batch", "github.op" };
+static const char *const kinds[] = {"agent.session", "shell.check",
+				    "shell.batch", "github.op"};
 
 static int scope_allows(enum field_scope s, const char *kind)
 {
@@ -98,8 +98,8 @@ static int req_string(cJSON *root, const char *name, const char **out,
 	return 0;
 }
 
-static int opt_number(cJSON *root, const char *name, double *out,
-		      double dflt, char **err)
+static int opt_number(cJSON *root, const char *name, double *out, double dflt,
+		      char **err)
 {
 	cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
 
@@ -114,20 +114,21 @@ static int opt_number(cJSON *root, const char *name, double *out,
 	return 0;
 }
 
-static int string_list(cJSON *root, const char *name, cJSON **out,
-		       char **err)
+static int string_list(cJSON *root, const char *name, cJSON **out, char **err)
 {
 	cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name), *c;
 
 	if (!cJSON_IsArray(v) || !cJSON_GetArraySize(v)) {
 		*err = wk_printf("field '%s' must be a non-empty list of "
-				 "strings", name);
+				 "strings",
+				 name);
 		return -1;
 	}
-	cJSON_ArrayForEach(c, v) {
+	cJSON_ArrayForEach (c, v) {
 		if (!cJSON_IsString(c)) {
 			*err = wk_printf("field '%s' must be a non-empty list "
-					 "of strings", name);
+					 "of strings",
+					 name);
 			return -1;
 		}
 	}
@@ -140,7 +141,7 @@ static int check_keys(cJSON *root, const char *kind, char **err)
 	cJSON *c;
 	size_t i;
 
-	cJSON_ArrayForEach(c, root) {
+	cJSON_ArrayForEach (c, root) {
 		const struct field *f = NULL;
 
 		for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
@@ -153,7 +154,8 @@ static int check_keys(cJSON *root, const char *kind, char **err)
 		}
 		if (!scope_allows(f->scope, kind) && !cJSON_IsNull(c)) {
 			*err = wk_printf("field '%s' is not allowed for kind "
-					 "'%s'", c->string, kind);
+					 "'%s'",
+					 c->string, kind);
 			return -1;
 		}
 	}
@@ -178,20 +180,23 @@ static int parse_agent(struct wk_job *job, char **err)
 		return -1;
 	if (mode && strcmp(mode, "auto") && strcmp(mode, "read_only")) {
 		*err = wk_printf("field 'permission_mode' must be 'auto' or "
-				 "'read_only', not '%s'", mode);
+				 "'read_only', not '%s'",
+				 mode);
 		return -1;
 	}
 	job->read_only = mode && !strcmp(mode, "read_only");
 	if (expect && strcmp(expect, "text") && strcmp(expect, "json")) {
 		*err = wk_printf("field 'expect' must be 'text' or 'json', "
-				 "not '%s'", expect);
+				 "not '%s'",
+				 expect);
 		return -1;
 	}
 	job->expect_json = expect && !strcmp(expect, "json");
 	if (job->backend && strcmp(job->backend, "script") &&
 	    strcmp(job->backend, "command")) {
 		*err = wk_printf("field 'backend' must be 'script' or "
-				 "'command', not '%s'", job->backend);
+				 "'command', not '%s'",
+				 job->backend);
 		return -1;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(root, "host_tools");
@@ -208,8 +213,9 @@ static int parse_agent(struct wk_job *job, char **err)
 		return -1;
 	}
 	if (cJSON_IsNumber(v))
-		job->max_tool_calls = v->valuedouble > 1e9 ? 1000000000L
-						       : (long)v->valuedouble;
+		job->max_tool_calls = v->valuedouble > 1e9
+					      ? 1000000000L
+					      : (long)v->valuedouble;
 	return 0;
 }
 
@@ -217,8 +223,7 @@ static int parse_agent(struct wk_job *job, char **err)
  * Parse and validate a request. On failure returns -1 and sets *err to a
  * message for stderr (caller frees); the job then owns nothing.
  */
-int wk_job_parse(struct wk_job *job, const char *text, size_t len,
-		 char **err)
+int wk_job_parse(struct wk_job *job, const char *text, size_t len, char **err)
 {
 	cJSON *v;
 	size_t i;
@@ -291,8 +296,8 @@ void wk_job_free(struct wk_job *job)
 
 /* Mark the result failed; replaces any earlier error. */
 void wk_result_set_error(struct wk_result *res, enum wk_status status,
-			 const char *type, const char *detail,
-			 const char *fmt, ...)
+			 const char *type, const char *detail, const char *fmt,
+			 ...)
 {
 	va_list ap;
 	char *msg = NULL;
@@ -341,10 +346,12 @@ cJSON *wk_result_to_json(const struct wk_result *res, const char *job_id)
 	if (res->status != WK_OK) {
 		cJSON *e = cJSON_AddObjectToObject(o, "error");
 
-		cJSON_AddStringToObject(e, "type", res->error_type ?
-					res->error_type : "Error");
-		cJSON_AddStringToObject(e, "message", res->error_message ?
-					res->error_message : "job failed");
+		cJSON_AddStringToObject(e, "type",
+					res->error_type ? res->error_type
+							: "Error");
+		cJSON_AddStringToObject(e, "message",
+					res->error_message ? res->error_message
+							   : "job failed");
 		if (res->error_detail)
 			cJSON_AddStringToObject(e, "detail",
 						res->error_detail);

@@ -41,7 +41,8 @@ static void usage(FILE *f)
 	      "[--env-file PATH]\n"
 	      "                          [--disk-warn P] [--disk-abort P] "
 	      "[--mem-warn P] [--mem-abort P]\n"
-	      "   or: sbxloop-worker version\n", f);
+	      "   or: sbxloop-worker version\n",
+	      f);
 }
 
 static int parse_number(const char *opt, const char *s, double *out)
@@ -51,8 +52,10 @@ static int parse_number(const char *opt, const char *s, double *out)
 	errno = 0;
 	*out = strtod(s, &end);
 	if (errno || end == s || *end || *out < 0) {
-		fprintf(stderr, "error: option '%s' needs a non-negative "
-			"number, not '%s'\n", opt, s);
+		fprintf(stderr,
+			"error: option '%s' needs a non-negative "
+			"number, not '%s'\n",
+			opt, s);
 		return -1;
 	}
 	return 0;
@@ -60,12 +63,11 @@ static int parse_number(const char *opt, const char *s, double *out)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	static const char *const numeric[] = {
-		"--heartbeat", "--disk-warn", "--disk-abort", "--mem-warn",
-		"--mem-abort"
-	};
-	double *slots[] = { &o->heartbeat, &o->disk_warn, &o->disk_abort,
-			    &o->mem_warn, &o->mem_abort };
+	static const char *const numeric[] = {"--heartbeat", "--disk-warn",
+					      "--disk-abort", "--mem-warn",
+					      "--mem-abort"};
+	double *slots[] = {&o->heartbeat, &o->disk_warn, &o->disk_abort,
+			   &o->mem_warn, &o->mem_abort};
 	int i;
 
 	for (i = 2; i < argc; i++) {
@@ -87,8 +89,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			str = &o->env_file;
 		if (!v) {
 			fprintf(stderr, "error: option '%s' %s\n", a,
-				str || a[0] == '-' ? "needs a value" :
-				"is not known");
+				str || a[0] == '-' ? "needs a value"
+						   : "is not known");
 			return -1;
 		}
 		if (str) {
@@ -190,8 +192,8 @@ static int write_result(const char *path, const char *text, int sync)
 		goto out;
 	}
 	if (rename(tmp, path) < 0) {
-		fprintf(stderr, "error: cannot rename '%s' to '%s': %s\n",
-			tmp, path, strerror(errno));
+		fprintf(stderr, "error: cannot rename '%s' to '%s': %s\n", tmp,
+			path, strerror(errno));
 		unlink(tmp);
 		goto out;
 	}
@@ -240,7 +242,8 @@ static void run_kind(struct wk_ctx *ctx, const struct wk_job *job,
 		/* github.op arrives with the GitHub integration */
 		wk_result_set_error(res, WK_ERROR, "NotAvailable", NULL,
 				    "job kind '%s' is not available in this "
-				    "worker yet", job->kind);
+				    "worker yet",
+				    job->kind);
 	}
 }
 
@@ -263,10 +266,10 @@ static void resource_rewrite(struct wk_ctx *ctx, struct wk_result *res)
 
 static int cmd_run(int argc, char **argv)
 {
-	struct options o = { 0 };
-	struct wk_ctx ctx = { 0 };
-	struct wk_job job = { 0 };
-	struct wk_result res = { 0 };
+	struct options o = {0};
+	struct wk_ctx ctx = {0};
+	struct wk_job job = {0};
+	struct wk_result res = {0};
 	char *text = NULL, *err = NULL, *line = NULL;
 	char *events_path = NULL, *result_path = NULL;
 	const char *env_file;
@@ -296,15 +299,17 @@ static int cmd_run(int argc, char **argv)
 	} else if (env_file) {
 		wk_env_load_file(env_file);
 	}
-	wk_env_load_file(getenv("SBXLOOP_PERSISTENT_ENV") ?
-			 getenv("SBXLOOP_PERSISTENT_ENV") :
-			 "/etc/sandbox-persistent.sh");
+	wk_env_load_file(getenv("SBXLOOP_PERSISTENT_ENV")
+				 ? getenv("SBXLOOP_PERSISTENT_ENV")
+				 : "/etc/sandbox-persistent.sh");
 
 	text = wk_read_file(o.job, WK_JOB_MAX, &len, &too_big);
 	if (!text) {
 		if (too_big)
-			fprintf(stderr, "error: job '%s' is larger than %u "
-				"bytes\n", o.job, WK_JOB_MAX);
+			fprintf(stderr,
+				"error: job '%s' is larger than %u "
+				"bytes\n",
+				o.job, WK_JOB_MAX);
 		else
 			fprintf(stderr, "error: cannot read job '%s': %s\n",
 				o.job, strerror(errno));
@@ -327,8 +332,10 @@ static int cmd_run(int argc, char **argv)
 		}
 	}
 	if (!getcwd(ctx.cwd, sizeof(ctx.cwd))) {
-		fprintf(stderr, "error: cannot resolve the working directory: "
-			"%s\n", strerror(errno));
+		fprintf(stderr,
+			"error: cannot resolve the working directory: "
+			"%s\n",
+			strerror(errno));
 		goto out;
 	}
 
@@ -360,8 +367,10 @@ static int cmd_run(int argc, char **argv)
 	}
 	run_kind(&ctx, &job, &res);
 	if (wk_stop_signal) {
-		fprintf(stderr, "error: stopped by signal %d before a result "
-			"was written\n", wk_stop_signal);
+		fprintf(stderr,
+			"error: stopped by signal %d before a result "
+			"was written\n",
+			wk_stop_signal);
 		goto out;
 	}
 	resource_rewrite(&ctx, &res);
@@ -377,8 +386,9 @@ static int cmd_run(int argc, char **argv)
 	} else {
 		cJSON *d = cJSON_CreateObject();
 
-		cJSON_AddStringToObject(d, "status", res.status == WK_TIMEOUT ?
-					"timeout" : "error");
+		cJSON_AddStringToObject(d, "status",
+					res.status == WK_TIMEOUT ? "timeout"
+								 : "error");
 		cJSON_AddStringToObject(d, "error_type", res.error_type);
 		cJSON_AddStringToObject(d, "message", res.error_message);
 		wk_emit(&ctx, "worker.error", d);
@@ -410,8 +420,8 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 2 && !strcmp(argv[1], "run"))
 		return cmd_run(argc, argv);
-	if (argc >= 2 && (!strcmp(argv[1], "--help") ||
-			  !strcmp(argv[1], "help"))) {
+	if (argc >= 2 &&
+	    (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))) {
 		usage(stdout);
 		return WK_EXIT_OK;
 	}

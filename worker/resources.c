@@ -67,8 +67,8 @@ static void read_real(struct wk_ctx *ctx, struct sample *s)
 	if (statvfs(ctx->cwd, &sv) == 0 && sv.f_blocks > 0) {
 		s->disk_total = (double)sv.f_blocks * (double)sv.f_frsize;
 		s->disk_free = (double)sv.f_bavail * (double)sv.f_frsize;
-		s->disk_pct = wk_round(100.0 * (1.0 - s->disk_free /
-						 s->disk_total), 10);
+		s->disk_pct = wk_round(
+			100.0 * (1.0 - s->disk_free / s->disk_total), 10);
 		s->have_disk = s->have_disk_bytes = 1;
 	}
 	f = fopen("/proc/meminfo", "re");
@@ -201,7 +201,8 @@ void wk_resources_sample(struct wk_ctx *ctx)
 		else
 			msg = wk_printf("sandbox memory exhausted: %g%% of "
 					"memory is used (mem_abort threshold: "
-					"%g%%)", s.mem_pct, ctx->mem_abort);
+					"%g%%)",
+					s.mem_pct, ctx->mem_abort);
 		/* the first diagnosis sticks, unless disk trumps memory */
 		if (!ctx->abort_message ||
 		    (disk_abort && !ctx->abort_is_disk)) {

@@ -95,23 +95,24 @@ static int write_files(struct wk_ctx *ctx, const cJSON *files,
 {
 	const cJSON *f;
 
-	cJSON_ArrayForEach(f, files) {
+	cJSON_ArrayForEach (f, files) {
 		char *path, *text;
 		FILE *fp = NULL;
 		int ok;
 
 		if (!safe_relpath(f->string)) {
 			wk_result_set_error(res, WK_ERROR, "ScriptInvalid",
-					    NULL, "script file path '%s' must "
+					    NULL,
+					    "script file path '%s' must "
 					    "stay inside the workspace",
 					    f->string);
 			return -1;
 		}
 		path = wk_printf("%s/%s", ctx->cwd, f->string);
-		text = cJSON_IsString(f) ? wk_strdup(f->valuestring) :
-			cJSON_PrintUnformatted(f);
+		text = cJSON_IsString(f) ? wk_strdup(f->valuestring)
+					 : cJSON_PrintUnformatted(f);
 		ok = mkdirs_for(path) == 0 && (fp = fopen(path, "we")) &&
-			fputs(text, fp) >= 0;
+		     fputs(text, fp) >= 0;
 		if (fp && fclose(fp) != 0)
 			ok = 0;
 		if (!ok)
@@ -131,8 +132,8 @@ static int write_files(struct wk_ctx *ctx, const cJSON *files,
  * backends upstream do: not run, counted, and the first one announced
  * with agent.tool_cap. The reply itself still stands.
  */
-static int turned_away(struct wk_ctx *ctx, const struct wk_job *job,
-		       int calls, int *denied, const char *tool)
+static int turned_away(struct wk_ctx *ctx, const struct wk_job *job, int calls,
+		       int *denied, const char *tool)
 {
 	cJSON *d;
 
@@ -157,9 +158,9 @@ static int run_commands(struct wk_ctx *ctx, const struct wk_job *job,
 	char **envp = wk_env_agent();
 	int i = 0, rc = 0;
 
-	cJSON_ArrayForEach(c, cmds) {
-		char *argv[] = { "sh", "-c", NULL, NULL };
-		struct wk_proc p = { 0 };
+	cJSON_ArrayForEach (c, cmds) {
+		char *argv[] = {"sh", "-c", NULL, NULL};
+		struct wk_proc p = {0};
 		struct wk_buf out;
 		char *id = wk_printf("script-%d", ++i), *text;
 		cJSON *d;
@@ -221,14 +222,14 @@ static void emit_events(struct wk_ctx *ctx, const cJSON *events)
 {
 	const cJSON *e;
 
-	cJSON_ArrayForEach(e, events) {
+	cJSON_ArrayForEach (e, events) {
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "type");
 		const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "data");
 
 		if (!cJSON_IsString(t))
 			continue;
-		wk_emit(ctx, t->valuestring, cJSON_IsObject(d) ?
-			cJSON_Duplicate(d, 1) : NULL);
+		wk_emit(ctx, t->valuestring,
+			cJSON_IsObject(d) ? cJSON_Duplicate(d, 1) : NULL);
 	}
 }
 
@@ -247,8 +248,8 @@ static cJSON *default_health(int calls, int denied)
 int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 		      struct wk_result *res)
 {
-	const char *path = job->script ? job->script :
-		getenv("SBXLOOP_SCRIPT");
+	const char *path =
+		job->script ? job->script : getenv("SBXLOOP_SCRIPT");
 	double deadline = wk_now() + job->timeout_s;
 	cJSON *script = NULL, *reply, *v;
 	char *text = NULL;
@@ -267,8 +268,8 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 	if (!cJSON_IsArray(script)) {
 		wk_result_set_error(res, WK_ERROR, "ScriptInvalid", NULL,
 				    "cannot load scenario '%s': %s", path,
-				    text ? "not a JSON array" :
-				    strerror(errno));
+				    text ? "not a JSON array"
+					 : strerror(errno));
 		goto out;
 	}
 	idx = take_cursor(path);
@@ -281,7 +282,8 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 	if (idx >= cJSON_GetArraySize(script)) {
 		wk_result_set_error(res, WK_ERROR, "ScriptExhausted", NULL,
 				    "scenario '%s' has no reply left (%d "
-				    "used)", path, cJSON_GetArraySize(script));
+				    "used)",
+				    path, cJSON_GetArraySize(script));
 		goto out;
 	}
 	reply = cJSON_GetArrayItem(script, (int)idx);
@@ -313,8 +315,8 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 	v = cJSON_GetObjectItemCaseSensitive(reply, "fail");
 	if (cJSON_IsString(v)) {
 		/* fail_type: the typed error a real backend would give */
-		const cJSON *t = cJSON_GetObjectItemCaseSensitive(reply,
-								  "fail_type");
+		const cJSON *t =
+			cJSON_GetObjectItemCaseSensitive(reply, "fail_type");
 
 		wk_result_set_error(res, WK_ERROR,
 				    cJSON_IsString(t) ? t->valuestring
@@ -332,11 +334,12 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 			res->output_text = cJSON_PrintUnformatted(v);
 	}
 	v = cJSON_GetObjectItemCaseSensitive(reply, "session_id");
-	res->session_id = cJSON_IsString(v) ? wk_strdup(v->valuestring) :
-		wk_printf("script-%s", job->job_id);
+	res->session_id = cJSON_IsString(v)
+				  ? wk_strdup(v->valuestring)
+				  : wk_printf("script-%s", job->job_id);
 	v = cJSON_GetObjectItemCaseSensitive(reply, "health");
-	res->health = cJSON_IsObject(v) ? cJSON_Duplicate(v, 1) :
-		default_health(calls, denied);
+	res->health = cJSON_IsObject(v) ? cJSON_Duplicate(v, 1)
+					: default_health(calls, denied);
 	v = cJSON_GetObjectItemCaseSensitive(reply, "usage");
 	if (cJSON_IsObject(v)) {
 		wk_usage_merge(&res->usage, v);

@@ -25,14 +25,14 @@ void wk_shell_check(struct wk_ctx *ctx, const struct wk_job *job,
 		    struct wk_result *res)
 {
 	struct wk_buf out, err;
-	struct wk_proc p = { 0 };
+	struct wk_proc p = {0};
 	size_t n = (size_t)cJSON_GetArraySize(job->argv), i = 0;
 	char **argv = calloc(n + 1, sizeof(*argv));
 	cJSON *c;
 
 	if (!argv)
 		abort();
-	cJSON_ArrayForEach(c, job->argv)
+	cJSON_ArrayForEach (c, job->argv)
 		argv[i++] = c->valuestring;
 	wk_buf_init(&out, 0, WK_SHELL_TAIL);
 	wk_buf_init(&err, 0, WK_SHELL_TAIL);
@@ -76,9 +76,9 @@ void wk_shell_batch(struct wk_ctx *ctx, const struct wk_job *job,
 	cJSON *list = cJSON_CreateArray(), *c;
 	int first_fail = 0, timed_out = 0;
 
-	cJSON_ArrayForEach(c, job->commands) {
-		char *argv[] = { "sh", "-c", c->valuestring, NULL };
-		struct wk_proc p = { 0 };
+	cJSON_ArrayForEach (c, job->commands) {
+		char *argv[] = {"sh", "-c", c->valuestring, NULL};
+		struct wk_proc p = {0};
 		struct wk_buf out;
 		double left = deadline - wk_now();
 		cJSON *entry;
@@ -90,8 +90,9 @@ void wk_shell_batch(struct wk_ctx *ctx, const struct wk_job *job,
 		wk_buf_init(&out, WK_BATCH_HEAD, WK_BATCH_TAIL);
 		p.argv = argv;
 		p.cwd = ctx->cwd;
-		p.timeout_s = job->command_timeout_s < left ?
-			job->command_timeout_s : left;
+		p.timeout_s = job->command_timeout_s < left
+				      ? job->command_timeout_s
+				      : left;
 		p.merge_stderr = 1;
 		p.out = &out;
 		if (wk_proc_run(ctx, &p) < 0) {

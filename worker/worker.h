@@ -88,8 +88,7 @@ struct wk_ctx {
 double wk_now(void);
 double wk_round(double v, double scale);
 char *wk_strdup(const char *s);
-char *wk_printf(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
+char *wk_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *wk_read_file(const char *path, size_t max, size_t *len, int *too_big);
 void wk_json_sort(cJSON *item);
 char *wk_json_print_sorted(cJSON *item);
@@ -101,13 +100,11 @@ void wk_emit(struct wk_ctx *ctx, const char *type, cJSON *data);
 void wk_events_close(struct wk_ctx *ctx);
 
 /* job.c */
-int wk_job_parse(struct wk_job *job, const char *text, size_t len,
-		 char **err);
+int wk_job_parse(struct wk_job *job, const char *text, size_t len, char **err);
 void wk_job_free(struct wk_job *job);
 void wk_result_set_error(struct wk_result *res, enum wk_status status,
-			 const char *type, const char *detail,
-			 const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+			 const char *type, const char *detail, const char *fmt,
+			 ...) __attribute__((format(printf, 5, 6)));
 cJSON *wk_result_to_json(const struct wk_result *res, const char *job_id);
 void wk_result_free(struct wk_result *res);
 

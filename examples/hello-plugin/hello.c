@@ -81,9 +81,7 @@ static const struct sbxloop_component hello_components[] = {
 
 SBXLOOP_EXPORT const struct sbxloop_plugin_descriptor
 	sbxloop_plugin_descriptor = {
-		SBXLOOP_DESCRIPTOR_HEADER,
-		.name = "hello",
-		.version = "1.0.0",
-		.components = hello_components,
+		SBXLOOP_DESCRIPTOR_HEADER, .name = "hello",
+		.version = "1.0.0",        .components = hello_components,
 		.n_components = 1,
 };

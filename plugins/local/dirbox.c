@@ -28,7 +28,7 @@
 extern char **environ;
 
 /* Host variables a sandboxed command inherits; everything else is cut. */
-static const char *const env_keep[] = {"PATH", "LANG",   "LC_ALL", "TERM",
+static const char *const env_keep[] = {"PATH",   "LANG", "LC_ALL", "TERM",
 				       "TMPDIR", "USER", NULL};
 
 /* A NULL-terminated NAME=VALUE array; a later set replaces the name. */
@@ -194,10 +194,20 @@ static int rm_tree(const char *path)
 static int probe_bwrap(struct dirbox *box, struct sbxloop_error *err)
 {
 	const struct sbxloop_host *host = box->host;
-	const char *const argv[] = {BWRAP_PATH, "--ro-bind", "/", "/",
-				    "--dev", "/dev", "--proc", "/proc",
-				    "--unshare-all", "--die-with-parent",
-				    "--new-session", "--", "true", NULL};
+	const char *const argv[] = {BWRAP_PATH,
+				    "--ro-bind",
+				    "/",
+				    "/",
+				    "--dev",
+				    "/dev",
+				    "--proc",
+				    "/proc",
+				    "--unshare-all",
+				    "--die-with-parent",
+				    "--new-session",
+				    "--",
+				    "true",
+				    NULL};
 	struct sbxloop_proc_spec ps;
 	struct sbxloop_proc_result res;
 	struct sbxloop_error perr = {0, ""};
@@ -400,14 +410,12 @@ static int write_shared(const struct dirbox *box,
 	return dirbox_write_meta(box, spec->name, "shared", text, err);
 }
 
-
 int dirbox_create(struct dirbox *box, const struct sbxloop_sandbox_spec *spec,
 		  struct sbxloop_sandbox_info *info, struct sbxloop_error *err)
 {
 	const struct sbxloop_host *host = box->host;
-	static const char *const subdirs[] = {"home", "home/jobs",
-					      "home/events", "home/results",
-					      NULL};
+	static const char *const subdirs[] = {
+		"home", "home/jobs", "home/events", "home/results", NULL};
 	char dir[SBXLOOP_PATH_MAX], sub[SBXLOOP_PATH_MAX + 32];
 	struct stat st;
 	size_t i;
@@ -516,12 +524,27 @@ static const char **bwrap_argv(const struct dirbox *box, const char *ws,
 			       const char *worker, const char *cwd,
 			       const char *const *argv)
 {
-	const char *head[] = {BWRAP_PATH, "--ro-bind", "/", "/", "--dev",
-			      "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-			      ws_ro ? "--ro-bind" : "--bind", ws, ws,
-			      "--bind", dir, dir,
-			      "--unshare-all", "--die-with-parent",
-			      "--new-session", "--chdir", cwd};
+	const char *head[] = {BWRAP_PATH,
+			      "--ro-bind",
+			      "/",
+			      "/",
+			      "--dev",
+			      "/dev",
+			      "--proc",
+			      "/proc",
+			      "--tmpfs",
+			      "/tmp",
+			      ws_ro ? "--ro-bind" : "--bind",
+			      ws,
+			      ws,
+			      "--bind",
+			      dir,
+			      dir,
+			      "--unshare-all",
+			      "--die-with-parent",
+			      "--new-session",
+			      "--chdir",
+			      cwd};
 	size_t nh = sizeof(head) / sizeof(head[0]), na = 0, i, k = 0;
 	char *line, *save = NULL;
 	const char **v;
@@ -629,11 +652,10 @@ int dirbox_exec(struct dirbox *box, const char *name,
 		char why[SBXLOOP_ERROR_MAX];
 
 		snprintf(why, sizeof(why), "%s", err ? err->message : "");
-		rc = host->error_set(host, err,
-				     rc == SBXLOOP_ENOTFOUND ? rc
-							     : SBXLOOP_EINFRA,
-				     "%s: sandbox '%s': %s", box->label, name,
-				     why);
+		rc = host->error_set(
+			host, err,
+			rc == SBXLOOP_ENOTFOUND ? rc : SBXLOOP_EINFRA,
+			"%s: sandbox '%s': %s", box->label, name, why);
 		goto out;
 	}
 	if (res->timed_out)
@@ -802,9 +824,8 @@ out:
 	return rc;
 }
 
-int dirbox_copy_in(struct dirbox *box, const char *name,
-		   const char *host_path, const char *sandbox_path,
-		   struct sbxloop_error *err)
+int dirbox_copy_in(struct dirbox *box, const char *name, const char *host_path,
+		   const char *sandbox_path, struct sbxloop_error *err)
 {
 	char dst[PATH_MAX];
 	int rc;
@@ -851,9 +872,8 @@ int dirbox_list(struct dirbox *box, const char *prefix,
 	while ((d = readdir(dh)) != NULL) {
 		struct sbxloop_sandbox_entry e;
 
-		if (!name_ok(d->d_name) || strncmp(d->d_name, prefix ? prefix
-								     : "",
-						   pl) != 0)
+		if (!name_ok(d->d_name) ||
+		    strncmp(d->d_name, prefix ? prefix : "", pl) != 0)
 			continue;
 		/* without its workspace file it is not a finished sandbox */
 		if (dirbox_read_meta(box, d->d_name, "workspace", ws,

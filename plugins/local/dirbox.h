@@ -12,16 +12,16 @@
 
 struct dirbox {
 	const struct sbxloop_host *host;
-	const char *label;          /* "local", "mock": prefix of messages */
+	const char *label;           /* "local", "mock": prefix of messages */
 	char root[SBXLOOP_PATH_MAX]; /* <state_dir>/sandboxes */
-	int bwrap;                  /* run commands under bubblewrap */
-	int share_net;              /* bwrap only: keep the host network */
-	uint32_t caps;              /* what this instance enforces */
+	int bwrap;                   /* run commands under bubblewrap */
+	int share_net;               /* bwrap only: keep the host network */
+	uint32_t caps;               /* what this instance enforces */
 };
 
 /* Capabilities of a bubblewrap instance sharing no network: the best. */
 #define DIRBOX_BEST_CAPS                                                      \
-	(SBXLOOP_CAP_FILESYSTEM_CONFINED | SBXLOOP_CAP_WORKSPACE_MOUNTED |   \
+	(SBXLOOP_CAP_FILESYSTEM_CONFINED | SBXLOOP_CAP_WORKSPACE_MOUNTED |    \
 	 SBXLOOP_CAP_DIES_WITH_PARENT | SBXLOOP_CAP_NETWORK_DISABLED)
 
 /*
@@ -36,8 +36,7 @@ int dirbox_init(struct dirbox *box, const struct sbxloop_host *host,
 int dirbox_dir(const struct dirbox *box, const char *name, char *buf,
 	       size_t len, struct sbxloop_error *err);
 
-int dirbox_create(struct dirbox *box,
-		  const struct sbxloop_sandbox_spec *spec,
+int dirbox_create(struct dirbox *box, const struct sbxloop_sandbox_spec *spec,
 		  struct sbxloop_sandbox_info *info,
 		  struct sbxloop_error *err);
 int dirbox_remove(struct dirbox *box, const char *name,
@@ -45,9 +44,8 @@ int dirbox_remove(struct dirbox *box, const char *name,
 int dirbox_exec(struct dirbox *box, const char *name,
 		const struct sbxloop_exec_spec *spec,
 		struct sbxloop_proc_result *res, struct sbxloop_error *err);
-int dirbox_copy_in(struct dirbox *box, const char *name,
-		   const char *host_path, const char *sandbox_path,
-		   struct sbxloop_error *err);
+int dirbox_copy_in(struct dirbox *box, const char *name, const char *host_path,
+		   const char *sandbox_path, struct sbxloop_error *err);
 int dirbox_copy_out(struct dirbox *box, const char *name,
 		    const char *sandbox_path, const char *host_path,
 		    struct sbxloop_error *err);

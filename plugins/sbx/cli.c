@@ -163,9 +163,9 @@ static int contains_ci(const char *hay, const char *needle)
 
 int sbxp_not_found(const char *err)
 {
-	static const char *const markers[] = {
-		"not found", "no such sandbox", "does not exist",
-		"unknown sandbox", NULL};
+	static const char *const markers[] = {"not found", "no such sandbox",
+					      "does not exist",
+					      "unknown sandbox", NULL};
 	size_t i;
 
 	for (i = 0; markers[i]; i++)
@@ -176,10 +176,13 @@ int sbxp_not_found(const char *err)
 
 int sbxp_exec_infra_failure(const char *err)
 {
-	static const char *const infra[] = {
-		"is not running", "cannot connect to the",
-		"error during connect", "dial unix", "no such sandbox",
-		"unknown sandbox", NULL};
+	static const char *const infra[] = {"is not running",
+					    "cannot connect to the",
+					    "error during connect",
+					    "dial unix",
+					    "no such sandbox",
+					    "unknown sandbox",
+					    NULL};
 	size_t i;
 
 	if (!err || !*err)
@@ -221,8 +224,9 @@ int sbxp_run(struct sbxp *s, const struct sbxp_call *call,
 	spec.argv = argv;
 	spec.stdin_data = call->stdin_data;
 	spec.stdin_len = call->stdin_len;
-	spec.timeout_s = call->timeout_s > 0 ? call->timeout_s :
-			 call->timeout_s < 0 ? 0 : s->timeout_s;
+	spec.timeout_s = call->timeout_s > 0   ? call->timeout_s
+			 : call->timeout_s < 0 ? 0
+					       : s->timeout_s;
 	spec.on_stdout_line = call->on_stdout_line;
 	spec.on_stderr_line = call->on_stderr_line;
 	spec.user = call->user;
@@ -286,8 +290,8 @@ int sbxp_check(struct sbxp *s, const struct sbxp_call *call,
 		text = sbxp_argv_text(s, call->args);
 		rc = s->host->error_set(
 			s->host, err,
-			sbxp_not_found(r->err) ? SBXLOOP_ENOTFOUND :
-						 SBXLOOP_EINFRA,
+			sbxp_not_found(r->err) ? SBXLOOP_ENOTFOUND
+					       : SBXLOOP_EINFRA,
 			"'%s' failed (exit %d)%s%s", text ? text : "sbx",
 			r->exit_code, *tail ? ": " : "", tail);
 		free(text);
@@ -329,8 +333,8 @@ int sbxp_allow_network(struct sbxp *s, const char *sandbox,
 		strcat(list, domains[i]);
 	}
 	{
-		const char *args[] = {"policy", "allow", "network", sandbox,
-				      list, NULL};
+		const char *args[] = {"policy", "allow", "network",
+				      sandbox,  list,    NULL};
 
 		rc = sbxp_checkv(s, args, err);
 	}
@@ -361,8 +365,9 @@ static size_t parse_header(const char *line, size_t len, struct ls_col *cols)
 		while (i < len && !(line[i] == ' ' &&
 				    (i + 1 >= len || line[i + 1] == ' ')))
 			i++;
-		k = i - start < sizeof(cols[n].name) - 1 ?
-			    i - start : sizeof(cols[n].name) - 1;
+		k = i - start < sizeof(cols[n].name) - 1
+			    ? i - start
+			    : sizeof(cols[n].name) - 1;
 		cols[n].start = start;
 		memcpy(cols[n].name, line + start, k);
 		cols[n].name[k] = '\0';
@@ -387,9 +392,8 @@ static const char *cell(char *const *cells, int i)
 }
 
 void sbxp_parse_ls(const char *text,
-		   void (*cb)(void *user, const char *name,
-			      const char *agent, const char *status,
-			      const char *workspace),
+		   void (*cb)(void *user, const char *name, const char *agent,
+			      const char *status, const char *workspace),
 		   void *user)
 {
 	struct ls_col cols[LS_MAX_COLS];
@@ -427,9 +431,9 @@ void sbxp_parse_ls(const char *text,
 			if (i >= len)
 				break;
 			start = i;
-			while (i < len && !(line[i] == ' ' &&
-					    (i + 1 >= len ||
-					     line[i + 1] == ' ')))
+			while (i < len &&
+			       !(line[i] == ' ' &&
+				 (i + 1 >= len || line[i + 1] == ' ')))
 				i++;
 			end = i;
 			/* the column with the greatest start <= the cell's */

@@ -33,8 +33,8 @@ static void pol_destroy(void *ctx)
 	free(ctx);
 }
 
-static int pol_seed(void *ctx, const char *sandbox,
-		    const char *const *domains, struct sbxloop_error *err)
+static int pol_seed(void *ctx, const char *sandbox, const char *const *domains,
+		    struct sbxloop_error *err)
 {
 	struct granter *g = ctx;
 
@@ -45,9 +45,12 @@ static int pol_grant(void *ctx, const struct sbxloop_grant *grant,
 		     struct sbxloop_error *err)
 {
 	struct granter *g = ctx;
-	const char *args[] = {"policy", "allow", "network",
+	const char *args[] = {"policy",
+			      "allow",
+			      "network",
 			      grant ? grant->sandbox : NULL,
-			      grant ? grant->domain : NULL, NULL};
+			      grant ? grant->domain : NULL,
+			      NULL};
 
 	if (!grant || !grant->sandbox || !grant->domain || !*grant->domain)
 		return g->sbx.host->error_set(g->sbx.host, err, SBXLOOP_EINVAL,
@@ -60,9 +63,10 @@ static int pol_revoke(void *ctx, const struct sbxloop_grant *grant,
 		      struct sbxloop_error *err)
 {
 	struct granter *g = ctx;
-	const char *args[] = {"policy", "rm", "network",
-			      grant ? grant->sandbox : NULL, "--resource",
-			      grant ? grant->domain : NULL, NULL};
+	const char *args[] = {"policy",     "rm",
+			      "network",    grant ? grant->sandbox : NULL,
+			      "--resource", grant ? grant->domain : NULL,
+			      NULL};
 
 	if (!grant || !grant->sandbox || !grant->domain || !*grant->domain)
 		return g->sbx.host->error_set(g->sbx.host, err, SBXLOOP_EINVAL,

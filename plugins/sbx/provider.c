@@ -19,8 +19,8 @@
 
 /* Candidate roots of the mount search, most likely first (8.4.1); the
  * host workspace's own path is tried before these. */
-static const char *const mount_roots[] = {"/workspace", "/home/agent",
-					   "/mnt", "/host", "/root", NULL};
+static const char *const mount_roots[] = {"/workspace", "/home/agent", "/mnt",
+					  "/host",      "/root",       NULL};
 
 /* A sandbox this instance created, for the default exec cwd. */
 struct box {
@@ -31,8 +31,8 @@ struct box {
 
 struct provider {
 	struct sbxp sbx;
-	const char *tmpl;       /* template, or NULL */
-	int install_runtime;    /* try apt-get when libcjson is missing */
+	const char *tmpl;    /* template, or NULL */
+	int install_runtime; /* try apt-get when libcjson is missing */
 	struct box *boxes;
 };
 
@@ -51,8 +51,7 @@ static int prov_create(const struct sbxloop_host *host, void **ctx,
 		p->tmpl = host->config_string(host, "sandbox.template");
 	if (p->tmpl && !*p->tmpl)
 		p->tmpl = NULL;
-	p->install_runtime = host->config_bool(host, "sbx.install_runtime",
-					       1);
+	p->install_runtime = host->config_bool(host, "sbx.install_runtime", 1);
 	*ctx = p;
 	return 0;
 }
@@ -87,8 +86,7 @@ static uint32_t prov_capabilities(void *ctx)
 	uint32_t caps = BASE_CAPS;
 
 	if (h->config_list_len(h, "plugins.secrets") == 1 &&
-	    !strcmp(h->config_list_item(h, "plugins.secrets", 0),
-		    "sbx-proxy"))
+	    !strcmp(h->config_list_item(h, "plugins.secrets", 0), "sbx-proxy"))
 		caps |= SBXLOOP_CAP_SECRET_NEVER_IN_SANDBOX;
 	return caps;
 }
@@ -147,11 +145,12 @@ static int exec_argv(struct provider *p, const char *name,
 
 		h->free(red);
 		if (secret)
-			return h->error_set(h, err, SBXLOOP_EINVAL,
-					    "sbx: refusing to pass a secret on "
-					    "the sbx command line (%.*s=...)",
-					    (int)strcspn(spec->envp[i], "="),
-					    spec->envp[i]);
+			return h->error_set(
+				h, err, SBXLOOP_EINVAL,
+				"sbx: refusing to pass a secret on "
+				"the sbx command line (%.*s=...)",
+				(int)strcspn(spec->envp[i], "="),
+				spec->envp[i]);
 	}
 	args = calloc(nargv + 2 * nenv + 8, sizeof(*args));
 	if (!args)
@@ -243,9 +242,8 @@ static int prov_copy_in(void *ctx, const char *name, const char *host_path,
 	return rc;
 }
 
-static int prov_copy_out(void *ctx, const char *name,
-			 const char *sandbox_path, const char *host_path,
-			 struct sbxloop_error *err)
+static int prov_copy_out(void *ctx, const char *name, const char *sandbox_path,
+			 const char *host_path, struct sbxloop_error *err)
 {
 	struct provider *p = ctx;
 	char *src = sbxp_printf("%s:%s", name, sandbox_path);
@@ -351,8 +349,8 @@ static void marker_name(char *buf, size_t size)
 	size_t i;
 
 	if (fd < 0 || read(fd, raw, sizeof(raw)) != (ssize_t)sizeof(raw)) {
-		unsigned long v = (unsigned long)getpid() ^
-				  (unsigned long)(size_t)buf;
+		unsigned long v =
+			(unsigned long)getpid() ^ (unsigned long)(size_t)buf;
 
 		for (i = 0; i < sizeof(raw); i++)
 			raw[i] = (unsigned char)(v >> (i * 3));
@@ -401,10 +399,12 @@ static char *probe_script(const char *workspace, const char *marker)
 		marker ? "set --; for d in " : "", marker ? roots : "",
 		marker ? "; do [ -d \"$d\" ] && set -- \"$@\" \"$d\"; done; "
 			 "if [ $# -gt 0 ]; then "
-			 "h=$(find -L \"$@\" -maxdepth 4 -name " : "",
+			 "h=$(find -L \"$@\" -maxdepth 4 -name "
+		       : "",
 		marker ? marker : "",
 		marker ? " -print 2>/dev/null | head -1); "
-			 "echo \"mount:$h\"; fi; " : "");
+			 "echo \"mount:$h\"; fi; "
+		       : "");
 	free(roots);
 	free(qws);
 	return script;
@@ -490,8 +490,11 @@ static int install_and_probe(struct provider *p,
 		int fd;
 
 		marker_path = sbxp_printf("%s/%s", spec->workspace, marker);
-		fd = marker_path ? open(marker_path, O_WRONLY | O_CREAT |
-					O_EXCL | O_CLOEXEC, 0644) : -1;
+		fd = marker_path
+			     ? open(marker_path,
+				    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+				    0644)
+			     : -1;
 		if (fd >= 0) {
 			close(fd);
 			have_marker = 1;
@@ -515,7 +518,8 @@ static int install_and_probe(struct provider *p,
 
 			h->log(h, SBXLOOP_LOG_INFO,
 			       "sandbox '%s' lacks libcjson; installing "
-			       "libcjson1", spec->name);
+			       "libcjson1",
+			       spec->name);
 			h->proc_result_clear(&res);
 			rc = exec_sh(p, spec->name,
 				     "sudo -n apt-get install -y libcjson1 "
@@ -559,8 +563,7 @@ static int install_and_probe(struct provider *p,
 				"sbxloop-worker in sandbox '%s' is version "
 				"'%s' but this sbxloop is '%s'; point "
 				"worker_path at the matching build",
-				spec->name, *got ? got : "(none)",
-				h->version);
+				spec->name, *got ? got : "(none)", h->version);
 			goto out;
 		}
 	}
@@ -653,8 +656,7 @@ static int prov_sandbox_create(void *ctx,
 		goto out;
 	created = 1;
 
-	rc = sbxp_allow_network(&p->sbx, spec->name, spec->allow_domains,
-				err);
+	rc = sbxp_allow_network(&p->sbx, spec->name, spec->allow_domains, err);
 	if (rc < 0)
 		goto out;
 	{
@@ -668,7 +670,8 @@ static int prov_sandbox_create(void *ctx,
 		if (rc == 0 && res.exit_code != 0)
 			rc = h->error_set(h, err, SBXLOOP_EINFRA,
 					  "cannot create %s in sandbox '%s' "
-					  "(exit %d)", SBXP_HOME, spec->name,
+					  "(exit %d)",
+					  SBXP_HOME, spec->name,
 					  res.exit_code);
 		h->proc_result_clear(&res);
 		if (rc < 0)
@@ -696,8 +699,8 @@ out:
 		/* nothing may be left behind */
 		if (remove_box(p, spec->name, &ignored) < 0)
 			h->log(h, SBXLOOP_LOG_WARN,
-			       "cannot roll back sandbox '%s': %s",
-			       spec->name, ignored.message);
+			       "cannot roll back sandbox '%s': %s", spec->name,
+			       ignored.message);
 	}
 	free(b);
 	free(name_arg);

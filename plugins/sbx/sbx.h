@@ -25,17 +25,17 @@
  * settings of its sbx calls. Strings are borrowed from the config. */
 struct sbxp {
 	const struct sbxloop_host *host;
-	const char *app_name;     /* "" or NULL = no --app-name */
-	double timeout_s;         /* per call */
+	const char *app_name; /* "" or NULL = no --app-name */
+	double timeout_s;     /* per call */
 	double create_timeout_s;
 };
 
 /* One sbx call: the words after `sbx` and how to run them. */
 struct sbxp_call {
-	const char *const *args;  /* NULL-terminated, without "sbx" */
-	const char *stdin_data;   /* NULL = /dev/null */
+	const char *const *args; /* NULL-terminated, without "sbx" */
+	const char *stdin_data;  /* NULL = /dev/null */
 	size_t stdin_len;
-	double timeout_s;         /* 0 = the instance default; <0 = none */
+	double timeout_s; /* 0 = the instance default; <0 = none */
 	void (*on_stdout_line)(void *user, const char *line, size_t len);
 	void (*on_stderr_line)(void *user, const char *line, size_t len);
 	void *user;
@@ -83,9 +83,8 @@ void sbxp_forget_secrets(struct sbxp *s, const char *sandbox);
 
 /* Parse `sbx ls` output (UPSTREAM.md 8.1.1); calls cb per named row. */
 void sbxp_parse_ls(const char *text,
-		   void (*cb)(void *user, const char *name,
-			      const char *agent, const char *status,
-			      const char *workspace),
+		   void (*cb)(void *user, const char *name, const char *agent,
+			      const char *status, const char *workspace),
 		   void *user);
 
 /* Single-quote `s` for sh. Caller frees. */

@@ -105,8 +105,8 @@ struct registration {
 	struct registration *next;
 	char *sandbox;
 	char *env_name;
-	char *bind_host;  /* or NULL */
-	char *service;    /* or NULL */
+	char *bind_host; /* or NULL */
+	char *service;   /* or NULL */
 };
 
 static struct registration *registry;
@@ -324,7 +324,8 @@ static int register_secret(struct proxy *p,
 	h->log(h, SBXLOOP_LOG_WARN,
 	       "%s is already registered with sbx and could not be "
 	       "replaced; keeping the existing registration (it may be "
-	       "stale)", req->service ? req->service : req->env_name);
+	       "stale)",
+	       req->service ? req->service : req->env_name);
 	rc = 0;
 out:
 	h->proc_result_clear(&res);
@@ -374,8 +375,8 @@ static int probe_visibility(struct proxy *p, const char *sandbox,
 		return -1;
 	}
 	{
-		const char *args[] = {"exec", sandbox, "sh", "-lc", script,
-				      NULL};
+		const char *args[] = {"exec", sandbox, "sh",
+				      "-lc",  script,  NULL};
 
 		memset(&call, 0, sizeof(call));
 		call.args = args;
@@ -428,8 +429,8 @@ static int strict(struct proxy *p)
 {
 	const struct sbxloop_host *h = p->sbx.host;
 	size_t n = h->config_list_len(h, "plugins.secrets");
-	const char *last = n ? h->config_list_item(h, "plugins.secrets",
-						   n - 1) : NULL;
+	const char *last =
+		n ? h->config_list_item(h, "plugins.secrets", n - 1) : NULL;
 
 	return last && !strcmp(last, "sbx-proxy");
 }
@@ -479,7 +480,8 @@ static int proxy_provide(void *ctx, const struct sbxloop_secret_req *req,
 	if (!req->service && !req->bind_host)
 		return h->error_set(h, err, SBXLOOP_EUNSUPPORTED,
 				    "sbx-proxy: %s has neither a service nor "
-				    "a host to bind it to", req->env_name);
+				    "a host to bind it to",
+				    req->env_name);
 	/* set-custom puts it in argv: masked everywhere from here on */
 	h->secret_register(h, req->value);
 	rc = register_secret(p, req, err);

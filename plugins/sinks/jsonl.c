@@ -89,8 +89,7 @@ static int jsonl_event(void *ctx, const struct sbxloop_event *ev,
 		char *grown = realloc(j->line, n + 64);
 
 		if (!grown)
-			return j->host->error_set(j->host, err,
-						  SBXLOOP_ENOMEM,
+			return j->host->error_set(j->host, err, SBXLOOP_ENOMEM,
 						  "out of memory");
 		j->line = grown;
 		j->cap = n + 64;
@@ -103,11 +102,10 @@ static int jsonl_event(void *ctx, const struct sbxloop_event *ev,
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return j->host->error_set(j->host, err, SBXLOOP_ERR,
-						  "cannot write to '%s': %s",
-						  j->path,
-						  w < 0 ? strerror(errno)
-							: "short write");
+			return j->host->error_set(
+				j->host, err, SBXLOOP_ERR,
+				"cannot write to '%s': %s", j->path,
+				w < 0 ? strerror(errno) : "short write");
 		off += (size_t)w;
 	}
 	return 0;

@@ -282,9 +282,8 @@ static void add_dense(struct plain *p, const struct sbxloop_event *ev,
 		      const cJSON *data)
 {
 	static const char *const summary_keys[] = {
-		"state", "content", "text", "reply",   "tool", "op",
-		"line",  "message", "outcome", "error", "url", "path",
-		NULL,
+		"state",   "content", "text",  "reply", "tool", "op", "line",
+		"message", "outcome", "error", "url",   "path", NULL,
 	};
 	const char *summary_key = NULL;
 	const cJSON *v;
@@ -326,10 +325,10 @@ static void add_dense(struct plain *p, const struct sbxloop_event *ev,
 static const char *task_state_color(const char *state)
 {
 	static const char *const map[][2] = {
-		{"pending", C_DIM},	  {"planning", C_YELLOW},
-		{"executing", C_CYAN},	  {"scrutinizing", C_MAGENTA},
-		{"verifying", C_BLUE},	  {"validating", C_MAGENTA},
-		{"done", C_GREEN},	  {"failed", C_RED},
+		{"pending", C_DIM},       {"planning", C_YELLOW},
+		{"executing", C_CYAN},    {"scrutinizing", C_MAGENTA},
+		{"verifying", C_BLUE},    {"validating", C_MAGENTA},
+		{"done", C_GREEN},        {"failed", C_RED},
 		{"skipped", C_DIM C_RED},
 	};
 	size_t i;
@@ -506,8 +505,9 @@ static void add_transcript(struct plain *p, const struct sbxloop_event *ev,
 
 		*style = C_YELLOW;
 		add_clock(p, ev->ts);
-		addf(p, "  tool-call ceiling (%.0f) reached: further calls "
-			"are turned away and the agent was told to wrap up",
+		addf(p,
+		     "  tool-call ceiling (%.0f) reached: further calls "
+		     "are turned away and the agent was told to wrap up",
 		     cJSON_IsNumber(cap) ? cap->valuedouble : 0.0);
 	} else if (!strcmp(t, SBX_EV_AGENT_TOOL_END)) {
 		add_tool_end(p, ev, data, style);

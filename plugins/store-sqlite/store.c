@@ -46,10 +46,10 @@
 #define STORE_BUFFER_MAX 512   /* events held before a forced write */
 #define STORE_BUFFER_AGE 0.100 /* seconds an event may wait in memory */
 #define STORE_STATE_MAX 64
-#define STORE_STMT_CACHE 48    /* prepared statements kept per store */
-#define STORE_INSERT_ROWS 16   /* events per multi-row INSERT */
-#define STORE_NAME_SLOTS 256   /* names remembered (a power of two) */
-#define STORE_TYPE_KEYS 16     /* type keys a --type filter lists inline */
+#define STORE_STMT_CACHE 48  /* prepared statements kept per store */
+#define STORE_INSERT_ROWS 16 /* events per multi-row INSERT */
+#define STORE_NAME_SLOTS 256 /* names remembered (a power of two) */
+#define STORE_TYPE_KEYS 16   /* type keys a --type filter lists inline */
 
 /* One buffered event; its strings live in the same allocation. */
 struct store_pending {
@@ -468,7 +468,8 @@ static int event_task_scan(const char *json, const char **task, size_t *len)
 			return -1;
 		p = json_ws(p + 1);
 		/* The first one counts, as with json_extract(). */
-		if (!found && end - key == 7 && memcmp(key, "task_id", 7) == 0) {
+		if (!found && end - key == 7 &&
+		    memcmp(key, "task_id", 7) == 0) {
 			found = -1; /* present, not a string */
 			if (*p == '"') {
 				end = json_string_end(p, &escaped);
@@ -554,8 +555,8 @@ static int pending_write(struct store *s, struct sbxloop_error *err)
 	for (i = 0; i < s->n_pending && rc == 0; i++) {
 		struct store_pending *p = s->pending[i];
 
-		rc = names_key(s, STORE_NAME_RUN, p->run_id,
-			       strlen(p->run_id), &p->run_key, err);
+		rc = names_key(s, STORE_NAME_RUN, p->run_id, strlen(p->run_id),
+			       &p->run_key, err);
 		if (rc == 0)
 			rc = names_key(s, STORE_NAME_TYPE, p->type,
 				       strlen(p->type), &p->type_key, err);
@@ -643,8 +644,8 @@ static int pending_flush(struct store *s, int durable,
 	if (s->n_pending == 0)
 		return 0;
 	if (!durable) {
-		rc = db_run(s, "PRAGMA synchronous = NORMAL",
-			    "configure", err);
+		rc = db_run(s, "PRAGMA synchronous = NORMAL", "configure",
+			    err);
 		if (rc)
 			return rc;
 	}
@@ -760,11 +761,12 @@ static int warn_long_upgrade(struct store *s, struct sbxloop_error *err)
 			   err);
 
 	if (rc == 0 && n >= 100000)
-		s->host->log(s->host, SBXLOOP_LOG_WARN,
-			     "store: upgrading '%s' to schema %d: rewriting "
-			     "%d events, which takes a while; do not interrupt "
-			     "it (an interrupted upgrade is rolled back)",
-			     s->path, STORE_SCHEMA_VERSION, n);
+		s->host->log(
+			s->host, SBXLOOP_LOG_WARN,
+			"store: upgrading '%s' to schema %d: rewriting "
+			"%d events, which takes a while; do not interrupt "
+			"it (an interrupted upgrade is rolled back)",
+			s->path, STORE_SCHEMA_VERSION, n);
 	return rc;
 }
 
@@ -1062,8 +1064,8 @@ static int store_run_create(void *ctx, const struct sbxloop_run_row *run,
 	bind_text(st, 2, run->outcome);
 	bind_text(st, 3, run->state);
 	bind_text(st, 4, run->config_json);
-	sqlite3_bind_double(st, 5, run->created_at > 0 ? run->created_at
-						       : now);
+	sqlite3_bind_double(st, 5,
+			    run->created_at > 0 ? run->created_at : now);
 	bind_text(st, 6, run->workspace);
 	sqlite3_bind_int(st, 7, run->mounted);
 	bind_text(st, 8, run->kept_reason);
@@ -1151,9 +1153,9 @@ static int store_run_update(void *ctx, const struct sbxloop_run_update *upd,
 					"run '%s' is %s", upd->run_id, state);
 		goto end;
 	}
-	if ((f & (SBXLOOP_RUN_STATE | SBXLOOP_RUN_WORKSPACE |
-		  SBXLOOP_RUN_KEPT | SBXLOOP_RUN_GUIDANCE |
-		  SBXLOOP_RUN_REASON)) == 0)
+	if ((f &
+	     (SBXLOOP_RUN_STATE | SBXLOOP_RUN_WORKSPACE | SBXLOOP_RUN_KEPT |
+	      SBXLOOP_RUN_GUIDANCE | SBXLOOP_RUN_REASON)) == 0)
 		goto end;
 	/* Every column is always bound; the flags pick which are set. */
 	snprintf(sql, sizeof(sql),
@@ -1350,9 +1352,8 @@ static int store_task_update(void *ctx, const struct sbxloop_task_row *task,
 
 	if (task == NULL || task->run_id == NULL || task->task_id == NULL ||
 	    task->state == NULL)
-		return bad_argument(s,
-				    "task_update needs run_id, task_id, state",
-				    err);
+		return bad_argument(
+			s, "task_update needs run_id, task_id, state", err);
 	pthread_mutex_lock(&s->lock);
 	rc = tx_begin(s, err);
 	if (rc)
@@ -1536,14 +1537,15 @@ static int store_attempt_latest(void *ctx, const char *run_id,
 		return bad_argument(s, "attempt_latest needs run_id and phase",
 				    err);
 	pthread_mutex_lock(&s->lock);
-	rc = db_prepare(s,
-			task_id ? ATTEMPT_COLUMNS
+	rc = db_prepare(
+		s,
+		task_id ? ATTEMPT_COLUMNS
 			" WHERE run_id = ?1 AND task_id = ?2 AND phase = ?3"
 			" ORDER BY id DESC LIMIT 1"
-				: ATTEMPT_COLUMNS
+			: ATTEMPT_COLUMNS
 			" WHERE run_id = ?1 AND task_id IS NULL"
 			" AND phase = ?3 ORDER BY id DESC LIMIT 1",
-			&st, err);
+		&st, err);
 	if (rc)
 		goto out;
 	bind_text(st, 1, run_id);
@@ -1578,12 +1580,12 @@ static int store_attempts_list(void *ctx, const char *run_id,
 	rc = run_must_exist(s, run_id, err);
 	if (rc)
 		goto out;
-	rc = db_prepare(s,
-			task_id ? ATTEMPT_COLUMNS
+	rc = db_prepare(
+		s,
+		task_id ? ATTEMPT_COLUMNS
 			" WHERE run_id = ?1 AND task_id = ?2 ORDER BY id"
-				: ATTEMPT_COLUMNS
-			" WHERE run_id = ?1 ORDER BY id",
-			&st, err);
+			: ATTEMPT_COLUMNS " WHERE run_id = ?1 ORDER BY id",
+		&st, err);
 	if (rc)
 		goto out;
 	bind_text(st, 1, run_id);
@@ -1716,18 +1718,28 @@ static int text_add_json_string(struct store_text *t, const char *s)
 
 		while (*c && *c >= 0x20 && *c != '"' && *c != '\\')
 			c++;
-		if (c > run && text_add(t, (const char *)run,
-					(size_t)(c - run)))
+		if (c > run &&
+		    text_add(t, (const char *)run, (size_t)(c - run)))
 			return -1;
 		if (*c == '\0')
 			break;
 		esc[0] = '\\';
 		switch (*c) {
-		case '"': esc[1] = '"'; break;
-		case '\\': esc[1] = '\\'; break;
-		case '\n': esc[1] = 'n'; break;
-		case '\r': esc[1] = 'r'; break;
-		case '\t': esc[1] = 't'; break;
+		case '"':
+			esc[1] = '"';
+			break;
+		case '\\':
+			esc[1] = '\\';
+			break;
+		case '\n':
+			esc[1] = 'n';
+			break;
+		case '\r':
+			esc[1] = 'r';
+			break;
+		case '\t':
+			esc[1] = 't';
+			break;
 		default:
 			memcpy(esc + 1, "u00", 3);
 			esc[4] = hex[*c >> 4];
@@ -1770,10 +1782,9 @@ static int envelope_build(struct store_text *t, const struct sbxloop_event *e)
 	    text_add(t, ",\"job_id\":", 10) ||
 	    text_add_json_string(t, e->job_id) ||
 	    text_add(t, ",\"run_id\":", 10) ||
-	    text_add_json_string(t, e->run_id) ||
-	    text_add(t, ",\"ts\":", 6) || text_add(t, num, strlen(num)) ||
-	    text_add(t, ",\"type\":", 8) || text_add_json_string(t, e->type) ||
-	    text_add(t, ",\"v\":1}", 7))
+	    text_add_json_string(t, e->run_id) || text_add(t, ",\"ts\":", 6) ||
+	    text_add(t, num, strlen(num)) || text_add(t, ",\"type\":", 8) ||
+	    text_add_json_string(t, e->type) || text_add(t, ",\"v\":1}", 7))
 		return -1;
 	return 0;
 }

@@ -60,11 +60,13 @@ static void claude(const char *reply)
 	if (getenv("SBXLOOP_FAKE_AGENT_HANG"))
 		sleep((unsigned)atoi(getenv("SBXLOOP_FAKE_AGENT_HANG")));
 	fputs("{\"type\":\"assistant\",\"message\":{\"content\":["
-	      "{\"type\":\"text\",\"text\":", stdout);
+	      "{\"type\":\"text\",\"text\":",
+	      stdout);
 	print_json_string(reply);
 	puts("}]}}");
 	fputs("{\"type\":\"result\",\"subtype\":\"success\","
-	      "\"is_error\":false,\"result\":", stdout);
+	      "\"is_error\":false,\"result\":",
+	      stdout);
 	print_json_string(reply);
 	puts(",\"session_id\":\"claude-sess-1\",\"total_cost_usd\":0.25,"
 	     "\"usage\":{\"input_tokens\":10,\"output_tokens\":5,"
@@ -84,7 +86,8 @@ static void codex(const char *reply)
 	     "\"aggregated_output\":\"README.md\\n\",\"exit_code\":0,"
 	     "\"status\":\"completed\"}}");
 	fputs("{\"type\":\"item.completed\",\"item\":{\"id\":\"item_1\","
-	      "\"type\":\"agent_message\",\"text\":", stdout);
+	      "\"type\":\"agent_message\",\"text\":",
+	      stdout);
 	print_json_string(reply);
 	puts("}}");
 	puts("{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":20,"

@@ -209,8 +209,8 @@ static int is_dir(const char *path)
 }
 
 static const char *const services[] = {
-	"anthropic", "aws", "cursor", "droid", "github", "google", "groq",
-	"mistral", "nebius", "openai", "xai", NULL};
+	"anthropic", "aws",     "cursor", "droid",  "github", "google",
+	"groq",      "mistral", "nebius", "openai", "xai",    NULL};
 
 static int is_service(const char *s)
 {
@@ -295,7 +295,8 @@ static int cmd_create(int argc, char **argv)
 		else if (!strcmp(argv[i], "--name") && i + 1 < argc)
 			name = argv[++i];
 		else if ((!strcmp(argv[i], "--template") ||
-			  !strcmp(argv[i], "-t")) && i + 1 < argc)
+			  !strcmp(argv[i], "-t")) &&
+			 i + 1 < argc)
 			tmpl = argv[++i];
 		else if (!strcmp(argv[i], "-q"))
 			;
@@ -386,11 +387,10 @@ static char *rewrite(const char *arg, const char *fs, const cJSON *meta)
 					continue;
 				if (after && after != '/' && path_char(after))
 					continue;
-				if (no_mount && !strcmp(canon[k],
-							"/workspace")) {
-					n += (size_t)sprintf(out + n,
-							     "%s/no-mount",
-							     fs);
+				if (no_mount &&
+				    !strcmp(canon[k], "/workspace")) {
+					n += (size_t)sprintf(
+						out + n, "%s/no-mount", fs);
 				} else {
 					n += (size_t)sprintf(out + n, "%s%s",
 							     fs, canon[k]);
@@ -434,12 +434,14 @@ static int cmd_exec(int argc, char **argv, const char *in, size_t in_len)
 			 !strcmp(argv[i], "--privileged"))
 			;
 		else if ((!strcmp(argv[i], "-e") ||
-			  !strcmp(argv[i], "--env")) && i + 1 < argc) {
+			  !strcmp(argv[i], "--env")) &&
+			 i + 1 < argc) {
 			if (nenv < 63)
 				envs[nenv++] = argv[i + 1];
 			i++;
 		} else if ((!strcmp(argv[i], "-w") ||
-			    !strcmp(argv[i], "-u")) && i + 1 < argc) {
+			    !strcmp(argv[i], "-u")) &&
+			   i + 1 < argc) {
 			if (argv[i][1] == 'w')
 				workdir = argv[i + 1];
 			i++;
@@ -510,7 +512,8 @@ static int cmd_exec(int argc, char **argv, const char *in, size_t in_len)
 			chdir(home);
 		execvp(cargv[0], cargv);
 		printf("OCI runtime exec failed: exec: \"%s\": executable "
-		       "file not found in $PATH\n", argv[first]);
+		       "file not found in $PATH\n",
+		       argv[first]);
 		fflush(stdout);
 		_exit(1);
 	}
@@ -584,7 +587,8 @@ static int cmd_cp(int argc, char **argv)
 	dst = remote_path(argv[2], &dname);
 	if ((src != NULL) == (dst != NULL)) {
 		fputs("ERROR: exactly one of SRC and DST must be "
-		      "SANDBOX:PATH\n", stderr);
+		      "SANDBOX:PATH\n",
+		      stderr);
 		rc = 1;
 		goto out;
 	}
@@ -598,8 +602,10 @@ static int cmd_cp(int argc, char **argv)
 		char *const cargv[] = {"cp", "-R", (char *)s, (char *)d, NULL};
 
 		if (access(s, F_OK) < 0) {
-			fprintf(stderr, "ERROR: %s: no such file or "
-				"directory\n", src ? argv[1] : argv[1]);
+			fprintf(stderr,
+				"ERROR: %s: no such file or "
+				"directory\n",
+				src ? argv[1] : argv[1]);
 			rc = 1;
 			goto out;
 		}
@@ -612,8 +618,10 @@ static int cmd_cp(int argc, char **argv)
 			if (slash && slash != parent) {
 				*slash = '\0';
 				if (!is_dir(parent)) {
-					fprintf(stderr, "ERROR: %s: no such "
-						"directory\n", argv[2]);
+					fprintf(stderr,
+						"ERROR: %s: no such "
+						"directory\n",
+						argv[2]);
 					free(parent);
 					rc = 1;
 					goto out;
@@ -762,8 +770,7 @@ static int cmd_policy(int argc, char **argv)
 		for (i = 3; i < argc; i++) {
 			if (!strcmp(argv[i], "-g"))
 				scope = "global";
-			else if (!strcmp(argv[i], "--sandbox") &&
-				 i + 1 < argc)
+			else if (!strcmp(argv[i], "--sandbox") && i + 1 < argc)
 				scope = argv[++i];
 			else if (!strcmp(argv[i], "--resource") &&
 				 i + 1 < argc)
@@ -823,8 +830,8 @@ static int cmd_policy(int argc, char **argv)
 	return 0;
 }
 
-static void secret_log(const char *action, const char *scope,
-		       const char *what, const char *host)
+static void secret_log(const char *action, const char *scope, const char *what,
+		       const char *host)
 {
 	cJSON *rec = cJSON_CreateObject();
 
@@ -879,7 +886,8 @@ static int cmd_secret(int argc, char **argv, const char *in)
 			host = argv[++i];
 		else if ((!strcmp(argv[i], "--value") ||
 			  !strcmp(argv[i], "-t") ||
-			  !strcmp(argv[i], "--token")) && i + 1 < argc)
+			  !strcmp(argv[i], "--token")) &&
+			 i + 1 < argc)
 			value = argv[++i];
 		else if (!strncmp(argv[i], "--value=", 8))
 			value = argv[i] + 8;
@@ -904,7 +912,7 @@ static int cmd_secret(int argc, char **argv, const char *in)
 		cJSON *it;
 
 		printf("%-30s %-24s %s\n", "SCOPE", "SECRET", "HOSTS");
-		cJSON_ArrayForEach(it, svc) {
+		cJSON_ArrayForEach (it, svc) {
 			char *k = strdup(it->string), *bar = strchr(k, '|');
 
 			if (bar)
@@ -912,10 +920,9 @@ static int cmd_secret(int argc, char **argv, const char *in)
 			printf("%-30s %-24s %s\n", k, bar ? bar : "", "");
 			free(k);
 		}
-		cJSON_ArrayForEach(it, custom)
-			printf("%-30s %-24s %s\n",
-			       meta_str(it, "scope"), it->string,
-			       meta_str(it, "host"));
+		cJSON_ArrayForEach (it, custom)
+			printf("%-30s %-24s %s\n", meta_str(it, "scope"),
+			       it->string, meta_str(it, "host"));
 		goto out;
 	}
 	if (!strcmp(action, "set")) {
@@ -959,16 +966,18 @@ static int cmd_secret(int argc, char **argv, const char *in)
 
 		if (!env || !host || !value) {
 			fputs("ERROR: --host, --env and --value are "
-			      "required\n", stderr);
+			      "required\n",
+			      stderr);
 			rc = 1;
 			goto out;
 		}
 		cur = cJSON_GetObjectItemCaseSensitive(custom, env);
 		if (cur) {
-			fprintf(stderr, "ERROR: custom secret env \"%s\" "
+			fprintf(stderr,
+				"ERROR: custom secret env \"%s\" "
 				"already exists in scope %s with placeholder "
-				"sbx-cs-abc123.\n", env,
-				meta_str(cur, "scope"));
+				"sbx-cs-abc123.\n",
+				env, meta_str(cur, "scope"));
 			rc = 1;
 			goto out;
 		}
@@ -1009,7 +1018,8 @@ static int cmd_secret(int argc, char **argv, const char *in)
 		}
 		{
 			cJSON *cur = env ? cJSON_GetObjectItemCaseSensitive(
-						   custom, env) : NULL;
+						   custom, env)
+					 : NULL;
 
 			if (cur && !strcmp(meta_str(cur, "scope"), scope) &&
 			    (!host || !strcmp(meta_str(cur, "host"), host))) {
@@ -1079,7 +1089,7 @@ static int scripted(int argc, char **argv)
 			strcat(joined, " ");
 		strcat(joined, argv[i]);
 	}
-	cJSON_ArrayForEach(it, list) {
+	cJSON_ArrayForEach (it, list) {
 		const char *prefix = meta_str(it, "prefix");
 		const cJSON *code;
 
@@ -1091,8 +1101,8 @@ static int scripted(int argc, char **argv)
 		fputs(meta_str(it, "stdout"), stdout);
 		fputs(meta_str(it, "stderr"), stderr);
 		rc = cJSON_IsNumber(code) ? code->valueint : 0;
-		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it,
-								  "once"))) {
+		if (cJSON_IsTrue(
+			    cJSON_GetObjectItemCaseSensitive(it, "once"))) {
 			cJSON_DeleteItemFromArray(list, idx);
 			save_json("responses.json", list);
 		}

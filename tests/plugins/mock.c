@@ -317,9 +317,8 @@ static int mock_copy_in(void *ctx, const char *name, const char *host_path,
 			      sandbox_path, err);
 }
 
-static int mock_copy_out(void *ctx, const char *name,
-			 const char *sandbox_path, const char *host_path,
-			 struct sbxloop_error *err)
+static int mock_copy_out(void *ctx, const char *name, const char *sandbox_path,
+			 const char *host_path, struct sbxloop_error *err)
 {
 	return dirbox_copy_out(&((struct mock *)ctx)->box, name, sandbox_path,
 			       host_path, err);

@@ -32,7 +32,7 @@ static const struct sbxloop_config_key rec_keys[] = {
 
 struct rec {
 	const struct sbxloop_host *host;
-	const char *log;  /* borrowed from the config; NULL = record nothing */
+	const char *log; /* borrowed from the config; NULL = record nothing */
 	int can_revoke;
 };
 
@@ -57,9 +57,8 @@ static void rec_destroy(void *ctx)
 }
 
 /* One line per call; O_APPEND keeps lines of several processes whole. */
-static void record(const struct rec *r, const char *call,
-		   const char *sandbox, const char *domain,
-		   const struct sbxloop_grant *g)
+static void record(const struct rec *r, const char *call, const char *sandbox,
+		   const char *domain, const struct sbxloop_grant *g)
 {
 	char line[1024];
 	int fd, n;
@@ -97,8 +96,8 @@ static int listed(const struct rec *r, const char *key, const char *domain)
 	return 0;
 }
 
-static int rec_seed(void *ctx, const char *sandbox,
-		    const char *const *domains, struct sbxloop_error *err)
+static int rec_seed(void *ctx, const char *sandbox, const char *const *domains,
+		    struct sbxloop_error *err)
 {
 	struct rec *r = ctx;
 	size_t i;

@@ -59,17 +59,17 @@ extern "C" {
 /* Return codes: 0 or negative. */
 enum sbxloop_rc {
 	SBXLOOP_OK = 0,
-	SBXLOOP_ERR = -1,          /* generic failure, see the error object */
+	SBXLOOP_ERR = -1, /* generic failure, see the error object */
 	SBXLOOP_ENOMEM = -2,
-	SBXLOOP_EINVAL = -3,       /* bad argument or input */
-	SBXLOOP_ENOTFOUND = -4,    /* no such run, task, sandbox, ... */
+	SBXLOOP_EINVAL = -3,    /* bad argument or input */
+	SBXLOOP_ENOTFOUND = -4, /* no such run, task, sandbox, ... */
 	SBXLOOP_ETIMEDOUT = -5,
 	SBXLOOP_EUNSUPPORTED = -6, /* this component cannot do that */
 	SBXLOOP_EINFRA = -7,       /* the substrate failed, not the command */
 	SBXLOOP_ECANCELLED = -8,
 	SBXLOOP_EEXIST = -9,
-	SBXLOOP_ECORRUPT = -10,    /* stored data unreadable */
-	SBXLOOP_ESTATE = -11       /* refused in the current state */
+	SBXLOOP_ECORRUPT = -10, /* stored data unreadable */
+	SBXLOOP_ESTATE = -11    /* refused in the current state */
 };
 
 #define SBXLOOP_ERROR_MAX 1024
@@ -116,11 +116,11 @@ enum sbxloop_value_type {
  * values outside `choices` are configuration errors with file:line.
  */
 struct sbxloop_config_key {
-	const char *name;           /* NULL ends the array */
+	const char *name; /* NULL ends the array */
 	enum sbxloop_value_type type;
-	const char *default_value;  /* textual; NULL = unset */
-	const char *choices;        /* "a|b|c" for an enum string, or NULL */
-	const char *help;           /* one line, shown by `sbxloop init` */
+	const char *default_value; /* textual; NULL = unset */
+	const char *choices;       /* "a|b|c" for an enum string, or NULL */
+	const char *help;          /* one line, shown by `sbxloop init` */
 };
 
 struct sbxloop_event;
@@ -134,13 +134,13 @@ struct sbxloop_sandbox_info;
  */
 struct sbxloop_proc_spec {
 	uint32_t struct_size;
-	const char *const *argv;    /* NULL-terminated */
-	const char *const *envp;    /* NULL = inherit the host's */
-	const char *cwd;            /* NULL = inherit */
-	const char *stdin_data;     /* NULL = /dev/null */
+	const char *const *argv; /* NULL-terminated */
+	const char *const *envp; /* NULL = inherit the host's */
+	const char *cwd;         /* NULL = inherit */
+	const char *stdin_data;  /* NULL = /dev/null */
 	size_t stdin_len;
-	double timeout_s;           /* 0 = none; then the group is killed */
-	size_t tail_max;            /* 0 = 64 KiB */
+	double timeout_s; /* 0 = none; then the group is killed */
+	size_t tail_max;  /* 0 = 64 KiB */
 	void (*on_stdout_line)(void *user, const char *line, size_t len);
 	void (*on_stderr_line)(void *user, const char *line, size_t len);
 	void *user;
@@ -148,11 +148,11 @@ struct sbxloop_proc_spec {
 
 struct sbxloop_proc_result {
 	uint32_t struct_size;
-	int exit_code;    /* -1 when killed by a signal */
-	int term_signal;  /* the signal, or 0 */
+	int exit_code;   /* -1 when killed by a signal */
+	int term_signal; /* the signal, or 0 */
 	int timed_out;
-	char *out;        /* tail of stdout, NUL-terminated; freed by */
-	char *err;        /* host->proc_result_clear() */
+	char *out; /* tail of stdout, NUL-terminated; freed by */
+	char *err; /* host->proc_result_clear() */
 	size_t out_len;
 	size_t err_len;
 };
@@ -165,12 +165,13 @@ struct sbxloop_host {
 	uint32_t struct_size;
 	uint16_t abi_major;
 	uint16_t abi_minor;
-	const char *version;        /* sbxloop's version string */
-	void *core;                 /* opaque to plugins */
+	const char *version; /* sbxloop's version string */
+	void *core;          /* opaque to plugins */
 
 	/* Logging: one call with printf checking; the line is redacted. */
-	void (*log)(const struct sbxloop_host *host, enum sbxloop_log_level lvl,
-		    const char *fmt, ...) SBXLOOP_PRINTF(3, 4);
+	void (*log)(const struct sbxloop_host *host,
+		    enum sbxloop_log_level lvl, const char *fmt, ...)
+		SBXLOOP_PRINTF(3, 4);
 	/* Fill an error object; the message is redacted. Returns `code`. */
 	int (*error_set)(const struct sbxloop_host *host,
 			 struct sbxloop_error *err, int code, const char *fmt,
@@ -247,25 +248,26 @@ struct sbxloop_host {
 struct sbxloop_component {
 	uint32_t struct_size;
 	enum sbxloop_kind kind;
-	const char *name;                         /* "local", "sqlite", ... */
+	const char *name; /* "local", "sqlite", ... */
 	const void *ops;
-	const struct sbxloop_config_key *config_keys; /* NULL or {NULL}-ended */
-	const char *summary;                      /* one line */
+	const struct sbxloop_config_key
+		*config_keys; /* NULL or {NULL}-ended */
+	const char *summary;  /* one line */
 };
 
 struct sbxloop_plugin_descriptor {
-	uint32_t magic;             /* SBXLOOP_PLUGIN_MAGIC */
-	uint16_t abi_major;         /* SBXLOOP_ABI_MAJOR it was built with */
+	uint32_t magic;     /* SBXLOOP_PLUGIN_MAGIC */
+	uint16_t abi_major; /* SBXLOOP_ABI_MAJOR it was built with */
 	uint16_t abi_minor;
-	uint32_t struct_size;       /* sizeof(struct sbxloop_plugin_descriptor) */
-	const char *name;           /* must match the file name */
+	uint32_t struct_size; /* sizeof(struct sbxloop_plugin_descriptor) */
+	const char *name;     /* must match the file name */
 	const char *version;
 	const struct sbxloop_component *components;
 	size_t n_components;
 };
 
 /* Fill the header fields of a descriptor built against this SDK. */
-#define SBXLOOP_DESCRIPTOR_HEADER                                              \
+#define SBXLOOP_DESCRIPTOR_HEADER                                             \
 	.magic = SBXLOOP_PLUGIN_MAGIC, .abi_major = SBXLOOP_ABI_MAJOR,        \
 	.abi_minor = SBXLOOP_ABI_MINOR,                                       \
 	.struct_size = sizeof(struct sbxloop_plugin_descriptor)

@@ -18,11 +18,11 @@ extern "C" {
 
 struct sbxloop_grant {
 	uint32_t struct_size;
-	const char *sandbox;        /* sandbox name */
-	const char *domain;         /* "registry.npmjs.org", "*.crates.io" */
-	const char *reason;         /* the plan's justification */
+	const char *sandbox; /* sandbox name */
+	const char *domain;  /* "registry.npmjs.org", "*.crates.io" */
+	const char *reason;  /* the plan's justification */
 	const char *task_id;
-	const char *phase;          /* "execute" */
+	const char *phase; /* "execute" */
 };
 
 struct sbxloop_policy_ops {

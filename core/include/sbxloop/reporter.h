@@ -20,15 +20,15 @@ struct sbxloop_run_info {
 	const char *run_id;
 	const char *outcome;
 	const char *state;
-	const char *workspace;      /* host path, may be NULL */
-	const char *artifacts_dir;  /* host path, may be NULL */
+	const char *workspace;     /* host path, may be NULL */
+	const char *artifacts_dir; /* host path, may be NULL */
 	int resumed;
 };
 
 /* Delivery result; strings copied in. */
 struct sbxloop_delivery {
 	uint32_t struct_size;
-	long long number;           /* PR number, 0 if none */
+	long long number; /* PR number, 0 if none */
 	char url[1024];
 };
 
@@ -45,7 +45,8 @@ struct sbxloop_reporter_ops {
 		       struct sbxloop_error *err);
 	/* Optional: deliver a completed run's artifacts. */
 	int (*deliver)(void *ctx, const struct sbxloop_run_info *run,
-		       struct sbxloop_delivery *out, struct sbxloop_error *err);
+		       struct sbxloop_delivery *out,
+		       struct sbxloop_error *err);
 };
 
 #ifdef __cplusplus

@@ -46,13 +46,13 @@ enum sbxloop_capability {
 /* What to create. */
 struct sbxloop_sandbox_spec {
 	uint32_t struct_size;
-	const char *name;           /* "sbxloop-<run>-agent" */
-	const char *role;           /* "agent" | "github" | ... */
+	const char *name; /* "sbxloop-<run>-agent" */
+	const char *role; /* "agent" | "github" | ... */
 	const char *run_id;
-	const char *workspace;      /* absolute host path */
-	const char *worker_path;    /* host path of sbxloop-worker */
+	const char *workspace;            /* absolute host path */
+	const char *worker_path;          /* host path of sbxloop-worker */
 	const char *const *allow_domains; /* NULL-terminated seed allowlist */
-	int read_only_workspace;    /* mount the workspace read-only */
+	int read_only_workspace;          /* mount the workspace read-only */
 	/*
 	 * ABI 1.1: host directories the jobs read and write at the same
 	 * path (the script backend's scenario and its cursor), NULL-
@@ -67,21 +67,21 @@ struct sbxloop_sandbox_spec {
 struct sbxloop_sandbox_info {
 	uint32_t struct_size;
 	char name[SBXLOOP_NAME_MAX];
-	char workdir[SBXLOOP_PATH_MAX];   /* the workspace, seen inside */
-	char worker[SBXLOOP_PATH_MAX];    /* sbxloop-worker, seen inside */
-	char home[SBXLOOP_PATH_MAX];      /* dir for jobs/, events/, results/ */
-	int mounted;                      /* workspace is live-mounted */
-	uint32_t capabilities;            /* of this very sandbox */
+	char workdir[SBXLOOP_PATH_MAX]; /* the workspace, seen inside */
+	char worker[SBXLOOP_PATH_MAX];  /* sbxloop-worker, seen inside */
+	char home[SBXLOOP_PATH_MAX];    /* dir for jobs/, events/, results/ */
+	int mounted;                    /* workspace is live-mounted */
+	uint32_t capabilities;          /* of this very sandbox */
 };
 
 struct sbxloop_exec_spec {
 	uint32_t struct_size;
-	const char *const *argv;    /* NULL-terminated, run inside */
-	const char *const *envp;    /* extra NAME=VALUE, NULL-terminated */
-	const char *cwd;            /* inside; NULL = the workdir */
-	const char *stdin_data;     /* NULL = /dev/null */
+	const char *const *argv; /* NULL-terminated, run inside */
+	const char *const *envp; /* extra NAME=VALUE, NULL-terminated */
+	const char *cwd;         /* inside; NULL = the workdir */
+	const char *stdin_data;  /* NULL = /dev/null */
 	size_t stdin_len;
-	double timeout_s;           /* 0 = none */
+	double timeout_s; /* 0 = none */
 	void (*on_stdout_line)(void *user, const char *line, size_t len);
 	void (*on_stderr_line)(void *user, const char *line, size_t len);
 	void *user;
@@ -91,8 +91,8 @@ struct sbxloop_exec_spec {
 struct sbxloop_sandbox_entry {
 	uint32_t struct_size;
 	const char *name;
-	const char *status;         /* "running", "stopped", ... */
-	const char *workspace;      /* may be "" */
+	const char *status;    /* "running", "stopped", ... */
+	const char *workspace; /* may be "" */
 };
 
 struct sbxloop_sandbox_ops {
@@ -109,7 +109,8 @@ struct sbxloop_sandbox_ops {
 	uint32_t (*capabilities)(void *ctx);
 
 	/* Create a sandbox; on failure nothing is left behind. */
-	int (*sandbox_create)(void *ctx, const struct sbxloop_sandbox_spec *spec,
+	int (*sandbox_create)(void *ctx,
+			      const struct sbxloop_sandbox_spec *spec,
 			      struct sbxloop_sandbox_info *info,
 			      struct sbxloop_error *err);
 	/* Stop and remove by name; a missing sandbox is not an error. */
@@ -123,7 +124,8 @@ struct sbxloop_sandbox_ops {
 	 */
 	int (*exec)(void *ctx, const char *name,
 		    const struct sbxloop_exec_spec *spec,
-		    struct sbxloop_proc_result *res, struct sbxloop_error *err);
+		    struct sbxloop_proc_result *res,
+		    struct sbxloop_error *err);
 
 	int (*copy_in)(void *ctx, const char *name, const char *host_path,
 		       const char *sandbox_path, struct sbxloop_error *err);

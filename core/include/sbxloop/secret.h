@@ -19,12 +19,12 @@ extern "C" {
 
 struct sbxloop_secret_req {
 	uint32_t struct_size;
-	const char *sandbox;        /* sandbox name */
-	const char *role;           /* "agent" | "github" */
-	const char *env_name;       /* "COPILOT_GITHUB_TOKEN", "GH_TOKEN" */
-	const char *value;          /* the secret itself; never log it */
-	const char *bind_host;      /* host a proxy binds it to, or NULL */
-	const char *service;        /* a substrate service name, or NULL */
+	const char *sandbox;   /* sandbox name */
+	const char *role;      /* "agent" | "github" */
+	const char *env_name;  /* "COPILOT_GITHUB_TOKEN", "GH_TOKEN" */
+	const char *value;     /* the secret itself; never log it */
+	const char *bind_host; /* host a proxy binds it to, or NULL */
+	const char *service;   /* a substrate service name, or NULL */
 };
 
 /* How the secret took effect; strings are static or copied in. */

@@ -21,13 +21,13 @@ extern "C" {
  */
 struct sbxloop_event {
 	uint32_t struct_size;
-	int64_t seq;                /* store sequence, 0 before it is stored */
-	double ts;                  /* Unix epoch seconds */
+	int64_t seq; /* store sequence, 0 before it is stored */
+	double ts;   /* Unix epoch seconds */
 	const char *run_id;
-	const char *job_id;         /* NULL when none */
-	const char *type;           /* "task.state", "policy.allow", ... */
-	const char *data_json;      /* the data object as JSON text */
-	const char *json;           /* the full envelope line */
+	const char *job_id;    /* NULL when none */
+	const char *type;      /* "task.state", "policy.allow", ... */
+	const char *data_json; /* the data object as JSON text */
+	const char *json;      /* the full envelope line */
 };
 
 struct sbxloop_sink_ops {

@@ -32,38 +32,38 @@ struct sbxloop_run_row {
 	const char *run_id;
 	const char *outcome;
 	const char *state;
-	const char *config_json;    /* the resolved config at creation */
+	const char *config_json; /* the resolved config at creation */
 	double created_at;
 	double updated_at;
-	const char *workspace;      /* NULL until provisioned */
+	const char *workspace; /* NULL until provisioned */
 	int mounted;
-	const char *kept_reason;    /* NULL, "manual" or "debug" */
-	const char *reason;         /* why terminal, or NULL */
-	const char *guidance_json;  /* JSON array of strings */
-	int tasks_total;            /* filled by run_get / run_list */
+	const char *kept_reason;   /* NULL, "manual" or "debug" */
+	const char *reason;        /* why terminal, or NULL */
+	const char *guidance_json; /* JSON array of strings */
+	int tasks_total;           /* filled by run_get / run_list */
 	int tasks_done;
-	int attempts;               /* phase attempts recorded */
+	int attempts; /* phase attempts recorded */
 };
 
 struct sbxloop_task_row {
 	uint32_t struct_size;
 	const char *run_id;
 	const char *task_id;
-	int order_idx;              /* topological position, 0-based */
+	int order_idx; /* topological position, 0-based */
 	const char *state;
 	const char *spec_json;
-	const char *plan_json;      /* NULL when no plan */
+	const char *plan_json; /* NULL when no plan */
 	int revisions;
 	int replans;
 	const char *last_feedback;
-	const char *session_id;     /* NULL when none */
+	const char *session_id; /* NULL when none */
 };
 
 struct sbxloop_attempt_row {
 	uint32_t struct_size;
-	int64_t id;                 /* set by the store */
+	int64_t id; /* set by the store */
 	const char *run_id;
-	const char *task_id;        /* NULL for decompose */
+	const char *task_id; /* NULL for decompose */
 	const char *phase;
 	int attempt;
 	const char *status;
@@ -75,25 +75,25 @@ struct sbxloop_attempt_row {
 struct sbxloop_event_query {
 	uint32_t struct_size;
 	const char *run_id;
-	int64_t after_seq;          /* events with seq > after_seq */
-	const char *type_prefix;    /* literal prefix, or NULL */
-	const char *task_id;        /* data.task_id equals, or NULL */
-	int64_t limit;              /* 0 = all */
+	int64_t after_seq;       /* events with seq > after_seq */
+	const char *type_prefix; /* literal prefix, or NULL */
+	const char *task_id;     /* data.task_id equals, or NULL */
+	int64_t limit;           /* 0 = all */
 };
 
 /* Mutations of a run row: set the fields whose flag is on. */
 enum sbxloop_run_field {
-	SBXLOOP_RUN_STATE = 1u << 0,       /* state (+ reason) */
-	SBXLOOP_RUN_WORKSPACE = 1u << 1,   /* workspace + mounted */
-	SBXLOOP_RUN_KEPT = 1u << 2,        /* kept_reason (no updated_at bump) */
-	SBXLOOP_RUN_GUIDANCE = 1u << 3,    /* guidance_json */
-	SBXLOOP_RUN_REASON = 1u << 4       /* reason alone */
+	SBXLOOP_RUN_STATE = 1u << 0,     /* state (+ reason) */
+	SBXLOOP_RUN_WORKSPACE = 1u << 1, /* workspace + mounted */
+	SBXLOOP_RUN_KEPT = 1u << 2,      /* kept_reason (no updated_at bump) */
+	SBXLOOP_RUN_GUIDANCE = 1u << 3,  /* guidance_json */
+	SBXLOOP_RUN_REASON = 1u << 4     /* reason alone */
 };
 
 struct sbxloop_run_update {
 	uint32_t struct_size;
 	const char *run_id;
-	unsigned fields;            /* enum sbxloop_run_field bits */
+	unsigned fields; /* enum sbxloop_run_field bits */
 	const char *state;
 	const char *reason;
 	const char *workspace;
@@ -124,11 +124,13 @@ struct sbxloop_store_ops {
 			  struct sbxloop_error *err);
 	/* SBXLOOP_ENOTFOUND when the run does not exist. */
 	int (*run_get)(void *ctx, const char *run_id,
-		       int (*cb)(void *user, const struct sbxloop_run_row *run),
+		       int (*cb)(void *user,
+				 const struct sbxloop_run_row *run),
 		       void *user, struct sbxloop_error *err);
 	/* All runs, newest first. */
 	int (*run_list)(void *ctx,
-			int (*cb)(void *user, const struct sbxloop_run_row *run),
+			int (*cb)(void *user,
+				  const struct sbxloop_run_row *run),
 			void *user, struct sbxloop_error *err);
 
 	/* Tasks: tasks_save replaces the run's tasks in one transaction. */
@@ -150,7 +152,8 @@ struct sbxloop_store_ops {
 			      int (*cb)(void *user,
 					const struct sbxloop_attempt_row *a),
 			      void *user, struct sbxloop_error *err);
-	int (*attempts_list)(void *ctx, const char *run_id, const char *task_id,
+	int (*attempts_list)(void *ctx, const char *run_id,
+			     const char *task_id,
 			     int (*cb)(void *user,
 				       const struct sbxloop_attempt_row *a),
 			     void *user, struct sbxloop_error *err);
@@ -160,7 +163,8 @@ struct sbxloop_store_ops {
 			    int64_t *seq_out, struct sbxloop_error *err);
 	int (*flush)(void *ctx, struct sbxloop_error *err);
 	int (*events_query)(void *ctx, const struct sbxloop_event_query *q,
-			    int (*cb)(void *user, const struct sbxloop_event *ev),
+			    int (*cb)(void *user,
+				      const struct sbxloop_event *ev),
 			    void *user, struct sbxloop_error *err);
 	/* Newest event timestamp of a run (0 when none). */
 	int (*event_last_ts)(void *ctx, const char *run_id, double *ts,

@@ -17,10 +17,11 @@ static const struct sbxloop_component comps[] = {
 	{sizeof(struct sbxloop_component), SBXLOOP_KIND_SINK, "failsink", &ops,
 	 NULL, NULL},
 };
-SBXLOOP_EXPORT const struct sbxloop_plugin_descriptor sbxloop_plugin_descriptor = {
-	SBXLOOP_DESCRIPTOR_HEADER,
-	.name = "create_fails",
-	.version = "1",
-	.components = comps,
-	.n_components = 1,
+SBXLOOP_EXPORT const struct sbxloop_plugin_descriptor
+	sbxloop_plugin_descriptor = {
+		SBXLOOP_DESCRIPTOR_HEADER,
+		.name = "create_fails",
+		.version = "1",
+		.components = comps,
+		.n_components = 1,
 };

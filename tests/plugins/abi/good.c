@@ -17,10 +17,9 @@ static const struct sbxloop_component comps[] = {
 	{sizeof(struct sbxloop_component), SBXLOOP_KIND_SINK, "testsink", &ops,
 	 keys, "test sink"},
 };
-SBXLOOP_EXPORT const struct sbxloop_plugin_descriptor sbxloop_plugin_descriptor = {
-	SBXLOOP_DESCRIPTOR_HEADER,
-	.name = "good",
-	.version = "1.2.3",
-	.components = comps,
-	.n_components = 1,
+SBXLOOP_EXPORT const struct sbxloop_plugin_descriptor
+	sbxloop_plugin_descriptor = {
+		SBXLOOP_DESCRIPTOR_HEADER, .name = "good",
+		.version = "1.2.3",        .components = comps,
+		.n_components = 1,
 };

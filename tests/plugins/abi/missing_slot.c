@@ -10,10 +10,11 @@ static const struct sbxloop_component comps[] = {
 	{sizeof(struct sbxloop_component), SBXLOOP_KIND_SINK, "slotsink", &ops,
 	 NULL, NULL},
 };
-SBXLOOP_EXPORT const struct sbxloop_plugin_descriptor sbxloop_plugin_descriptor = {
-	SBXLOOP_DESCRIPTOR_HEADER,
-	.name = "missing_slot",
-	.version = "1",
-	.components = comps,
-	.n_components = 1,
+SBXLOOP_EXPORT const struct sbxloop_plugin_descriptor
+	sbxloop_plugin_descriptor = {
+		SBXLOOP_DESCRIPTOR_HEADER,
+		.name = "missing_slot",
+		.version = "1",
+		.components = comps,
+		.n_components = 1,
 };

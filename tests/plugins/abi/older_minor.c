@@ -20,13 +20,14 @@ static const struct {
 	(void *)1,
 };
 static const struct sbxloop_component comps[] = {
-	{sizeof(struct sbxloop_component), SBXLOOP_KIND_SINK, "oldersink", &old.ops,
-	 NULL, NULL},
+	{sizeof(struct sbxloop_component), SBXLOOP_KIND_SINK, "oldersink",
+	 &old.ops, NULL, NULL},
 };
-SBXLOOP_EXPORT const struct sbxloop_plugin_descriptor sbxloop_plugin_descriptor = {
-	SBXLOOP_DESCRIPTOR_HEADER,
-	.name = "older_minor",
-	.version = "1",
-	.components = comps,
-	.n_components = 1,
+SBXLOOP_EXPORT const struct sbxloop_plugin_descriptor
+	sbxloop_plugin_descriptor = {
+		SBXLOOP_DESCRIPTOR_HEADER,
+		.name = "older_minor",
+		.version = "1",
+		.components = comps,
+		.n_components = 1,
 };

@@ -11,8 +11,8 @@
 
 #include <sbxloop/sink.h>
 
-static __attribute__((unused)) int testmod_create(const struct sbxloop_host *host, void **ctx,
-			  struct sbxloop_error *err)
+static __attribute__((unused)) int testmod_create(
+	const struct sbxloop_host *host, void **ctx, struct sbxloop_error *err)
 {
 	*ctx = calloc(1, sizeof(int));
 	return *ctx ? 0 : SBXLOOP_ENOMEM;
@@ -23,8 +23,8 @@ static __attribute__((unused)) void testmod_destroy(void *ctx)
 	free(ctx);
 }
 
-static __attribute__((unused)) int testmod_event(void *ctx, const struct sbxloop_event *ev,
-			 struct sbxloop_error *err)
+static __attribute__((unused)) int testmod_event(
+	void *ctx, const struct sbxloop_event *ev, struct sbxloop_error *err)
 {
 	++*(int *)ctx;
 	return 0;

@@ -12,10 +12,8 @@ static const struct sbxloop_component comps[] = {
 	{sizeof(struct sbxloop_component), SBXLOOP_KIND_SINK, "testsink", &ops,
 	 NULL, NULL},
 };
-SBXLOOP_EXPORT const struct sbxloop_plugin_descriptor sbxloop_plugin_descriptor = {
-	SBXLOOP_DESCRIPTOR_HEADER,
-	.name = "twin_sink",
-	.version = "1",
-	.components = comps,
-	.n_components = 1,
+SBXLOOP_EXPORT const struct sbxloop_plugin_descriptor
+	sbxloop_plugin_descriptor = {
+		SBXLOOP_DESCRIPTOR_HEADER, .name = "twin_sink", .version = "1",
+		.components = comps,       .n_components = 1,
 };
