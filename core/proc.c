@@ -10,14 +10,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "findprog.h"
 #include "proc.h"
+#include "launch.h"
 #include "util.h"
 
 #define KILL_GRACE_S 2.0
@@ -80,59 +79,25 @@ static char *tail_take(struct sbx_buf *tail, size_t max, size_t *len)
 	return s;
 }
 
-extern char **environ;
-
 /*
  * Start spec->argv leading a process group of its own, on the given
- * pipe ends, SIGPIPE at its default, in spec->cwd. posix_spawn rather
- * than fork: the host's address space is not copied for each command,
- * and an exec failure comes back as the return value. 0 or an errno.
+ * pipe ends, SIGPIPE at its default, in spec->cwd. 0 or an errno.
  */
 static int spawn_child(const struct sbxloop_proc_spec *spec, int in_fd,
 		       int out_fd, int err_fd, pid_t *pid)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t dfl;
-	int rc;
+	static const int dfl[] = {SIGPIPE, 0};
+	struct sbx_launch sp = {
+		.argv = (char *const *)spec->argv,
+		.envp = (char *const *)spec->envp,
+		.cwd = spec->cwd,
+		.in_fd = in_fd,
+		.out_fd = out_fd,
+		.err_fd = err_fd,
+		.signals = dfl,
+	};
 
-	sigemptyset(&dfl);
-	sigaddset(&dfl, SIGPIPE);
-	if ((rc = posix_spawnattr_init(&at)) != 0)
-		return rc;
-	if ((rc = posix_spawn_file_actions_init(&fa)) != 0) {
-		posix_spawnattr_destroy(&at);
-		return rc;
-	}
-	rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
-						   POSIX_SPAWN_SETSIGDEF);
-	if (rc == 0)
-		rc = posix_spawnattr_setpgroup(&at, 0);
-	if (rc == 0)
-		rc = posix_spawnattr_setsigdefault(&at, &dfl);
-	if (rc == 0)
-		rc = posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
-	if (rc == 0)
-		rc = posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-	if (rc == 0)
-		rc = posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-	if (rc == 0 && spec->cwd)
-		rc = posix_spawn_file_actions_addchdir_np(&fa, spec->cwd);
-	if (rc == 0) {
-		char *file = sbx_find_program(spec->argv[0], getenv("PATH"));
-
-		if (file == NULL)
-			rc = errno;
-		else
-			rc = posix_spawn(pid, file, &fa, &at,
-					 (char *const *)spec->argv,
-					 spec->envp ? (char *const *)spec->envp
-						    : environ);
-		free(file);
-	}
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	return rc;
+	return sbx_launch(&sp, pid);
 }
 
 int sbx_proc_run(const struct sbxloop_proc_spec *spec,

@@ -13,14 +13,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "findprog.h"
+#include "launch.h"
 #include "worker.h"
 
 void wk_buf_init(struct wk_buf *b, size_t head_cap, size_t tail_cap)
@@ -137,63 +136,28 @@ static void feed_lines(struct wk_proc *p, struct line_acc *la,
 	}
 }
 
-extern char **environ;
-
 /*
  * Start p->argv in a session of its own (so it leads a process group)
  * with stdin on /dev/null, stdout/stderr on the pipes, the signals the
- * worker handles back at their defaults, in p->cwd. posix_spawn, not
- * fork+exec: the parent is suspended only until the exec (vfork-style,
- * no copy of its page tables) and an exec failure comes back as the
- * return value. The program is looked up in PATH first, as execvp would
- * (core/findprog.c). 0 or an errno value.
+ * worker handles back at their defaults, in p->cwd (core/launch.c). 0 or
+ * an errno value.
  */
 static int spawn_child(const struct wk_proc *p, int out_w, int err_w,
 		       pid_t *pid)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t dfl;
-	int rc;
+	static const int dfl[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, 0};
+	struct sbx_launch sp = {
+		.argv = p->argv,
+		.envp = p->envp,
+		.cwd = p->cwd,
+		.in_fd = -1,
+		.out_fd = out_w,
+		.err_fd = p->merge_stderr ? out_w : err_w,
+		.new_session = 1,
+		.signals = dfl,
+	};
 
-	sigemptyset(&dfl);
-	sigaddset(&dfl, SIGPIPE);
-	sigaddset(&dfl, SIGTERM);
-	sigaddset(&dfl, SIGINT);
-	sigaddset(&dfl, SIGHUP);
-	if ((rc = posix_spawnattr_init(&at)) != 0)
-		return rc;
-	if ((rc = posix_spawn_file_actions_init(&fa)) != 0) {
-		posix_spawnattr_destroy(&at);
-		return rc;
-	}
-	rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID |
-						   POSIX_SPAWN_SETSIGDEF);
-	if (rc == 0)
-		rc = posix_spawnattr_setsigdefault(&at, &dfl);
-	if (rc == 0)
-		rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null",
-						      O_RDONLY, 0);
-	if (rc == 0)
-		rc = posix_spawn_file_actions_adddup2(&fa, out_w, 1);
-	if (rc == 0)
-		rc = posix_spawn_file_actions_adddup2(
-			&fa, p->merge_stderr ? out_w : err_w, 2);
-	if (rc == 0 && p->cwd)
-		rc = posix_spawn_file_actions_addchdir_np(&fa, p->cwd);
-	if (rc == 0) {
-		char *file = sbx_find_program(p->argv[0], getenv("PATH"));
-
-		if (file == NULL)
-			rc = errno;
-		else
-			rc = posix_spawn(pid, file, &fa, &at, p->argv,
-					 p->envp ? p->envp : environ);
-		free(file);
-	}
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	return rc;
+	return sbx_launch(&sp, pid);
 }
 
 static void kill_group(pid_t pgid, int sig)
