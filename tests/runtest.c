@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "runtest.h"
+#include "testutil.h"
 
 #include <check.h>
 #include <errno.h>
@@ -23,6 +24,47 @@ static const char *scratch = ".";
 void rt_set_dir(const char *dir)
 {
 	scratch = dir;
+}
+
+/* <scratch>/<rel> (caller frees). */
+static char *scratch_path(const char *rel)
+{
+	size_t len = strlen(scratch) + strlen(rel) + 2;
+	char *path = malloc(len);
+
+	ck_assert_ptr_nonnull(path);
+	snprintf(path, len, "%s/%s", scratch, rel);
+	return path;
+}
+
+char *read_file(const char *rel)
+{
+	char *path = scratch_path(rel);
+	char *text = tu_read(path);
+
+	free(path);
+	return text ? text : strdup("");
+}
+
+void put_file(const char *rel, const char *text)
+{
+	char *path = scratch_path(rel);
+
+	tu_write(path, text);
+	free(path);
+}
+
+void copy_scenario(const char *name)
+{
+	char path[4200];
+	char *text;
+
+	snprintf(path, sizeof(path), "%s/tests/scenarios/%s.json",
+		 env_or("SBXLOOP_SRCDIR", "."), name);
+	text = tu_read(path);
+	ck_assert_msg(text && *text, "cannot read scenario %s", path);
+	put_file("scenario.json", text);
+	free(text);
 }
 
 const char *env_or(const char *name, const char *dflt)

@@ -14,6 +14,13 @@
 /* The scratch directory every helper works in (borrowed). */
 void rt_set_dir(const char *dir);
 
+/* A file of the scratch dir, or "" when missing (caller frees). */
+char *read_file(const char *rel);
+/* Write (create or replace) a file of the scratch dir. */
+void put_file(const char *rel, const char *text);
+/* tests/scenarios/NAME.json as the scratch dir's scenario.json. */
+void copy_scenario(const char *name);
+
 /* $name when set and non-empty, else dflt. */
 const char *env_or(const char *name, const char *dflt);
 void sleep_ms(long ms);

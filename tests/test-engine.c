@@ -24,49 +24,6 @@
 
 static char dir[4096];
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t)n + 1);
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-		buf[0] = '\0';
-	fclose(f);
-	return buf;
-}
-
-static void write_text(const char *name, const char *text)
-{
-	char path[4200];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-static void copy_scenario(const char *name)
-{
-	char path[4200];
-	char *text;
-
-	snprintf(path, sizeof(path), "%s/tests/scenarios/%s.json",
-		 env_or("SBXLOOP_SRCDIR", "."), name);
-	text = slurp(path);
-	ck_assert_msg(*text, "cannot read scenario %s", path);
-	write_text("scenario.json", text);
-	free(text);
-}
-
 /* The config every test starts from, plus `extra` YAML. */
 static void write_config(const char *provider, const char *extra)
 {
@@ -92,7 +49,7 @@ static void write_config(const char *provider, const char *extra)
 						     "  mem_warn: 0\n"
 						     "  mem_abort: 0\n",
 		 extra ? extra : "");
-	write_text("sbxloop.yaml", buf);
+	put_file("sbxloop.yaml", buf);
 }
 
 static void setup(void)
@@ -122,10 +79,7 @@ static void scenario(const char *name, const char *extra)
 
 static char *output(const char *which)
 {
-	char path[4200];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, which);
-	return slurp(path);
+	return read_file(which);
 }
 
 static void assert_stderr_has(const char *needle)

@@ -51,37 +51,6 @@ static int exists(const char *path)
 	return lstat(path, &st) == 0;
 }
 
-/* A file of the scratch dir, or "" when missing (caller frees). */
-static char *slurp(const char *rel)
-{
-	char *path = at("%s", rel);
-	char *text = tu_read(path);
-
-	free(path);
-	return text ? text : strdup("");
-}
-
-static void put(const char *rel, const char *text)
-{
-	char *path = at("%s", rel);
-
-	tu_write(path, text);
-	free(path);
-}
-
-static void copy_scenario(const char *name)
-{
-	char path[4200];
-	char *text;
-
-	snprintf(path, sizeof(path), "%s/tests/scenarios/%s.json",
-		 env_or("SBXLOOP_SRCDIR", "."), name);
-	text = tu_read(path);
-	ck_assert_msg(text && *text, "cannot read scenario %s", path);
-	put("scenario.json", text);
-	free(text);
-}
-
 /*
  * sbxloop.yaml: provider, the plugins.policy list (YAML flow sequence)
  * and `extra` YAML. Resource limits are off unless `extra` sets them.
@@ -113,7 +82,7 @@ static void write_config(const char *provider, const char *policy,
 						     "  mem_warn: 0\n"
 						     "  mem_abort: 0\n",
 		 extra ? extra : "");
-	put("sbxloop.yaml", buf);
+	put_file("sbxloop.yaml", buf);
 }
 
 /* The recording granter, and bounds that cover *.example.org. */
@@ -156,7 +125,7 @@ static void sbxloop_capture(struct tu_run *r, const char *const *args)
 
 static void assert_file_has(const char *rel, const char *needle)
 {
-	char *text = slurp(rel);
+	char *text = read_file(rel);
 
 	ck_assert_msg(strstr(text, needle), "%s lacks '%s':\n%s", rel, needle,
 		      text);
@@ -165,7 +134,7 @@ static void assert_file_has(const char *rel, const char *needle)
 
 static void assert_file_lacks(const char *rel, const char *needle)
 {
-	char *text = slurp(rel);
+	char *text = read_file(rel);
 
 	ck_assert_msg(!strstr(text, needle), "%s has '%s':\n%s", rel, needle,
 		      text);
@@ -230,7 +199,8 @@ static long seq_of(const char *run, const char *agg, const char *type,
  */
 static char *granter_calls(char *pids, size_t pids_len)
 {
-	char *text = slurp("grants.log"), *out = calloc(1, strlen(text) + 1);
+	char *text = read_file("grants.log"),
+	     *out = calloc(1, strlen(text) + 1);
 	char *line, *save = NULL, *o = out;
 
 	if (pids)
@@ -600,7 +570,7 @@ START_TEST(test_a_scripted_run_works_under_bubblewrap)
 	assert_run_state(run, "completed");
 	assert_trail(run, "deny:data.example.org,deny:astral.sh");
 	/* the cursor moved on the host, past all five replies */
-	cursor = slurp("scenario.json.cursor");
+	cursor = read_file("scenario.json.cursor");
 	ck_assert_msg(strtol(cursor, NULL, 10) == 5, "cursor is '%s'", cursor);
 	free(cursor);
 	free(run);
@@ -959,7 +929,7 @@ static char *make_checkout(void)
 
 	ck_assert_int_eq(mkdir(src, 0755), 0);
 	free(git(src, "init", "-q", NULL));
-	put("src/a.txt", "a\n");
+	put_file("src/a.txt", "a\n");
 	free(git(src, "add", "a.txt", NULL));
 	free(git(src, GIT_ID, "commit", "-qm", "init", NULL));
 	free(git(src, "remote", "add", "origin",
@@ -1019,7 +989,7 @@ START_TEST(test_auto_refuses_a_dirty_checkout_and_creates_nothing)
 {
 	char *src = make_checkout(), *before, *after, *run, *p, *ws;
 
-	put("src/notes.txt", "untracked\n");
+	put_file("src/notes.txt", "untracked\n");
 	before = snapshot(src);
 	copy_scenario("happy1");
 	workspace_config("auto");
@@ -1056,8 +1026,8 @@ START_TEST(test_clone_mode_proceeds_from_head_with_a_warning)
 	char *src = make_checkout(), *before, *after, *run, *clone, *text;
 	char *want;
 
-	put("src/a.txt", "changed\n");
-	put("src/notes.txt", "untracked\n");
+	put_file("src/a.txt", "changed\n");
+	put_file("src/notes.txt", "untracked\n");
 	before = snapshot(src);
 	copy_scenario("happy1");
 	workspace_config("clone");
@@ -1171,7 +1141,7 @@ START_TEST(test_auto_clones_and_leaves_the_source_checkout_untouched)
 	free(origin);
 
 	/* the summary's command brings the branch's commit back */
-	out = slurp("out.txt");
+	out = read_file("out.txt");
 	cmd = strstr(out, "bring the work back with: ");
 	ck_assert_msg(cmd != NULL, "no fetch command in:\n%s", out);
 	cmd += strlen("bring the work back with: ");
