@@ -284,8 +284,13 @@ void sbx_instance_destroy(struct sbx_instance *inst)
 {
 	if (!inst || !inst->ops)
 		return;
-	if (inst->ctx)
+	if (inst->ctx) {
+		struct sbx_plugin_call call;
+
+		sbx_plugin_enter(&call, inst->module, "destroy()");
 		((const struct ops_header *)inst->ops)->destroy(inst->ctx);
+		sbx_plugin_leave(&call);
+	}
 	memset(inst, 0, sizeof(*inst));
 }
 
@@ -298,6 +303,7 @@ int sbx_core_instantiate(struct sbx_core *core, enum sbxloop_kind kind,
 	int (*create)(const struct sbxloop_host *, void **,
 		      struct sbxloop_error *);
 	struct sbxloop_error cerr = {0, ""};
+	struct sbx_plugin_call call;
 	int rc;
 	size_t i;
 
@@ -322,7 +328,9 @@ int sbx_core_instantiate(struct sbx_core *core, enum sbxloop_kind kind,
 				 sbx_kind_name(kind), name);
 	}
 	create = ((const struct ops_header *)c->ops)->create;
+	sbx_plugin_enter(&call, m, "create()");
 	rc = create(&core->host, &inst->ctx, &cerr);
+	sbx_plugin_leave(&call);
 	if (rc) {
 		inst->ctx = NULL;
 		return sbx_error(err, rc,

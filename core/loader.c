@@ -3,17 +3,21 @@
  * libltdl (local symbols), checks its descriptor — magic, ABI major and
  * minor, struct sizes, required slots, name, duplicates — and keeps every
  * module, loaded or refused, in the registry for `sbxloop plugins`.
- * Nothing in a module is called before its descriptor passed.
+ * Nothing in a module is called before its descriptor passed. It also
+ * owns the fault guard around calls into plugin code (a crash or an
+ * exit() inside one names the module and the call).
  */
 #include "config.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <ltdl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sbxloop/plugin.h>
 #include <sbxloop/policy.h>
@@ -383,6 +387,169 @@ static void load_module(struct sbx_registry *reg, const char *dir,
 	m->desc = d;
 }
 
+/* ---- the fault guard ------------------------------------------------ */
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+static struct sigaction previous[SBX_ARRAY_SIZE(fatal_signals)];
+static int guard_installed;
+/* the innermost plugin call of this thread, read by the handlers */
+static _Thread_local struct sbx_plugin_call *current_call;
+/* a stack to run the handler on when a plugin overflowed its own */
+#define ALT_STACK_SIZE (64 * 1024)
+static _Thread_local char alt_stack[ALT_STACK_SIZE];
+static _Thread_local int alt_stack_set;
+
+static const char *signal_label(int sig)
+{
+	switch (sig) {
+	case SIGSEGV:
+		return "SIGSEGV";
+	case SIGBUS:
+		return "SIGBUS";
+	case SIGILL:
+		return "SIGILL";
+	case SIGFPE:
+		return "SIGFPE";
+	case SIGABRT:
+		return "SIGABRT";
+	}
+	return "a fatal signal";
+}
+
+static void write_all(const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(STDERR_FILENO, p, len);
+
+		if (n <= 0)
+			return;
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/* Async-signal-safe: only write(), sigaction() and raise(). */
+static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
+{
+	const struct sbx_plugin_call *c = current_call;
+	static const char mid[] = "crashed with ";
+	const char *label = signal_label(sig);
+	size_t i;
+
+	(void)si;
+	(void)uc;
+	if (c) {
+		write_all(c->head, c->head_len);
+		write_all(mid, sizeof(mid) - 1);
+		write_all(label, strlen(label));
+		write_all(c->tail, c->tail_len);
+	}
+	/* die as before: the earlier handler (a sanitizer's) or default */
+	for (i = 0; i < SBX_ARRAY_SIZE(fatal_signals); i++)
+		if (fatal_signals[i] == sig)
+			sigaction(sig, &previous[i], NULL);
+	raise(sig);
+}
+
+/*
+ * An exit() inside a plugin call. The status cannot be changed from
+ * here, so after the line the process leaves with _exit() instead.
+ */
+static void on_exit_inside(int status)
+{
+	const struct sbx_plugin_call *c = current_call;
+	char mid[64];
+	int n;
+
+	if (!c)
+		return;
+	fflush(stdout);
+	n = snprintf(mid, sizeof(mid), "called exit(%d)", status);
+	write_all(c->head, c->head_len);
+	write_all(mid, n > 0 ? (size_t)n : 0);
+	write_all(c->tail, c->tail_len);
+	_exit(SBX_EXIT_PLUGIN_EXITED);
+}
+
+#ifdef __GLIBC__
+/* glibc's on_exit() hands the handler exit()'s status */
+static void exit_hook(int status, void *arg)
+{
+	(void)arg;
+	on_exit_inside(status);
+}
+#else
+static void exit_hook(void)
+{
+	on_exit_inside(-1);
+}
+#endif
+
+void sbx_plugin_guard_install(void)
+{
+	struct sigaction sa;
+	size_t i;
+
+	if (guard_installed)
+		return;
+	guard_installed = 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fatal_signal;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < SBX_ARRAY_SIZE(fatal_signals); i++)
+		sigaction(fatal_signals[i], &sa, &previous[i]);
+#ifdef __GLIBC__
+	on_exit(exit_hook, NULL);
+#else
+	atexit(exit_hook);
+#endif
+}
+
+static void ensure_alt_stack(void)
+{
+	stack_t ss, old;
+
+	if (alt_stack_set)
+		return;
+	alt_stack_set = 1;
+	/* keep one the thread (or a sanitizer) already has */
+	if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE))
+		return;
+	memset(&ss, 0, sizeof(ss));
+	ss.ss_sp = alt_stack;
+	ss.ss_size = sizeof(alt_stack);
+	sigaltstack(&ss, NULL);
+}
+
+void sbx_plugin_enter(struct sbx_plugin_call *call, const struct sbx_module *m,
+		      const char *what)
+{
+	int n;
+
+	sbx_plugin_guard_install();
+	ensure_alt_stack();
+	n = snprintf(call->head, sizeof(call->head),
+		     "fatal: plugin '%s' (%s) ", m ? m->name : "?",
+		     m ? m->path : "?");
+	call->head_len = n < 0 ? 0
+			 : (size_t)n >= sizeof(call->head)
+				 ? sizeof(call->head) - 1
+				 : (size_t)n;
+	n = snprintf(call->tail, sizeof(call->tail), " during %s\n", what);
+	call->tail_len = n < 0 ? 0
+			 : (size_t)n >= sizeof(call->tail)
+				 ? sizeof(call->tail) - 1
+				 : (size_t)n;
+	call->outer = current_call;
+	current_call = call;
+}
+
+void sbx_plugin_leave(struct sbx_plugin_call *call)
+{
+	current_call = call->outer;
+}
+
 static int name_cmp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -454,6 +621,7 @@ int sbx_registry_load(struct sbx_registry *reg, const char *plugin_dir,
 	size_t i;
 
 	memset(reg, 0, sizeof(*reg));
+	sbx_plugin_guard_install();
 	if (ltdl_users++ == 0 && lt_dlinit() != 0) {
 		ltdl_users = 0;
 		return sbx_error(err, SBXLOOP_ERR,

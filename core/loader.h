@@ -41,6 +41,37 @@ const char *sbx_kind_name(enum sbxloop_kind kind);
 /* Names of capability bits, comma-separated into buf. */
 void sbx_caps_format(uint32_t caps, char *buf, size_t len);
 
+/*
+ * A call into plugin code, for the fault guard. Between
+ * sbx_plugin_enter() and sbx_plugin_leave() on one thread:
+ *   - a fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) writes
+ *     "fatal: plugin 'NAME' (PATH) crashed with SIGSEGV during WHAT" to
+ *     stderr, then the process dies of that signal as it would have;
+ *   - exit() writes "... called exit(N) during WHAT" and the process
+ *     exits SBX_EXIT_PLUGIN_EXITED instead: a plugin's exit status would
+ *     otherwise read as sbxloop's own (often 0). _exit() is not seen.
+ * The line is formatted at enter, so the signal handler only writes.
+ * Calls nest (a plugin calling back into the host that calls another);
+ * `call` lives on the caller's stack until leave.
+ */
+#define SBX_EXIT_PLUGIN_EXITED 70 /* EX_SOFTWARE */
+#define SBX_PLUGIN_LINE_MAX 1024
+
+struct sbx_plugin_call {
+	struct sbx_plugin_call *outer;
+	char head[SBX_PLUGIN_LINE_MAX]; /* "fatal: plugin 'N' (P) " */
+	char tail[64];                  /* " during create()\n" */
+	size_t head_len;
+	size_t tail_len;
+};
+
+/* Install the signal handlers and the exit hook (idempotent). */
+void sbx_plugin_guard_install(void);
+/* `what` is what the plugin is doing: "create()", "destroy()", ... */
+void sbx_plugin_enter(struct sbx_plugin_call *call, const struct sbx_module *m,
+		      const char *what);
+void sbx_plugin_leave(struct sbx_plugin_call *call);
+
 /* The ABI minor the core accepts up to (tests may lower it). */
 extern unsigned sbx_core_abi_minor;
 

@@ -12,6 +12,7 @@
 
 #include <sbxloop/sink.h>
 
+#include "../core/cli.h"
 #include "../core/core.h"
 #include "../core/loader.h"
 #include "testutil.h"
@@ -279,6 +280,162 @@ START_TEST(test_plugins_command_lists_refused_modules_with_reasons)
 }
 END_TEST
 
+/* A config in a fresh directory selecting sandbox provider `provider`. */
+static char *fault_config(char **dir, const char *provider, const char *extra)
+{
+	char *path = NULL, *text = NULL;
+
+	*dir = tu_tmpdir();
+	if (asprintf(&path, "%s/sbxloop.yaml", *dir) < 0 ||
+	    asprintf(&text, "state_dir: %s/state\nplugins:\n  sandbox: %s\n%s",
+		     *dir, provider, extra) < 0)
+		abort();
+	tu_write(path, text);
+	free(text);
+	return path;
+}
+
+/* "fatal: plugin 'MODULE' (<abi dir>/MODULE.la) WHAT during create()" */
+static void assert_fatal_line(const char *err, const char *module,
+			      const char *what)
+{
+	char *want = NULL;
+
+	if (asprintf(&want,
+		     "fatal: plugin '%s' (%s/%s.la) %s during create()\n",
+		     module, abi_dir, module, what) < 0)
+		abort();
+	ck_assert_msg(strstr(err, want), "stderr lacks '%s': %s", want, err);
+	free(want);
+}
+
+START_TEST(test_plugin_crashing_in_create_is_named_on_stderr)
+{
+	char *dir, *cfg = fault_config(&dir, "segv", "");
+	const char *argv[] = {
+		tu_env("SBXLOOP_BIN"), "--config", cfg, "sandbox", "ls", NULL};
+	struct tu_run r;
+
+	tu_exec(&r, NULL, NULL, argv);
+	/* dies of the signal (a sanitizer's handler may exit instead) */
+	ck_assert_int_ne(r.status, 0);
+	assert_fatal_line(r.err, "segv_create", "crashed with SIGSEGV");
+	tu_run_free(&r);
+	tu_rmtree(dir);
+	free(dir);
+	free(cfg);
+}
+END_TEST
+
+START_TEST(test_plugin_calling_exit_in_create_is_named_and_fails)
+{
+	char *dir, *cfg = fault_config(&dir, "exitbox", "");
+	const char *argv[] = {
+		tu_env("SBXLOOP_BIN"), "--config", cfg, "sandbox", "ls", NULL};
+	struct tu_run r;
+
+	tu_exec(&r, NULL, NULL, argv);
+	/* the plugin's exit(0) must not read as sbxloop's success */
+	ck_assert_int_eq(r.status, SBX_EXIT_PLUGIN_EXITED);
+	assert_fatal_line(r.err, "exit_create", "called exit(0)");
+	ck_assert_ptr_null(strstr(r.out, "no sbxloop sandboxes"));
+	tu_run_free(&r);
+	tu_rmtree(dir);
+	free(dir);
+	free(cfg);
+}
+END_TEST
+
+START_TEST(test_plugins_lists_everything_when_the_provider_crashes)
+{
+	static const char *const providers[] = {"segv", "exitbox"};
+	static const char *const modules[] = {"segv_create", "exit_create"};
+	static const char *const whats[] = {"crashed with SIGSEGV",
+					    "called exit(0)"};
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		char *dir, *cfg = fault_config(&dir, providers[i], "");
+		const char *argv[] = {tu_env("SBXLOOP_BIN"), "--config", cfg,
+				      "plugins", NULL};
+		struct tu_run r;
+
+		tu_exec(&r, NULL, NULL, argv);
+		ck_assert_int_eq(r.status, SBX_EXIT_FAIL);
+		assert_fatal_line(r.err, modules[i], whats[i]);
+		ck_assert_ptr_nonnull(strstr(r.err,
+					     "configured sandbox provider is "
+					     "unusable"));
+		/* the listing still ran to its end */
+		ck_assert_ptr_nonnull(strstr(r.out, "good 1.2.3  loaded"));
+		ck_assert_ptr_nonnull(strstr(
+			r.out, "capabilities (configured): unavailable: "));
+		ck_assert_ptr_nonnull(strstr(r.out, "search path:"));
+		tu_run_free(&r);
+		tu_rmtree(dir);
+		free(dir);
+		free(cfg);
+	}
+}
+END_TEST
+
+/* The text of the line starting with `prefix` in `out` (caller frees). */
+static char *line_after(const char *out, const char *prefix)
+{
+	const char *p = strstr(out, prefix), *end;
+
+	ck_assert_msg(p, "no '%s' in: %s", prefix, out);
+	p += strlen(prefix);
+	end = strchr(p, '\n');
+	return strndup(p, end ? (size_t)(end - p) : strlen(p));
+}
+
+START_TEST(test_plugins_shows_the_configured_instance_apart_from_best_case)
+{
+	char *dir, *cfg = fault_config(&dir, "local",
+				       "local:\n  isolation: none\n");
+	char *plugins = NULL, *env[2] = {NULL, NULL};
+	const char *argv[] = {
+		tu_env("SBXLOOP_BIN"), "--config", cfg, "plugins", NULL, NULL};
+	const char *local, *json;
+	char *configured, *best;
+	struct tu_run r;
+
+	if (asprintf(&plugins, "SBXLOOP_PLUGIN_PATH=%s/plugins",
+		     tu_env("SBXLOOP_BUILDDIR")) < 0)
+		abort();
+	env[0] = plugins;
+	tu_exec(&r, NULL, (const char *const *)env, argv);
+	ck_assert_int_eq(r.status, 0);
+	local = strstr(r.out, "sandbox:local");
+	ck_assert_ptr_nonnull(local);
+	configured = line_after(local, "capabilities (configured): ");
+	best = line_after(local, "capabilities (best case): ");
+	/* bare processes on the host: nothing confines them */
+	ck_assert_str_eq(configured, "workspace_mounted");
+	ck_assert_ptr_nonnull(strstr(best, "filesystem_confined"));
+	ck_assert_ptr_nonnull(strstr(best, "network_disabled"));
+	free(configured);
+	free(best);
+	tu_run_free(&r);
+
+	argv[4] = "--json";
+	tu_exec(&r, NULL, (const char *const *)env, argv);
+	ck_assert_int_eq(r.status, 0);
+	json = strstr(r.out, "\"capabilities_configured\":\t[");
+	ck_assert_ptr_nonnull(json);
+	configured = line_after(json, "\"capabilities_configured\":\t");
+	ck_assert_str_eq(configured, "[\"workspace_mounted\"]");
+	ck_assert_ptr_nonnull(strstr(r.out, "\"capabilities_best_case\""));
+	free(configured);
+	tu_run_free(&r);
+	tu_rmtree(dir);
+	free(dir);
+	free(cfg);
+	free(plugins);
+}
+END_TEST
+
 static Suite *loader_suite(void)
 {
 	Suite *s = suite_create("loader");
@@ -302,6 +459,14 @@ static Suite *loader_suite(void)
 	tcase_add_test(tc, test_failing_create_names_module_path_and_reason);
 	tcase_add_test(
 		tc, test_plugins_command_lists_refused_modules_with_reasons);
+	tcase_add_test(tc, test_plugin_crashing_in_create_is_named_on_stderr);
+	tcase_add_test(tc,
+		       test_plugin_calling_exit_in_create_is_named_and_fails);
+	tcase_add_test(
+		tc, test_plugins_lists_everything_when_the_provider_crashes);
+	tcase_add_test(
+		tc,
+		test_plugins_shows_the_configured_instance_apart_from_best_case);
 	suite_add_tcase(s, tc);
 	return s;
 }
