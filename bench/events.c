@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu.h"
+
 extern const struct sbxloop_plugin_descriptor sbxloop_plugin_descriptor;
 
 #define BENCH_RUN "rbench000"
@@ -285,9 +287,8 @@ static void in_child(const char *name, int (*phase)(void))
 		exit(1);
 	}
 	printf("%s: peak RSS %.1f MiB, CPU %.2f s user %.2f s sys\n", name,
-	       (double)ru.ru_maxrss / 1024,
-	       (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
+	       (double)ru.ru_maxrss / 1024, bench_tv_ms(&ru.ru_utime) / 1000.0,
+	       bench_tv_ms(&ru.ru_stime) / 1000.0);
 }
 
 int main(int argc, char **argv)

@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu.h"
+
 static const char *env_or(const char *name, const char *dflt)
 {
 	const char *v = getenv(name);
@@ -99,37 +101,6 @@ static long count(const char *db_path, const char *sql)
 	return v;
 }
 
-/* utime + stime of the process itself (not its children), in ms. */
-static double own_cpu_ms(pid_t pid)
-{
-	char path[64], buf[4096], *p;
-	unsigned long ut = 0, st = 0;
-	ssize_t n;
-	int fd, field;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p)
-		return -1;
-	/* fields after the command name start at field 3 */
-	for (field = 3; p && field <= 15; field++) {
-		p = strchr(p + 1, ' ');
-		if (p && field == 13)
-			ut = strtoul(p + 1, NULL, 10);
-		if (p && field == 14)
-			st = strtoul(p + 1, NULL, 10);
-	}
-	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
-}
-
 static int bench(int n)
 {
 	char dir[] = "/tmp/sbxloop-bench-XXXXXX", path[256], cmd[300];
@@ -169,7 +140,7 @@ static int bench(int n)
 	       errno == EINTR)
 		;
 	wall = now() - t0;
-	cpu = own_cpu_ms(pid);
+	cpu = bench_proc_cpu_ms(pid);
 	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {

@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu.h"
+
 static const char *env_or(const char *name, const char *dflt)
 {
 	const char *v = getenv(name);
@@ -100,41 +102,6 @@ static long count_lines(const char *path)
 	return n;
 }
 
-/* utime + stime of the process itself (not its children), in ms. */
-static double own_cpu_ms(pid_t pid)
-{
-	char path[64], buf[4096], *p;
-	unsigned long ut = 0, st = 0;
-	ssize_t n;
-	int fd, field;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p)
-		return -1;
-	for (field = 3; p && field <= 15; field++) {
-		p = strchr(p + 1, ' ');
-		if (p && field == 13)
-			ut = strtoul(p + 1, NULL, 10);
-		if (p && field == 14)
-			st = strtoul(p + 1, NULL, 10);
-	}
-	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
-}
-
-static double tv_ms(const struct timeval *tv)
-{
-	return (double)tv->tv_sec * 1000.0 + (double)tv->tv_usec / 1000.0;
-}
-
 static int bench(int n)
 {
 	char dir[] = "/tmp/sbxloop-bench-sbx-XXXXXX", path[256], cmd[300];
@@ -193,7 +160,7 @@ static int bench(int n)
 	       errno == EINTR)
 		;
 	wall = now() - t0;
-	cpu = own_cpu_ms(pid);
+	cpu = bench_proc_cpu_ms(pid);
 	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -206,7 +173,7 @@ static int bench(int n)
 		free(fake_dir);
 		return -1;
 	}
-	tree = tv_ms(&ru.ru_utime) + tv_ms(&ru.ru_stime);
+	tree = bench_tv_ms(&ru.ru_utime) + bench_tv_ms(&ru.ru_stime);
 	snprintf(path, sizeof(path), "%s/invocations.jsonl", fake_dir);
 	calls = count_lines(path);
 	printf("N=%-3d sbx calls %4ld = %5.2f/task  sbxloop CPU %6.2f "

@@ -1,0 +1,33 @@
+/*
+ * CPU time of a benchmarked process, the one place the benches read it:
+ * a child's own user and system time from /proc/PID/stat (while it is a
+ * zombie, so its children are not counted) and struct timeval sums.
+ */
+#ifndef BENCH_CPU_H
+#define BENCH_CPU_H
+
+#include <sys/time.h>
+#include <sys/types.h>
+
+struct bench_cpu {
+	double user_ms; /* utime, field 14 of proc(5)'s stat */
+	double sys_ms;  /* stime, field 15 */
+};
+
+/*
+ * Parse the text of a /proc/PID/stat file. The command name (field 2)
+ * may hold spaces and parentheses, so fields are counted after its last
+ * ')'. `ticks_per_s` is sysconf(_SC_CLK_TCK). 0, or -1 when malformed.
+ */
+int bench_stat_parse(const char *text, long ticks_per_s,
+		     struct bench_cpu *out);
+
+/* The process's own CPU time (not its children's). 0, or -1. */
+int bench_proc_cpu(pid_t pid, struct bench_cpu *out);
+
+/* bench_proc_cpu's user + system in ms, or -1. */
+double bench_proc_cpu_ms(pid_t pid);
+
+double bench_tv_ms(const struct timeval *tv);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * The benches' CPU accounting (bench/cpu.c): what /proc/PID/stat says a
+ * finished child spent, user and system apart, must be what getrusage
+ * says about the same child, and the stat parser must count fields past
+ * a command name holding spaces and parentheses.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../bench/cpu.h"
+
+/* Spend about `user_ms` in user mode and `sys_ms` in the kernel. */
+static void burn(double user_ms, double sys_ms)
+{
+	static char buf[1 << 20];
+	volatile unsigned long x = 1;
+	struct rusage ru;
+	int fd = open("/dev/zero", O_RDONLY);
+
+	if (fd < 0)
+		_exit(2);
+	do {
+		/* the kernel zero-fills 1 MiB per read: system time */
+		if (read(fd, buf, sizeof(buf)) < 0)
+			_exit(3);
+		getrusage(RUSAGE_SELF, &ru);
+	} while (bench_tv_ms(&ru.ru_stime) < sys_ms);
+	do {
+		int i;
+
+		for (i = 0; i < 1000000; i++)
+			x = x * 2862933555777941757ul + 3037000493ul;
+		getrusage(RUSAGE_SELF, &ru);
+	} while (bench_tv_ms(&ru.ru_utime) < user_ms);
+	close(fd);
+	_exit(x == 0);
+}
+
+START_TEST(test_child_cpu_from_proc_matches_getrusage_user_and_system)
+{
+	struct bench_cpu c;
+	struct rusage ru;
+	siginfo_t si;
+	double tick = 1000.0 / (double)sysconf(_SC_CLK_TCK), slack;
+	double ru_user, ru_sys, total;
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		burn(300, 300);
+	memset(&si, 0, sizeof(si));
+	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 &&
+	       errno == EINTR)
+		;
+	ck_assert_int_eq(bench_proc_cpu(pid, &c), 0);
+	total = bench_proc_cpu_ms(pid);
+	ck_assert_int_eq(wait4(pid, &status, 0, &ru), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ru_user = bench_tv_ms(&ru.ru_utime);
+	ru_sys = bench_tv_ms(&ru.ru_stime);
+	/* the child really spent both kinds of time */
+	ck_assert_msg(ru_user >= 300 && ru_sys >= 300,
+		      "child burnt user %.1f ms, system %.1f ms", ru_user,
+		      ru_sys);
+	/* stat counts whole ticks; allow two and 5% */
+	slack = 2 * tick + 0.05 * (ru_user + ru_sys);
+	ck_assert_msg(
+		c.user_ms > ru_user - slack && c.user_ms < ru_user + slack,
+		"user: stat %.1f ms, getrusage %.1f ms", c.user_ms, ru_user);
+	ck_assert_msg(c.sys_ms > ru_sys - slack && c.sys_ms < ru_sys + slack,
+		      "system: stat %.1f ms, getrusage %.1f ms", c.sys_ms,
+		      ru_sys);
+	ck_assert_msg(total > ru_user + ru_sys - 2 * slack &&
+			      total < ru_user + ru_sys + 2 * slack,
+		      "total: stat %.1f ms, getrusage %.1f ms", total,
+		      ru_user + ru_sys);
+}
+END_TEST
+
+START_TEST(test_stat_fields_count_after_the_last_paren_of_the_name)
+{
+	/* comm "a) (b c" as the kernel prints it; utime 13, stime 57 */
+	const char *text = "4242 (a) (b c) S 1 4242 4242 0 -1 4194560 "
+			   "120 0 9 0 13 57 0 0 20 0 1 0 5 0 0\n";
+	struct bench_cpu c;
+
+	ck_assert_int_eq(bench_stat_parse(text, 100, &c), 0);
+	ck_assert_double_eq_tol(c.user_ms, 130.0, 1e-9);
+	ck_assert_double_eq_tol(c.sys_ms, 570.0, 1e-9);
+	ck_assert_int_eq(bench_stat_parse("4242 (x) S 1 2\n", 100, &c), -1);
+	ck_assert_int_eq(bench_stat_parse("no name here", 100, &c), -1);
+}
+END_TEST
+
+static Suite *bench_cpu_suite(void)
+{
+	Suite *s = suite_create("bench-cpu");
+	TCase *tc = tcase_create("cpu");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(
+		tc,
+		test_child_cpu_from_proc_matches_getrusage_user_and_system);
+	tcase_add_test(
+		tc, test_stat_fields_count_after_the_last_paren_of_the_name);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(bench_cpu_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
