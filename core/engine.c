@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -288,6 +289,24 @@ static void discard_plan(struct task *t)
 	t->session_id = NULL;
 }
 
+/*
+ * Test hook (docs/engine.md): SBXLOOP_TEST_KILL_AFTER=PHASE[:N] dies by
+ * SIGKILL right after the N-th (default first) commit of a PHASE result
+ * in this process, before the state change that follows it.
+ */
+static void kill_point(const char *phase)
+{
+	static int seen;
+	const char *want = getenv("SBXLOOP_TEST_KILL_AFTER");
+	size_t len = strlen(phase);
+
+	if (!want || strncmp(want, phase, len) != 0 ||
+	    (want[len] != '\0' && want[len] != ':'))
+		return;
+	if (++seen >= (want[len] == ':' ? atoi(want + len + 1) : 1))
+		raise(SIGKILL);
+}
+
 static int record_attempt(struct sbx_engine *e, const char *task_id,
 			  const char *phase, int attempt, const char *status,
 			  const cJSON *output, double started,
@@ -310,11 +329,14 @@ static int record_attempt(struct sbx_engine *e, const char *task_id,
 	a.ended_at = sbx_now();
 	rc = e->st->attempt_record(e->sctx, &a, err);
 	free(text);
+	if (rc == 0)
+		kill_point(phase);
 	return rc;
 }
 
 struct latest {
 	int found;
+	int64_t id;
 	int attempt;
 	char *status;
 	cJSON *output;
@@ -325,6 +347,7 @@ static int latest_cb(void *user, const struct sbxloop_attempt_row *a)
 	struct latest *l = user;
 
 	l->found = 1;
+	l->id = a->id;
 	l->attempt = a->attempt;
 	l->status = sbx_xstrdup(a->status);
 	l->output = a->output_json ? cJSON_Parse(a->output_json) : NULL;
@@ -533,6 +556,46 @@ static void emit_verdict(struct sbx_engine *e, const struct task *t,
 	}
 }
 
+/*
+ * The newest attempt of `phase` for the task when it is attempt `n` of
+ * the current cycle, else l->found is 0. Plan and validate are numbered
+ * by replan, so their numbers never repeat; execute, scrutinize and
+ * verify are numbered by revision, which starts again with each plan, so
+ * only an attempt newer than the newest plan attempt counts.
+ */
+static int committed(struct sbx_engine *e, const struct task *t,
+		     const char *phase, int n, struct latest *l,
+		     struct sbxloop_error *err)
+{
+	int64_t after = 0;
+	int rc;
+
+	if (strcmp(phase, "plan") != 0 && strcmp(phase, "validate") != 0) {
+		struct latest plan;
+
+		rc = latest_attempt(e, t->id, "plan", &plan, err);
+		if (rc < 0)
+			return rc;
+		after = plan.found ? plan.id : 0;
+		latest_clear(&plan);
+	}
+	rc = latest_attempt(e, t->id, phase, l, err);
+	if (rc < 0)
+		return rc;
+	if (l->found && (l->attempt != n || l->id <= after || !l->output))
+		latest_clear(l);
+	return 0;
+}
+
+/* A committed plan: the task executes it. Takes `plan`. */
+static int apply_plan(struct sbx_engine *e, struct task *t, cJSON *plan,
+		      struct sbxloop_error *err)
+{
+	cJSON_Delete(t->plan);
+	t->plan = plan;
+	return task_set_state(e, t, "executing", err);
+}
+
 static int step_plan(struct sbx_engine *e, struct task *t,
 		     struct sbxloop_error *err)
 {
@@ -546,8 +609,6 @@ static int step_plan(struct sbx_engine *e, struct task *t,
 	rc = sbx_phase_plan(&pc, t->spec, t->feedback, &plan, err);
 	if (rc < 0)
 		return rc;
-	cJSON_Delete(t->plan);
-	t->plan = plan;
 	steps = cJSON_GetObjectItemCaseSensitive(plan, "steps");
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "task_id", t->id);
@@ -576,62 +637,141 @@ static int step_plan(struct sbx_engine *e, struct task *t,
 	emit(e, SBX_EV_PHASE_PLAN, d);
 	rc = record_attempt(e, t->id, "plan", t->replans + 1, "ok", plan, t0,
 			    err);
-	if (rc < 0)
+	if (rc < 0) {
+		cJSON_Delete(plan);
 		return rc;
-	return task_set_state(e, t, "executing", err);
+	}
+	return apply_plan(e, t, plan, err);
 }
 
-/* verify_suspect (3.11): 1 when honoured (the task was re-planned). */
-static int verify_suspect(struct sbx_engine *e, struct task *t, const cJSON *v,
-			  struct sbxloop_error *err)
+/* verify_suspect (3.11): whether the flag is honoured, and why. */
+struct suspect {
+	int honored;
+	const char *message;
+	char *feedback; /* the replan's feedback when honoured */
+};
+
+static int suspect_judge(struct sbx_engine *e, const struct task *t,
+			 const cJSON *v, struct suspect *j,
+			 struct sbxloop_error *err)
 {
 	int max_replans = budget(e, "budgets.max_replans_per_task", 1);
 	const char *verdict = jstr(v, "verdict", "");
 	const char *reason = jstr(v, "verify_suspect_reason", "");
 	struct latest l;
-	const char *message;
-	int evidence, honored, rc;
-	cJSON *d;
+	int evidence, rc;
 
+	memset(j, 0, sizeof(*j));
 	rc = latest_attempt(e, t->id, "verify", &l, err);
 	if (rc < 0)
 		return rc;
 	evidence = l.found && l.status && strcmp(l.status, "failed") == 0 &&
 		   l.attempt == t->revisions;
-	honored = strcmp(verdict, "pass") == 0 && evidence &&
-		  t->replans < max_replans;
-	if (honored)
-		message = "the reviewer judged the work right and the check "
-			  "wrong; re-planning the verify commands";
+	j->honored = strcmp(verdict, "pass") == 0 && evidence &&
+		     t->replans < max_replans;
+	if (j->honored)
+		j->message = "the reviewer judged the work right and the "
+			     "check wrong; re-planning the verify commands";
 	else if (strcmp(verdict, "pass") != 0)
-		message = "not honoured: the verdict was revise";
+		j->message = "not honoured: the verdict was revise";
 	else if (!evidence)
-		message = "not honoured: the check has not failed yet";
+		j->message = "not honoured: the check has not failed yet";
 	else
-		message = "not honoured: no replan budget left";
-	d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "task_id", t->id);
-	cJSON_AddStringToObject(d, "phase", "scrutinize");
-	cJSON_AddStringToObject(d, "status", "verify_suspect");
-	cJSON_AddBoolToObject(d, "honored", honored);
-	cJSON_AddStringToObject(d, "message", message);
-	emit(e, SBX_EV_PHASE_END, d);
-	if (honored) {
-		char *fb = sbx_xasprintf(
+		j->message = "not honoured: no replan budget left";
+	if (j->honored)
+		j->feedback = sbx_xasprintf(
 			"The reviewer judged the work correct and the verify "
 			"check wrong: %s\nWrite verify commands that test "
 			"what the task requires (prefer the project's own "
 			"test runner).\n\nThe failing check:\n%s",
 			reason, jstr(l.output, "feedback", ""));
-
-		t->replans++;
-		discard_plan(t);
-		set_feedback(t, fb);
-		free(fb);
-		rc = task_set_state(e, t, "planning", err);
-	}
 	latest_clear(&l);
-	return rc < 0 ? rc : honored;
+	return 0;
+}
+
+static int suspect_flagged(const cJSON *v)
+{
+	return cJSON_IsTrue(
+		cJSON_GetObjectItemCaseSensitive(v, "verify_suspect"));
+}
+
+/* The verdict's events, appended before the verdict is committed. */
+static int scrutiny_events(struct sbx_engine *e, const struct task *t,
+			   const cJSON *v, struct sbxloop_error *err)
+{
+	struct suspect j;
+	cJSON *d;
+	int rc;
+
+	emit_verdict(e, t, "scrutinize", v);
+	if (!suspect_flagged(v))
+		return 0;
+	rc = suspect_judge(e, t, v, &j, err);
+	if (rc < 0)
+		return rc;
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "task_id", t->id);
+	cJSON_AddStringToObject(d, "phase", "scrutinize");
+	cJSON_AddStringToObject(d, "status", "verify_suspect");
+	cJSON_AddBoolToObject(d, "honored", j.honored);
+	cJSON_AddStringToObject(d, "message", j.message);
+	emit(e, SBX_EV_PHASE_END, d);
+	free(j.feedback);
+	return 0;
+}
+
+/* A committed scrutiny verdict: replan, revise or go on to VERIFY. */
+static int apply_scrutiny(struct sbx_engine *e, struct task *t,
+			  const cJSON *verdict, struct sbxloop_error *err)
+{
+	const char *fb;
+	int rc;
+
+	if (suspect_flagged(verdict)) {
+		struct suspect j;
+
+		rc = suspect_judge(e, t, verdict, &j, err);
+		if (rc < 0)
+			return rc;
+		if (j.honored) {
+			t->replans++;
+			discard_plan(t);
+			set_feedback(t, j.feedback);
+			free(j.feedback);
+			return task_set_state(e, t, "planning", err);
+		}
+	}
+	if (strcmp(jstr(verdict, "verdict", ""), "revise") == 0) {
+		fb = jstr(verdict, "feedback", "");
+		return register_revision(
+			e, t, *fb ? fb : "scrutiny found issues", 0, err);
+	}
+	set_feedback(t, "");
+	return task_set_state(e, t, "verifying", err);
+}
+
+static int scrutinize(struct sbx_engine *e, struct task *t, const char *report,
+		      struct sbxloop_error *err)
+{
+	struct sbx_phase_ctx pc;
+	double t0 = sbx_now();
+	cJSON *verdict = NULL;
+	int rc;
+
+	phase_ctx(e, t, &pc);
+	rc = sbx_phase_scrutinize(&pc, t->spec, t->plan, t->feedback, report,
+				  &verdict, err);
+	if (rc < 0)
+		return rc;
+	rc = scrutiny_events(e, t, verdict, err);
+	if (rc == 0)
+		rc = record_attempt(e, t->id, "scrutinize", t->revisions + 1,
+				    jstr(verdict, "verdict", "?"), verdict, t0,
+				    err);
+	if (rc == 0)
+		rc = apply_scrutiny(e, t, verdict, err);
+	cJSON_Delete(verdict);
+	return rc;
 }
 
 /* Revoke the open grants (task_id NULL: each its own); ledger_lock held. */
@@ -646,13 +786,23 @@ static void revoke_grants(struct sbx_engine *e, const char *task_id)
 			rerr.message);
 }
 
+/* A committed EXECUTE: its session is the task's; its report is
+ * reviewed next. */
+static int apply_execute(struct sbx_engine *e, struct task *t,
+			 const cJSON *out, struct sbxloop_error *err)
+{
+	free(t->session_id);
+	t->session_id = sbx_xstrdup(jstr(out, "session_id", NULL));
+	return task_set_state(e, t, "scrutinizing", err);
+}
+
 static int step_execute(struct sbx_engine *e, struct task *t,
 			struct sbxloop_error *err)
 {
 	struct sbx_phase_ctx pc;
 	struct latest prior;
 	char *report = NULL, *sid = NULL, *resume = NULL;
-	cJSON *out = NULL, *verdict = NULL;
+	cJSON *out = NULL;
 	double t0 = sbx_now();
 	int rc;
 
@@ -688,18 +838,15 @@ static int step_execute(struct sbx_engine *e, struct task *t,
 	}
 	if (rc < 0)
 		goto out;
-	free(t->session_id);
-	t->session_id = sid;
 	if (sid && !session_live(e, sid)) {
 		e->live = sbx_xrealloc(e->live,
 				       (e->n_live + 1) * sizeof(*e->live));
 		e->live[e->n_live++] = sbx_xstrdup(sid);
 	}
-	sid = NULL;
 	out = cJSON_CreateObject();
 	cJSON_AddStringToObject(out, "report", report);
-	if (t->session_id)
-		cJSON_AddStringToObject(out, "session_id", t->session_id);
+	if (sid)
+		cJSON_AddStringToObject(out, "session_id", sid);
 	else
 		cJSON_AddNullToObject(out, "session_id");
 	if (resume)
@@ -710,44 +857,71 @@ static int step_execute(struct sbx_engine *e, struct task *t,
 			    t0, err);
 	if (rc < 0)
 		goto out;
-	rc = task_set_state(e, t, "scrutinizing", err);
+	rc = apply_execute(e, t, out, err);
 	if (rc < 0)
 		goto out;
-
-	t0 = sbx_now();
-	rc = sbx_phase_scrutinize(&pc, t->spec, t->plan, t->feedback, report,
-				  &verdict, err);
-	if (rc < 0)
-		goto out;
-	rc = record_attempt(e, t->id, "scrutinize", t->revisions + 1,
-			    jstr(verdict, "verdict", "?"), verdict, t0, err);
-	if (rc < 0)
-		goto out;
-	emit_verdict(e, t, "scrutinize", verdict);
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(verdict,
-							  "verify_suspect"))) {
-		rc = verify_suspect(e, t, verdict, err);
-		if (rc != 0)
-			goto out;
-	}
-	if (strcmp(jstr(verdict, "verdict", ""), "revise") == 0) {
-		const char *fb = jstr(verdict, "feedback", "");
-
-		rc = register_revision(
-			e, t, *fb ? fb : "scrutiny found issues", 0, err);
-	} else {
-		set_feedback(t, "");
-		rc = task_set_state(e, t, "verifying", err);
-	}
+	rc = scrutinize(e, t, report, err);
 out:
-	if (rc > 0)
-		rc = 0;
 	free(report);
 	free(sid);
 	free(resume);
 	cJSON_Delete(out);
-	cJSON_Delete(verdict);
 	return rc;
+}
+
+/* SCRUTINIZE after a resume: the report is the committed EXECUTE's. */
+static int step_scrutinize(struct sbx_engine *e, struct task *t,
+			   struct sbxloop_error *err)
+{
+	struct latest l;
+	int rc;
+
+	rc = committed(e, t, "execute", t->revisions + 1, &l, err);
+	if (rc < 0)
+		return rc;
+	if (!l.found) /* nothing committed to review */
+		return task_set_state(e, t, "executing", err);
+	rc = scrutinize(e, t, jstr(l.output, "report", ""), err);
+	latest_clear(&l);
+	return rc;
+}
+
+/* A committed VERIFY: on to VALIDATE, or a revision. */
+static int apply_verify(struct sbx_engine *e, struct task *t, const cJSON *out,
+			struct sbxloop_error *err)
+{
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(out, "passed")))
+		return task_set_state(e, t, "validating", err);
+	return register_revision(e, t, jstr(out, "feedback", ""), 1, err);
+}
+
+static void verify_failed_event(struct sbx_engine *e, const struct task *t,
+				const cJSON *out)
+{
+	const char *fb = jstr(out, "feedback", "");
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(out, "failed");
+	int failed = f ? f->valueint : 1;
+	const char *nl;
+	char *msg;
+	cJSON *d;
+
+	if (strncmp(fb, "...(clipped)...\n", 16) == 0)
+		fb += 16;
+	nl = strchr(fb, '\n');
+	msg = failed > 1
+		      ? sbx_xasprintf("%.*s (+%d more)",
+				      (int)(nl ? nl - fb : (long)strlen(fb)),
+				      fb, failed - 1)
+		      : sbx_xasprintf("%.*s",
+				      (int)(nl ? nl - fb : (long)strlen(fb)),
+				      fb);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "task_id", t->id);
+	cJSON_AddStringToObject(d, "phase", "verify");
+	cJSON_AddStringToObject(d, "status", "failed");
+	cJSON_AddStringToObject(d, "message", msg);
+	free(msg);
+	emit(e, SBX_EV_PHASE_END, d);
 }
 
 static int step_verify(struct sbx_engine *e, struct task *t,
@@ -755,7 +929,7 @@ static int step_verify(struct sbx_engine *e, struct task *t,
 {
 	struct sbx_phase_ctx pc;
 	double t0 = sbx_now();
-	cJSON *out = NULL, *d;
+	cJSON *out = NULL;
 	int rc, passed;
 
 	phase_ctx(e, t, &pc);
@@ -763,47 +937,32 @@ static int step_verify(struct sbx_engine *e, struct task *t,
 	if (rc < 0)
 		return rc;
 	passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(out, "passed"));
+	if (!passed)
+		verify_failed_event(e, t, out);
 	rc = record_attempt(e, t->id, "verify", t->revisions + 1,
 			    passed ? "ok" : "failed", out, t0, err);
-	if (rc < 0)
-		goto out;
-	if (passed) {
-		rc = task_set_state(e, t, "validating", err);
-		goto out;
-	}
-	{
-		const char *fb = jstr(out, "feedback", "");
-		const char *nl;
-		int failed = cJSON_GetObjectItemCaseSensitive(out, "failed")
-				     ? cJSON_GetObjectItemCaseSensitive(
-					       out, "failed")
-					       ->valueint
-				     : 1;
-		char *msg;
-
-		if (strncmp(fb, "...(clipped)...\n", 16) == 0)
-			fb += 16;
-		nl = strchr(fb, '\n');
-		msg = failed > 1 ? sbx_xasprintf("%.*s (+%d more)",
-						 (int)(nl ? nl - fb
-							  : (long)strlen(fb)),
-						 fb, failed - 1)
-				 : sbx_xasprintf("%.*s",
-						 (int)(nl ? nl - fb
-							  : (long)strlen(fb)),
-						 fb);
-		d = cJSON_CreateObject();
-		cJSON_AddStringToObject(d, "task_id", t->id);
-		cJSON_AddStringToObject(d, "phase", "verify");
-		cJSON_AddStringToObject(d, "status", "failed");
-		cJSON_AddStringToObject(d, "message", msg);
-		free(msg);
-		emit(e, SBX_EV_PHASE_END, d);
-	}
-	rc = register_revision(e, t, jstr(out, "feedback", ""), 1, err);
-out:
+	if (rc == 0)
+		rc = apply_verify(e, t, out, err);
 	cJSON_Delete(out);
 	return rc;
+}
+
+/* A committed VALIDATE verdict: done, a replan, or failed. */
+static int apply_validate(struct sbx_engine *e, struct task *t,
+			  const cJSON *verdict, struct sbxloop_error *err)
+{
+	const char *fb = jstr(verdict, "feedback", "");
+
+	if (strcmp(jstr(verdict, "verdict", ""), "accept") == 0)
+		return task_set_state(e, t, "done", err);
+	t->replans++;
+	if (t->replans > budget(e, "budgets.max_replans_per_task", 1)) {
+		set_feedback(t, fb);
+		return task_set_state(e, t, "failed", err);
+	}
+	set_feedback(t, *fb ? fb : "validation rejected the result");
+	discard_plan(t);
+	return task_set_state(e, t, "planning", err);
 }
 
 static int step_validate(struct sbx_engine *e, struct task *t,
@@ -828,31 +987,72 @@ static int step_validate(struct sbx_engine *e, struct task *t,
 	latest_clear(&l);
 	if (rc < 0)
 		return rc;
+	emit_verdict(e, t, "validate", verdict);
 	rc = record_attempt(e, t->id, "validate", t->replans + 1,
 			    jstr(verdict, "verdict", "?"), verdict, t0, err);
-	if (rc < 0)
-		goto out;
-	emit_verdict(e, t, "validate", verdict);
-	if (strcmp(jstr(verdict, "verdict", ""), "accept") == 0) {
-		rc = task_set_state(e, t, "done", err);
-	} else {
-		const char *fb = jstr(verdict, "feedback", "");
+	if (rc == 0)
+		rc = apply_validate(e, t, verdict, err);
+	cJSON_Delete(verdict);
+	return rc;
+}
 
-		t->replans++;
-		if (t->replans >
-		    budget(e, "budgets.max_replans_per_task", 1)) {
-			set_feedback(t, fb);
-			rc = task_set_state(e, t, "failed", err);
-		} else {
-			set_feedback(t,
-				     *fb ? fb
-					 : "validation rejected the result");
-			discard_plan(t);
+/*
+ * Resume: a phase whose result was committed is never run again. When
+ * the process died between a phase's attempt row and the task's next
+ * state, the stored result is applied as if the phase had just ended
+ * (its events were appended before the row, so none are repeated). A
+ * task in a later state whose plan row is missing takes the committed
+ * plan, else plans again. Called once per task as it (re)starts.
+ */
+static int resume_committed(struct sbx_engine *e, struct task *t,
+			    struct sbxloop_error *err)
+{
+	int planning = strcmp(t->state, "planning") == 0;
+	int later = !strcmp(t->state, "executing") ||
+		    !strcmp(t->state, "scrutinizing") ||
+		    !strcmp(t->state, "verifying") ||
+		    !strcmp(t->state, "validating");
+	struct latest l;
+	int rc = 0;
+
+	if (planning || (later && !t->plan)) {
+		rc = committed(e, t, "plan", t->replans + 1, &l, err);
+		if (rc < 0)
+			return rc;
+		if (l.found && planning) {
+			rc = apply_plan(e, t, l.output, err);
+			l.output = NULL;
+		} else if (l.found) {
+			t->plan = l.output;
+			l.output = NULL;
+		} else if (!planning) {
 			rc = task_set_state(e, t, "planning", err);
 		}
+		latest_clear(&l);
+		if (rc < 0 || planning || !t->plan)
+			return rc;
 	}
-out:
-	cJSON_Delete(verdict);
+	if (!strcmp(t->state, "executing"))
+		rc = committed(e, t, "execute", t->revisions + 1, &l, err);
+	else if (!strcmp(t->state, "scrutinizing"))
+		rc = committed(e, t, "scrutinize", t->revisions + 1, &l, err);
+	else if (!strcmp(t->state, "verifying"))
+		rc = committed(e, t, "verify", t->revisions + 1, &l, err);
+	else if (!strcmp(t->state, "validating"))
+		rc = committed(e, t, "validate", t->replans + 1, &l, err);
+	else
+		return 0;
+	if (rc < 0 || !l.found)
+		return rc;
+	if (!strcmp(t->state, "executing"))
+		rc = apply_execute(e, t, l.output, err);
+	else if (!strcmp(t->state, "scrutinizing"))
+		rc = apply_scrutiny(e, t, l.output, err);
+	else if (!strcmp(t->state, "verifying"))
+		rc = apply_verify(e, t, l.output, err);
+	else
+		rc = apply_validate(e, t, l.output, err);
+	latest_clear(&l);
 	return rc;
 }
 
@@ -889,13 +1089,7 @@ static int run_task(struct sbx_engine *e, struct task *t,
 	cJSON_AddStringToObject(d, "task_id", t->id);
 	cJSON_AddStringToObject(d, "title", t->title);
 	emit(e, SBX_EV_TASK_START, d);
-	if (!t->plan && (!strcmp(t->state, "executing") ||
-			 !strcmp(t->state, "scrutinizing") ||
-			 !strcmp(t->state, "verifying") ||
-			 !strcmp(t->state, "validating")))
-		rc = task_set_state(e, t, "planning", err);
-	else if (!strcmp(t->state, "scrutinizing"))
-		rc = task_set_state(e, t, "executing", err);
+	rc = resume_committed(e, t, err);
 	if (rc < 0)
 		return rc;
 
@@ -913,6 +1107,8 @@ static int run_task(struct sbx_engine *e, struct task *t,
 			rc = step_plan(e, t, err);
 		else if (!strcmp(t->state, "executing"))
 			rc = step_execute(e, t, err);
+		else if (!strcmp(t->state, "scrutinizing"))
+			rc = step_scrutinize(e, t, err);
 		else if (!strcmp(t->state, "verifying"))
 			rc = step_verify(e, t, err);
 		else if (!strcmp(t->state, "validating"))

@@ -799,12 +799,43 @@ START_TEST(test_resume_after_gc_removed_the_workspace_is_refused)
 }
 END_TEST
 
+/* A workspace file of the run, "" when missing (caller frees). */
+static char *workspace_file(const char *run, const char *rel)
+{
+	char *ws = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
+	char path[8300], *text;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/%s", ws, rel);
+	free(ws);
+	f = fopen(path, "r");
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)n + 1);
+	ck_assert_int_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return text;
+}
+
+/* Every attempt of the run as phase:attempt:status, oldest first. */
+static char *attempt_trail(const char *run)
+{
+	return q_str("SELECT group_concat(phase || ':' || attempt || ':' ||"
+		     " status, ' ') FROM (SELECT * FROM phase_attempts"
+		     " WHERE run_id='%s' ORDER BY id)",
+		     run);
+}
+
 /* SIGKILL `sbxloop run` once the store shows `sql`, then resume. */
 static void kill_and_resume(const char *name, const char *sql)
 {
 	const char *args[] = {"run", "kill me", "--no-tui", NULL};
+	char *run, *log, *trail;
 	pid_t pid;
-	char *run;
 
 	scenario(name, NULL);
 	pid = spawn_sbxloop(NULL, args);
@@ -820,6 +851,17 @@ static void kill_and_resume(const char *name, const char *sql)
 	ck_assert(file_exists(run, "out-t1.txt"));
 	ck_assert_int_eq(
 		q_int("SELECT count(*) FROM tasks WHERE run_id='%s'", run), 1);
+	/* and the same attempts: no committed phase ran twice */
+	trail = attempt_trail(run);
+	ck_assert_msg(strcmp(trail, "decompose:1:ok plan:1:ok execute:1:ok "
+				    "scrutinize:1:pass verify:1:ok "
+				    "validate:1:accept") == 0,
+		      "attempts: %s", trail);
+	free(trail);
+	log = workspace_file(run, "executed.log");
+	ck_assert_msg(strcmp(log, "executed\n") == 0, "the executor ran %s",
+		      log);
+	free(log);
 	free(run);
 }
 
@@ -841,6 +883,54 @@ START_TEST(test_sigkill_during_each_phase_then_resume)
 	};
 
 	kill_and_resume(cases[_i][0], cases[_i][1]);
+}
+END_TEST
+
+/*
+ * SIGKILL right after the commit of each phase's result (the n-th of
+ * its kind), before the state change that follows it: the resumed run
+ * takes the stored result and runs no committed phase again. The
+ * scenario goes through a revision and a replan, so execute, scrutinize
+ * and verify numbers repeat across plans.
+ */
+START_TEST(test_sigkill_after_each_committed_phase_runs_it_once)
+{
+	static const char *const points[] = {
+		"decompose:1", "plan:1",       "execute:1",    "scrutinize:1",
+		"execute:2",   "scrutinize:2", "verify:1",     "validate:1",
+		"plan:2",      "execute:3",    "scrutinize:3", "verify:2",
+		"validate:2",
+	};
+	const char *args[] = {"run", "kill me", "--no-tui", NULL};
+	char env[64], *run, *log, *trail;
+	const char *envs[] = {env, NULL};
+	pid_t pid;
+
+	snprintf(env, sizeof(env), "SBXLOOP_TEST_KILL_AFTER=%s", points[_i]);
+	scenario("kill_committed", NULL);
+	pid = spawn_sbxloop(envs, args);
+	ck_assert_int_eq(wait_code(pid), 128 + SIGKILL);
+	run = last_run();
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	assert_run_state(run, "completed");
+	assert_task(run, "t1", "done", 0, 1);
+	trail = attempt_trail(run);
+	ck_assert_msg(strcmp(trail,
+			     "decompose:1:ok plan:1:ok execute:1:ok "
+			     "scrutinize:1:revise execute:2:ok "
+			     "scrutinize:2:pass verify:2:ok validate:1:reject "
+			     "plan:2:ok execute:1:ok scrutinize:1:pass "
+			     "verify:1:ok validate:2:accept") == 0,
+		      "killed after %s, attempts: %s", points[_i], trail);
+	free(trail);
+	log = workspace_file(run, "executed.log");
+	ck_assert_msg(strcmp(log, "executed\nexecuted\nexecuted\n") == 0,
+		      "killed after %s, the executor ran:\n%s", points[_i],
+		      log);
+	free(log);
+	/* the stored verdicts' events were not repeated */
+	ck_assert_int_eq(count_events(run, "phase.verdict"), 5);
+	free(run);
 }
 END_TEST
 
@@ -1026,6 +1116,9 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_second_ctrl_c_forces_the_exit);
 	tcase_add_loop_test(tc, test_sigkill_during_each_phase_then_resume, 0,
 			    6);
+	tcase_add_loop_test(
+		tc, test_sigkill_after_each_committed_phase_runs_it_once, 0,
+		13);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("faults");

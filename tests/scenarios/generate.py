@@ -41,13 +41,20 @@ S["wall_clock"] = [D(task("t1")), P(), slow(E(), 3), SP, VA]
 S["cancel_resume"] = [D(task("t1")), P(), slow(E(), 4), SP, VA]
 S["drift"] = [{"text": "none"}, {"text": "still none"}, D(task("t1")), P(), E(), SP, VA]
 # SIGKILL while a phase runs: the killed reply is consumed, so each slow
-# reply is followed by its fast twin for the resumed run.
-S["kill_decompose"] = [slow(D(task("t1"))), D(task("t1")), P(), E(), SP, VA]
-S["kill_plan"] = [D(task("t1")), slow(P()), P(), E(), SP, VA]
-S["kill_execute"] = [D(task("t1")), P(), slow(E()), E(), SP, VA]
-S["kill_scrutinize"] = [D(task("t1")), P(), E(), slow(SP), E(), SP, VA]
-S["kill_validate"] = [D(task("t1")), P(), E(), SP, slow(VA), VA]
-S["kill_verify"] = [D(task("t1", verify=("test -f out-%s.txt", "test -f .slow-once || { touch .slow-once; sleep 30; }"))), P(), E(), SP, VA]
+# reply is followed by its fast twin for the resumed run. A committed
+# phase is never run again: killed in SCRUTINIZE, the resumed run reviews
+# the stored report. Every EXECUTE appends a line to executed.log (a
+# slow one is killed in its sleep, before it writes anything).
+def EX(i="t1"): return E(i, run=["echo executed >> executed.log"])
+S["kill_decompose"] = [slow(D(task("t1"))), D(task("t1")), P(), EX(), SP, VA]
+S["kill_plan"] = [D(task("t1")), slow(P()), P(), EX(), SP, VA]
+S["kill_execute"] = [D(task("t1")), P(), slow(EX()), EX(), SP, VA]
+S["kill_scrutinize"] = [D(task("t1")), P(), EX(), slow(SP), SP, VA]
+S["kill_validate"] = [D(task("t1")), P(), EX(), SP, slow(VA), VA]
+S["kill_verify"] = [D(task("t1", verify=("test -f out-%s.txt", "test -f .slow-once || { touch .slow-once; sleep 30; }"))), P(), EX(), SP, VA]
+# killed right after each phase's commit (SBXLOOP_TEST_KILL_AFTER): a
+# revision, then a replan, then acceptance
+S["kill_committed"] = [D(task("t1")), P(), EX(), SR, EX(), SP, VR, P(), EX(), SP, VA]
 # the mock provider loses the first result after its reply was consumed
 S["lost_result"] = [D(task("t1")), D(task("t1")), P(), E(), SP, VA]
 # a critic whose tools failed: its clean verdict is asked again, then
