@@ -93,6 +93,26 @@ static const char *list_covering(const struct sbx_config *cfg, const char *key,
 	return NULL;
 }
 
+/*
+ * The first policy.deny pattern sharing a host with `pattern`, or NULL.
+ * Deny is tested by overlap, never by coverage: a wildcard that covers
+ * one denied host is refused whole, since no granter can open a
+ * wildcard minus a host.
+ */
+static const char *deny_overlapping(const struct sbx_config *cfg,
+				    const char *pattern)
+{
+	size_t i, n = sbx_config_list_len(cfg, "policy.deny");
+
+	for (i = 0; i < n; i++) {
+		const char *p = sbx_config_list_item(cfg, "policy.deny", i);
+
+		if (p && sbx_pattern_overlaps(p, pattern))
+			return p;
+	}
+	return NULL;
+}
+
 static int tier_covers(const char *const *tier, const char *domain)
 {
 	for (; *tier; tier++)
@@ -108,11 +128,15 @@ int sbx_egress_check(const struct sbx_config *cfg, const char *domain,
 
 	if (why)
 		*why = NULL;
-	p = list_covering(cfg, "policy.deny", domain);
+	p = deny_overlapping(cfg, domain);
 	if (p) {
-		if (why)
+		if (why && sbx_pattern_covers(p, domain))
 			*why = sbx_xasprintf(
 				"matches policy.deny pattern '%s'", p);
+		else if (why)
+			*why = sbx_xasprintf("covers hosts that policy.deny "
+					     "pattern '%s' denies",
+					     p);
 		return 0;
 	}
 	if (tier_covers(sbx_egress_control_plane, domain) ||
@@ -218,7 +242,7 @@ static void list_push(char ***list, size_t *n, const char *s)
 static void push_filtered(const struct sbx_config *cfg, char ***list,
 			  size_t *n, const char *s)
 {
-	if (!list_covering(cfg, "policy.deny", s))
+	if (!deny_overlapping(cfg, s))
 		list_push(list, n, s);
 }
 
@@ -632,7 +656,7 @@ static void print_tier(FILE *out, const char *label,
 
 	wrap_start(&w, out, label);
 	for (; *tier; tier++)
-		if (!filtered || !list_covering(cfg, "policy.deny", *tier))
+		if (!filtered || !deny_overlapping(cfg, *tier))
 			wrap_item(&w, *tier);
 	wrap_end(&w, "(none)");
 }
@@ -648,6 +672,55 @@ static void print_list(FILE *out, const char *label,
 	for (i = 0; i < n; i++)
 		wrap_item(&w, sbx_config_list_item(cfg, key, i));
 	wrap_end(&w, empty);
+}
+
+/* One line of "pattern (deny p)" items, printed only when non-empty. */
+static void print_overridden(FILE *out, const char *label,
+			     const struct sbx_config *cfg,
+			     const char *const *items, size_t n)
+{
+	struct wrap w;
+	size_t i;
+	int any = 0;
+
+	for (i = 0; i < n; i++)
+		if (items[i] && deny_overlapping(cfg, items[i]))
+			any = 1;
+	if (!any)
+		return;
+	fprintf(out, "%s\n", label);
+	wrap_start(&w, out, "    ");
+	for (i = 0; i < n; i++) {
+		const char *d =
+			items[i] ? deny_overlapping(cfg, items[i]) : NULL;
+		char *item;
+
+		if (!d)
+			continue;
+		item = sbx_xasprintf("%s (deny %s)", items[i], d);
+		wrap_item(&w, item);
+		free(item);
+	}
+	wrap_end(&w, "");
+}
+
+/* What policy.deny takes out of the extras, and where it cannot act. */
+static void print_overlaps(FILE *out, const struct sbx_config *cfg)
+{
+	size_t i, n = sbx_config_list_len(cfg, EXTRAS);
+	const char **extras = sbx_xcalloc(n + 1, sizeof(*extras));
+
+	for (i = 0; i < n; i++)
+		extras[i] = sbx_config_list_item(cfg, EXTRAS, i);
+	print_overridden(out,
+			 "extras not seeded, they overlap policy.deny:", cfg,
+			 extras, n);
+	free(extras);
+	print_overridden(
+		out,
+		"control plane, seeded although policy.deny overlaps it:", cfg,
+		sbx_egress_control_plane,
+		SBX_ARRAY_SIZE(sbx_egress_control_plane) - 1);
 }
 
 static const char *const phase_rows[][2] = {
@@ -681,6 +754,7 @@ void sbx_egress_print_policy(const struct sbx_config *cfg, FILE *out)
 			wrap_item(&w, seed[i]);
 	wrap_end(&w, "(none)");
 	sbx_egress_list_free(seed);
+	print_overlaps(out, cfg);
 	print_tier(out, "language registries (minus policy.deny): ", cfg,
 		   sbx_egress_registries, 1);
 	print_tier(out, "distro mirrors (minus policy.deny): ", cfg,

@@ -25,9 +25,12 @@ extern const char *const sbx_egress_distro[];
 extern const char *const sbx_egress_declarable[];
 
 /*
- * Is `domain` inside the operator's bounds? Returns 1 when it is, 0 when
- * it is not and then *why (when `why` is non-NULL; caller frees) says
- * which rule refused it. Deny wins over every tier.
+ * Is `domain` (an exact domain or `*.domain`) inside the operator's
+ * bounds? Returns 1 when it is, 0 when it is not and then *why (when
+ * `why` is non-NULL; caller frees) says which rule refused it. Deny wins
+ * over every tier, by overlap: a domain is refused when any host of it
+ * is one a policy.deny pattern covers (`*.evil.org` under a deny of
+ * `evil.org`), and allowed only when an allow pattern covers all of it.
  */
 int sbx_egress_check(const struct sbx_config *cfg, const char *domain,
 		     char **why);
@@ -51,9 +54,10 @@ int sbx_egress_validate_plan(const struct sbx_config *cfg, cJSON *egress,
 /*
  * The allowlists seeded at provisioning, NULL-terminated (free with
  * sbx_egress_list_free). Agent: control plane + extra_allow_domains +
- * the registry and distro baseline, minus what policy.deny covers (the
- * control plane excepted: the agent cannot work without it). GitHub:
- * the github tier + extra_allow_domains.
+ * the registry and distro baseline, minus every entry that overlaps a
+ * policy.deny pattern (a wildcard extra is dropped whole; the control
+ * plane excepted: the agent cannot work without it). GitHub: the github
+ * tier + extra_allow_domains, minus the same.
  */
 char **sbx_egress_agent_seed(const struct sbx_config *cfg);
 char **sbx_egress_github_seed(const struct sbx_config *cfg);

@@ -57,28 +57,76 @@ int sbx_pattern_valid(const char *pattern, int allow_star)
 	return domain_valid(pattern);
 }
 
+/*
+ * A pattern's host set, as every comparison below sees it: `*` (all
+ * hosts), an exact host, or `*.base` (base and every name under it).
+ * One trailing dot (the FQDN form) is ignored; letters compare without
+ * case. Ports, schemes and paths never reach here: the config validator
+ * and sbx_egress_normalize refuse them, and non-ASCII names are no
+ * domain (IDNs are written as their ASCII `xn--` form and compared as
+ * such).
+ */
+struct hostset {
+	int star;
+	int wild;
+	const char *base;
+	size_t len;
+};
+
+static struct hostset hostset_of(const char *p)
+{
+	struct hostset h = {0, 0, p, 0};
+
+	if (strcmp(p, "*") == 0) {
+		h.star = 1;
+		return h;
+	}
+	if (strncmp(p, "*.", 2) == 0) {
+		h.wild = 1;
+		h.base += 2;
+	}
+	h.len = strlen(h.base);
+	if (h.len && h.base[h.len - 1] == '.')
+		h.len--;
+	return h;
+}
+
+/* Is name `d` equal to or under `b` (label-aligned, any case)? */
+static int under(const struct hostset *d, const struct hostset *b)
+{
+	if (d->len == b->len)
+		return strncasecmp(d->base, b->base, b->len) == 0;
+	return d->len > b->len && d->base[d->len - b->len - 1] == '.' &&
+	       strncasecmp(d->base + d->len - b->len, b->base, b->len) == 0;
+}
+
 int sbx_pattern_covers(const char *pattern, const char *domain)
 {
-	const char *base;
-	size_t lb, ld;
+	struct hostset p = hostset_of(pattern), d = hostset_of(domain);
 
-	if (strcmp(pattern, "*") == 0)
+	if (p.star)
 		return 1;
-	if (strncmp(domain, "*.", 2) == 0 && strncmp(pattern, "*.", 2) != 0)
+	if (d.star || (d.wild && !p.wild))
 		return 0;
-	if (strcasecmp(pattern, domain) == 0)
+	if (!p.wild)
+		return p.len == d.len &&
+		       strncasecmp(p.base, d.base, p.len) == 0;
+	return under(&d, &p);
+}
+
+int sbx_pattern_overlaps(const char *a, const char *b)
+{
+	struct hostset x = hostset_of(a), y = hostset_of(b);
+
+	if (x.star || y.star)
 		return 1;
-	if (strncmp(pattern, "*.", 2) != 0)
-		return 0;
-	base = pattern + 2;
-	if (strncmp(domain, "*.", 2) == 0)
-		domain += 2;
-	lb = strlen(base);
-	ld = strlen(domain);
-	if (ld == lb)
-		return strcasecmp(domain, base) == 0;
-	return ld > lb && domain[ld - lb - 1] == '.' &&
-	       strcasecmp(domain + ld - lb, base) == 0;
+	if (!x.wild && !y.wild)
+		return x.len == y.len &&
+		       strncasecmp(x.base, y.base, x.len) == 0;
+	/* a shared host lies under both bases: one is under the other */
+	if (x.wild && y.wild)
+		return under(&x, &y) || under(&y, &x);
+	return x.wild ? under(&y, &x) : under(&x, &y);
 }
 
 static const struct {

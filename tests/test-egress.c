@@ -158,6 +158,55 @@ START_TEST(test_pattern_coverage_table)
 }
 END_TEST
 
+/* Pattern-vs-pattern intersection: do two host sets share a host? */
+START_TEST(test_pattern_overlap_table)
+{
+	static const struct {
+		const char *a;
+		const char *b;
+		int overlaps;
+	} t[] = {
+		/* exact vs exact */
+		{"evil.org", "evil.org", 1},
+		{"evil.org", "EVIL.Org", 1},
+		{"evil.org", "evil.org.", 1},
+		{"evil.org", "a.evil.org", 0},
+		{"evil.org", "notevil.org", 0},
+		/* exact vs wildcard: the wildcard covers its own base */
+		{"evil.org", "*.evil.org", 1},
+		{"x.evil.org", "*.evil.org", 1},
+		{"a.b.evil.org", "*.evil.org", 1},
+		{"evil.org", "*.a.evil.org", 0},
+		{"notevil.org", "*.evil.org", 0},
+		{"evil.org.example", "*.evil.org", 0},
+		{"X.EVIL.ORG.", "*.evil.org", 1},
+		/* wildcard vs wildcard */
+		{"*.evil.org", "*.evil.org", 1},
+		{"*.a.evil.org", "*.evil.org", 1},
+		{"*.evil.org", "*.a.evil.org", 1},
+		{"*.a.evil.org", "*.b.evil.org", 0},
+		{"*.evil.org", "*.notevil.org", 0},
+		{"*.Evil.Org.", "*.b.evil.org", 1},
+		/* the bare star */
+		{"*", "evil.org", 1},
+		{"*", "*.evil.org", 1},
+		{"*", "*", 1},
+	};
+	size_t i;
+
+	for (i = 0; i < SBX_ARRAY_SIZE(t); i++) {
+		ck_assert_msg(sbx_pattern_overlaps(t[i].a, t[i].b) ==
+				      t[i].overlaps,
+			      "'%s' overlaps '%s': expected %d", t[i].a,
+			      t[i].b, t[i].overlaps);
+		ck_assert_msg(sbx_pattern_overlaps(t[i].b, t[i].a) ==
+				      t[i].overlaps,
+			      "'%s' overlaps '%s' (swapped): expected %d",
+			      t[i].b, t[i].a, t[i].overlaps);
+	}
+}
+END_TEST
+
 /* ----------------------------------------------------------- bounds */
 
 START_TEST(test_baseline_and_declarable_tiers_are_in_bounds)
@@ -242,6 +291,98 @@ START_TEST(test_extra_allow_domains_are_seeded_and_in_bounds)
 	ck_assert(in_list(gh, "mirror.corp.example"));
 	ck_assert(!in_list(gh, "pypi.org"));
 	sbx_egress_list_free(gh);
+}
+END_TEST
+
+/* issue 11 item 2: a deny of evil.org must refuse `*.evil.org`, which
+ * covers evil.org itself, even under an operator's `*` */
+START_TEST(test_declaration_overlapping_a_deny_is_out_of_bounds)
+{
+	static const struct {
+		const char *deny;
+		const char *declared;
+		const char *why;
+	} t[] = {
+		{"evil.org", "*.evil.org",
+		 "covers hosts that policy.deny pattern 'evil.org' denies"},
+		{"x.evil.org", "*.evil.org",
+		 "covers hosts that policy.deny pattern 'x.evil.org' denies"},
+		{"*.a.evil.org", "*.evil.org",
+		 "covers hosts that policy.deny pattern '*.a.evil.org' "
+		 "denies"},
+		{"*.evil.org", "*.a.evil.org",
+		 "matches policy.deny pattern '*.evil.org'"},
+		{"*.evil.org", "evil.org",
+		 "matches policy.deny pattern '*.evil.org'"},
+		{"*", "*.good.org", "matches policy.deny pattern '*'"},
+	};
+	size_t i;
+
+	for (i = 0; i < SBX_ARRAY_SIZE(t); i++) {
+		char *yaml = sbx_xasprintf("policy:\n  deny: [\"%s\"]\n"
+					   "  allow: [\"*\"]\n",
+					   t[i].deny);
+		char *why = NULL;
+
+		load(yaml);
+		free(yaml);
+		ck_assert_msg(sbx_egress_check(cfg, t[i].declared, &why) == 0,
+			      "deny '%s' let '%s' through", t[i].deny,
+			      t[i].declared);
+		ck_assert_str_eq(why, t[i].why);
+		free(why);
+	}
+	/* disjoint wildcards stay in bounds */
+	load("policy:\n  deny: [\"*.a.evil.org\"]\n  allow: [\"*\"]\n");
+	ck_assert_int_eq(sbx_egress_check(cfg, "*.b.evil.org", NULL), 1);
+	ck_assert_int_eq(sbx_egress_check(cfg, "evil.org", NULL), 1);
+}
+END_TEST
+
+START_TEST(test_plan_declaring_a_wildcard_over_a_deny_is_sent_back)
+{
+	struct sbx_buf msg = SBX_BUF_INIT;
+	cJSON *eg = cJSON_Parse("[{\"domain\":\" *.EVIL.org \",\"reason\":"
+				"\"x\"}]");
+
+	load("policy:\n  deny: [evil.org]\n  allow: [\"*\"]\n");
+	ck_assert_int_eq(sbx_egress_validate_plan(cfg, eg, &msg),
+			 SBXLOOP_EINVAL);
+	ck_assert_ptr_nonnull(strstr(sbx_buf_str(&msg),
+				     "- *.evil.org: covers hosts that "
+				     "policy.deny pattern 'evil.org' denies"));
+	sbx_buf_release(&msg);
+	cJSON_Delete(eg);
+}
+END_TEST
+
+/* A wildcard extra that overlaps a deny is not seeded at all: no
+ * sandbox can open `*.corp.example` minus one host. */
+START_TEST(test_wildcard_extra_overlapping_a_deny_is_not_seeded)
+{
+	char **seed, **gh;
+	char *why = NULL;
+
+	load("sandbox:\n  extra_allow_domains: [\"*.corp.example\", "
+	     "\"*.evil.org\", mirror.example.net]\npolicy:\n  deny: "
+	     "[bad.corp.example, evil.org]\ngithub:\n  repo: o/r\n");
+	seed = sbx_egress_agent_seed(cfg);
+	ck_assert(!in_list(seed, "*.corp.example"));
+	ck_assert(!in_list(seed, "*.evil.org"));
+	ck_assert(in_list(seed, "mirror.example.net"));
+	sbx_egress_list_free(seed);
+	gh = sbx_egress_github_seed(cfg);
+	ck_assert(!in_list(gh, "*.corp.example"));
+	ck_assert(!in_list(gh, "*.evil.org"));
+	ck_assert(in_list(gh, "mirror.example.net"));
+	sbx_egress_list_free(gh);
+	/* its other hosts stay declarable one by one; the denied ones not */
+	ck_assert_int_eq(sbx_egress_check(cfg, "ok.corp.example", NULL), 1);
+	ck_assert_int_eq(sbx_egress_check(cfg, "bad.corp.example", &why), 0);
+	ck_assert_str_eq(why,
+			 "matches policy.deny pattern 'bad.corp.example'");
+	free(why);
+	ck_assert_int_eq(sbx_egress_check(cfg, "*.corp.example", NULL), 0);
 }
 END_TEST
 
@@ -746,6 +887,154 @@ START_TEST(test_local_granter_refuses_with_a_policy_deny)
 }
 END_TEST
 
+START_TEST(test_wildcard_grant_over_a_deny_never_reaches_a_granter)
+{
+	struct fake f = {"fake", 0, 0, ""};
+	struct sbx_egress_granter chain[] = {{"fake", &fake_ops, &f}};
+	struct sbxloop_error err = {0, ""};
+	struct sbx_egress_ledger *l;
+	cJSON *eg = cJSON_Parse("[{\"domain\":\"*.evil.org\",\"reason\":"
+				"\"mirror\"},{\"domain\":\"*.a.evil.org\"},"
+				"{\"domain\":\"*.good.org\"}]");
+
+	/* a stored plan, bounds tightened since, and an extra that the deny
+	 * overlaps: none of it may open evil.org */
+	load("sandbox:\n  extra_allow_domains: [\"*.evil.org\"]\n"
+	     "policy:\n  deny: [evil.org, \"*.a.evil.org\"]\n"
+	     "  allow: [\"*\"]\n");
+	l = sbx_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
+	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
+	ck_assert_str_eq(f.calls, "grant:*.good.org t1 execute sb;");
+	ck_assert_int_eq(cJSON_GetArraySize(events), 3);
+	ck_assert_str_eq(ev_type(0), "policy.deny");
+	ck_assert_str_eq(ev_str(0, "domain"), "*.evil.org");
+	ck_assert_str_eq(ev_str(0, "message"),
+			 "egress refused: *.evil.org — covers hosts that "
+			 "policy.deny pattern 'evil.org' denies");
+	ck_assert_str_eq(ev_type(1), "policy.deny");
+	ck_assert_str_eq(ev_str(1, "domain"), "*.a.evil.org");
+	ck_assert_str_eq(ev_type(2), "policy.allow");
+	ck_assert(!sbx_egress_ledger_has(l, "evil.org"));
+	ck_assert(!sbx_egress_ledger_has(l, "x.evil.org"));
+	ck_assert(!sbx_egress_ledger_has(l, "x.a.evil.org"));
+	sbx_egress_ledger_free(l);
+	cJSON_Delete(eg);
+}
+END_TEST
+
+/* How many `sbx policy allow` calls the fake sbx recorded, and the
+ * domains they named (space-joined argv after "policy allow network"). */
+static int sbx_allow_calls(const char *fake_dir, struct sbx_buf *domains)
+{
+	char *path = sbx_xasprintf("%s/invocations.jsonl", fake_dir);
+	size_t len;
+	char *text = sbx_read_file(path, &len, 1 << 20), *line, *save;
+	int n = 0;
+
+	free(path);
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		cJSON *rec = cJSON_Parse(line);
+		const cJSON *argv = cJSON_GetObjectItem(rec, "argv");
+		const cJSON *a0 = cJSON_GetArrayItem(argv, 0);
+		const cJSON *a1 = cJSON_GetArrayItem(argv, 1);
+		const cJSON *dom = cJSON_GetArrayItem(argv, 4);
+
+		if (cJSON_IsString(a0) && !strcmp(a0->valuestring, "policy") &&
+		    cJSON_IsString(a1) && !strcmp(a1->valuestring, "allow")) {
+			n++;
+			if (cJSON_IsString(dom))
+				sbx_buf_addf(domains, "%s;", dom->valuestring);
+		}
+		cJSON_Delete(rec);
+	}
+	free(text);
+	return n;
+}
+
+/* The attack of issue 11 item 2 end to end: a plan's `*.evil.org` under
+ * a deny of evil.org, through the real granter chain (local, which
+ * cannot enforce, then sbx on the fake sbx CLI). */
+START_TEST(test_wildcard_over_a_deny_makes_no_sbx_policy_allow_call)
+{
+	struct sbx_config_opts opts;
+	struct sbx_core *core = NULL;
+	struct sbx_instance local, sbx;
+	struct sbxloop_error err = {0, ""};
+	struct sbx_egress_granter chain[2];
+	struct sbx_egress_ledger *l;
+	struct sbx_buf allowed = SBX_BUF_INIT;
+	char *errors = NULL, *fake_dir, *path, *cmd;
+	const char *builddir = getenv("SBXLOOP_BUILDDIR");
+	cJSON *eg = cJSON_Parse("[{\"domain\":\"*.evil.org\",\"reason\":"
+				"\"the mirror\"},"
+				"{\"domain\":\"*.good.org\"}]");
+	FILE *f = fopen(cfg_path, "w");
+
+	ck_assert_msg(builddir != NULL, "SBXLOOP_BUILDDIR is not set");
+	fake_dir = sbx_xasprintf("%s/fake", dir);
+	path = sbx_xasprintf("%s/tests/fakes/bin:%s", builddir,
+			     getenv("PATH"));
+	setenv("PATH", path, 1);
+	setenv("SBX_FAKE_DIR", fake_dir, 1);
+	free(path);
+	cmd = sbx_xasprintf("sbx create --name=sbxloop-r1-agent shell '%s' "
+			    ">/dev/null",
+			    dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	ck_assert_ptr_nonnull(f);
+	fprintf(f,
+		"state_dir: %s/state\nplugins:\n  policy: [local, sbx]\n"
+		"policy:\n  deny: [evil.org]\n  allow: [\"*\"]\n",
+		dir);
+	fclose(f);
+	memset(&opts, 0, sizeof(opts));
+	opts.config_file = cfg_path;
+	opts.no_user_file = 1;
+	opts.no_env = 1;
+	ck_assert_msg(sbx_core_open(&core, &opts, &errors) == 0, "%s",
+		      errors ? errors : "");
+	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_POLICY, "local",
+					   &local, &err) == 0,
+		      "%s", err.message);
+	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_POLICY, "sbx",
+					   &sbx, &err) == 0,
+		      "%s", err.message);
+	chain[0].name = "local";
+	chain[0].ops = local.ops;
+	chain[0].ctx = local.ctx;
+	chain[1].name = "sbx";
+	chain[1].ops = sbx.ops;
+	chain[1].ctx = sbx.ctx;
+	l = sbx_egress_ledger_new(core->cfg, "sbxloop-r1-agent", chain, 2,
+				  capture, NULL);
+	ck_assert_msg(sbx_egress_grant_all(l, "t1", eg, &err) == 0, "%s",
+		      err.message);
+	/* the only `sbx policy allow` is the in-bounds *.good.org */
+	ck_assert_int_eq(sbx_allow_calls(fake_dir, &allowed), 1);
+	ck_assert_str_eq(sbx_buf_str(&allowed), "*.good.org;");
+	ck_assert_int_eq(cJSON_GetArraySize(events), 2);
+	ck_assert_str_eq(ev_type(0), "policy.deny");
+	ck_assert_str_eq(ev_str(0, "task_id"), "t1");
+	ck_assert_str_eq(ev_str(0, "domain"), "*.evil.org");
+	ck_assert_str_eq(ev_str(0, "reason"), "the mirror");
+	ck_assert_str_eq(ev_str(0, "sandbox"), "sbxloop-r1-agent");
+	ck_assert_str_eq(ev_str(0, "message"),
+			 "egress refused: *.evil.org — covers hosts that "
+			 "policy.deny pattern 'evil.org' denies");
+	ck_assert_str_eq(ev_type(1), "policy.allow");
+	ck_assert_str_eq(ev_str(1, "granter"), "sbx");
+	sbx_egress_ledger_free(l);
+	sbx_instance_destroy(&sbx);
+	sbx_instance_destroy(&local);
+	sbx_core_close(core);
+	sbx_buf_release(&allowed);
+	free(fake_dir);
+	cJSON_Delete(eg);
+}
+END_TEST
+
 /* ------------------------------------------------- config policy */
 
 START_TEST(test_config_policy_prints_phases_bounds_and_audit_hint)
@@ -788,6 +1077,36 @@ START_TEST(test_config_policy_prints_phases_bounds_and_audit_hint)
 			p += n + (p[n] == '\n');
 		}
 	}
+	free(out);
+	free(out_path);
+	free(cmd);
+}
+END_TEST
+
+START_TEST(test_config_policy_names_what_deny_overlaps)
+{
+	const char *bin = getenv("SBXLOOP_BIN");
+	char *cmd, *out_path = sbx_xasprintf("%s/out", dir), *out;
+	size_t len;
+	int st;
+
+	ck_assert_msg(bin != NULL, "SBXLOOP_BIN is not set");
+	load("sandbox:\n  extra_allow_domains: [\"*.corp.example\", "
+	     "mirror.example.net]\npolicy:\n  deny: [bad.corp.example, "
+	     "\"*.github.com\"]\n");
+	cmd = sbx_xasprintf("'%s' --config '%s' config policy > '%s' 2>&1",
+			    bin, cfg_path, out_path);
+	st = system(cmd);
+	out = sbx_read_file(out_path, &len, 1 << 20);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	ck_assert_ptr_nonnull(
+		strstr(out, "extras not seeded, they overlap policy.deny:\n"
+			    "    *.corp.example (deny bad.corp.example)\n"));
+	ck_assert_ptr_nonnull(strstr(
+		out, "control plane, seeded although policy.deny "
+		     "overlaps it:\n    api.github.com (deny "
+		     "*.github.com), github.com (deny *.github.com)\n"));
+	ck_assert_ptr_nonnull(strstr(out, "mirror.example.net"));
 	free(out);
 	free(out_path);
 	free(cmd);
@@ -879,17 +1198,25 @@ static Suite *egress_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_pattern_validity_table);
 	tcase_add_test(tc, test_pattern_coverage_table);
+	tcase_add_test(tc, test_pattern_overlap_table);
 	tcase_add_test(tc, test_baseline_and_declarable_tiers_are_in_bounds);
 	tcase_add_test(tc, test_deny_beats_the_baseline);
 	tcase_add_test(tc,
 		       test_operator_star_and_allow_patterns_widen_the_bounds);
 	tcase_add_test(tc, test_extra_allow_domains_are_seeded_and_in_bounds);
+	tcase_add_test(tc,
+		       test_declaration_overlapping_a_deny_is_out_of_bounds);
+	tcase_add_test(
+		tc, test_plan_declaring_a_wildcard_over_a_deny_is_sent_back);
+	tcase_add_test(tc,
+		       test_wildcard_extra_overlapping_a_deny_is_not_seeded);
 	tcase_add_test(tc, test_declarations_are_trimmed_and_lowercased);
 	tcase_add_test(tc, test_declarations_refuse_star_scheme_path_and_port);
 	tcase_add_test(tc, test_out_of_bounds_plan_gets_reasons_and_hint);
 	tcase_add_test(tc, test_in_bounds_plan_passes);
 	tcase_add_test(tc,
 		       test_config_policy_prints_phases_bounds_and_audit_hint);
+	tcase_add_test(tc, test_config_policy_names_what_deny_overlaps);
 	suite_add_tcase(s, tc);
 
 	tcase_add_checked_fixture(tl, ledger_setup, ledger_teardown);
@@ -906,6 +1233,10 @@ static Suite *egress_suite(void)
 	tcase_add_test(tl, test_granter_without_revoke_keeps_the_grant);
 	tcase_add_test(tl, test_failed_revoke_is_audited_and_the_grant_stays);
 	tcase_add_test(tl, test_local_granter_refuses_with_a_policy_deny);
+	tcase_add_test(
+		tl, test_wildcard_grant_over_a_deny_never_reaches_a_granter);
+	tcase_add_test(
+		tl, test_wildcard_over_a_deny_makes_no_sbx_policy_allow_call);
 	suite_add_tcase(s, tl);
 
 	tcase_add_checked_fixture(tg, setup, teardown);
