@@ -23,6 +23,9 @@
  *   1.0  first public ABI: sandbox, secret, sink, reporter, policy, store.
  *   1.1  sbxloop_sandbox_spec.shared_dirs (host directories a sandbox
  *        that shares the host's filesystem binds read-write).
+ *   1.2  sbxloop_exec_spec.read_only_workspace (one command sees the
+ *        workspace read-only) and SBXLOOP_CAP_WORKSPACE_READ_ONLY (the
+ *        provider honours it); SBXLOOP_HAS_FIELD.
  */
 #ifndef SBXLOOP_PLUGIN_H
 #define SBXLOOP_PLUGIN_H
@@ -36,7 +39,7 @@ extern "C" {
 
 #define SBXLOOP_PLUGIN_MAGIC 0x5342584cu /* "SBXL" */
 #define SBXLOOP_ABI_MAJOR 1
-#define SBXLOOP_ABI_MINOR 1
+#define SBXLOOP_ABI_MINOR 2
 
 /* The symbol every module exports. */
 #define SBXLOOP_DESCRIPTOR_SYMBOL "sbxloop_plugin_descriptor"
@@ -55,6 +58,11 @@ extern "C" {
 	((s) != NULL &&                                                       \
 	 (s)->struct_size >= offsetof(type, field) + sizeof((s)->field) &&    \
 	 (s)->field != NULL)
+
+/* True when `s` is large enough to hold the (non-pointer) `field`. */
+#define SBXLOOP_HAS_FIELD(s, type, field)                                     \
+	((s) != NULL &&                                                       \
+	 (s)->struct_size >= offsetof(type, field) + sizeof((s)->field))
 
 /* Return codes: 0 or negative. */
 enum sbxloop_rc {

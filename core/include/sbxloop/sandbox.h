@@ -36,9 +36,14 @@ enum sbxloop_capability {
 	/* sandboxed processes die with the host process */
 	SBXLOOP_CAP_DIES_WITH_PARENT = 1u << 6,
 	/* policy grants can be revoked */
-	SBXLOOP_CAP_EGRESS_REVOCABLE = 1u << 7
+	SBXLOOP_CAP_EGRESS_REVOCABLE = 1u << 7,
+	/*
+	 * ABI 1.2: a command run with exec's read_only_workspace cannot
+	 * change the workspace (the critics run so); without it they can
+	 */
+	SBXLOOP_CAP_WORKSPACE_READ_ONLY = 1u << 8
 };
-#define SBXLOOP_CAP_ALL 0xffu
+#define SBXLOOP_CAP_ALL 0x1ffu
 
 #define SBXLOOP_PATH_MAX 4096
 #define SBXLOOP_NAME_MAX 128
@@ -85,6 +90,12 @@ struct sbxloop_exec_spec {
 	void (*on_stdout_line)(void *user, const char *line, size_t len);
 	void (*on_stderr_line)(void *user, const char *line, size_t len);
 	void *user;
+	/*
+	 * ABI 1.2: run this one command with the workspace read-only (the
+	 * sandbox's home stays writable). Honoured only by a provider with
+	 * SBXLOOP_CAP_WORKSPACE_READ_ONLY; check with SBXLOOP_HAS_FIELD.
+	 */
+	int read_only_workspace;
 };
 
 /* One listed sandbox, borrowed for the callback's duration. */
