@@ -583,7 +583,8 @@ START_TEST(test_capabilities_without_isolation_are_honest)
 			  SBXLOOP_CAP_FILESYSTEM_CONFINED |
 				  SBXLOOP_CAP_WORKSPACE_MOUNTED |
 				  SBXLOOP_CAP_DIES_WITH_PARENT |
-				  SBXLOOP_CAP_NETWORK_DISABLED);
+				  SBXLOOP_CAP_NETWORK_DISABLED |
+				  SBXLOOP_CAP_WORKSPACE_READ_ONLY);
 	ck_assert_uint_eq(ops->static_capabilities &
 				  (SBXLOOP_CAP_EGRESS_ENFORCED |
 				   SBXLOOP_CAP_SECRET_NEVER_IN_SANDBOX),
@@ -624,14 +625,16 @@ START_TEST(test_bwrap_capabilities_per_network_mode)
 			  SBXLOOP_CAP_FILESYSTEM_CONFINED |
 				  SBXLOOP_CAP_WORKSPACE_MOUNTED |
 				  SBXLOOP_CAP_DIES_WITH_PARENT |
-				  SBXLOOP_CAP_NETWORK_DISABLED);
+				  SBXLOOP_CAP_NETWORK_DISABLED |
+				  SBXLOOP_CAP_WORKSPACE_READ_ONLY);
 	sbx_instance_destroy(&inst);
 	sbx_core_close(core);
 	start("local", "local:\n  isolation: bwrap\n  network: host\n");
 	ck_assert_uint_eq(ops->capabilities(inst.ctx),
 			  SBXLOOP_CAP_FILESYSTEM_CONFINED |
 				  SBXLOOP_CAP_WORKSPACE_MOUNTED |
-				  SBXLOOP_CAP_DIES_WITH_PARENT);
+				  SBXLOOP_CAP_DIES_WITH_PARENT |
+				  SBXLOOP_CAP_WORKSPACE_READ_ONLY);
 }
 END_TEST
 
@@ -696,6 +699,260 @@ START_TEST(test_bwrap_read_only_workspace_refuses_writes)
 	ck_assert_ptr_nonnull(strstr(l.out, "home-ok"));
 	ck_assert(!exists(inws));
 	clear(&res);
+}
+END_TEST
+
+/* A sandbox sharing `shared` (one host directory) with its jobs. */
+static int make_sandbox_shared(const char *name, const char *shared,
+			       struct sbxloop_sandbox_info *info)
+{
+	const char *dirs[] = {shared, NULL};
+	struct sbxloop_sandbox_spec spec;
+
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.name = name;
+	spec.role = "agent";
+	spec.run_id = "r1";
+	spec.workspace = ws;
+	spec.worker_path = "/usr/bin/true";
+	spec.shared_dirs = dirs;
+	memset(info, 0, sizeof(*info));
+	info->struct_size = sizeof(*info);
+	return ops->sandbox_create(inst.ctx, &spec, info, &err);
+}
+
+/*
+ * The escape of issue 11: a job appends a host directory to every file
+ * the host reads to build a sandbox ($HOME/../shared, workspace, ...),
+ * through $HOME/.. and through a shared directory that holds the
+ * state_dir; the next job must neither see nor write that directory,
+ * and the files on the host are unchanged.
+ */
+START_TEST(test_bwrap_jobs_cannot_rewrite_the_sandbox_metadata)
+{
+	static const char *const meta[] = {"shared", "workspace",
+					   "workspace-ro", "worker", NULL};
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_proc_result res;
+	char victim[600], scn[600], planted[700], script[PATHBUF * 4];
+	char path[PATHBUF], before[4][8192];
+	const char *name[] = {"plain", "wide"};
+	struct lines l;
+	int k, i;
+
+	start("local", "local:\n  isolation: bwrap\n");
+	/* beside the test's directory, which "wide" shares whole */
+	snprintf(victim, sizeof(victim), "%s.victim", tmpdir);
+	snprintf(planted, sizeof(planted), "%s/planted", victim);
+	snprintf(scn, sizeof(scn), "%s/scenario", tmpdir);
+	ck_assert_int_eq(mkdir(victim, 0700), 0);
+	ck_assert_int_eq(mkdir(scn, 0700), 0);
+	/* "wide" shares the directory that holds the state_dir */
+	ck_assert_int_eq(make_sandbox_shared(name[0], scn, &info), 0);
+	ck_assert_int_eq(make_sandbox_shared(name[1], tmpdir, &info), 0);
+	for (k = 0; k < 2; k++) {
+		for (i = 0; meta[i]; i++) {
+			char *t;
+
+			snprintf(path, sizeof(path), "%s/%s/%s", sbx_root,
+				 name[k], meta[i]);
+			t = read_text(path);
+			snprintf(before[i], sizeof(before[i]), "%s",
+				 t ? t : "(none)");
+		}
+		snprintf(
+			script, sizeof(script),
+			"for d in \"$HOME/..\" '%s/%s'; do "
+			"for f in shared workspace workspace-ro worker; do "
+			"echo '%s' >> \"$d/$f\" 2>/dev/null && "
+			"echo appended-$f; done; done; "
+			"echo '%s' > '%s/%s/workspace' 2>/dev/null && "
+			"echo replaced; "
+			"ls '%s/state.db' '%s' 2>/dev/null && echo state-seen; "
+			"true",
+			sbx_root, name[k], victim, victim, sbx_root, name[k],
+			state, sbx_root);
+		ck_assert_int_eq(run_sh(name[k], script, 30, NULL, &l, &res),
+				 0);
+		/* what the job may write there is its own private tmpfs */
+		ck_assert_msg(!strstr(l.out, "state-seen"), "%s: %s", name[k],
+			      l.out);
+		clear(&res);
+		for (i = 0; meta[i]; i++) {
+			char *t;
+
+			snprintf(path, sizeof(path), "%s/%s/%s", sbx_root,
+				 name[k], meta[i]);
+			t = read_text(path);
+			ck_assert_str_eq(t ? t : "(none)", before[i]);
+		}
+		/* the next job: the victim is neither seen nor written */
+		snprintf(
+			script, sizeof(script),
+			"ls '%s' >/dev/null 2>&1 && echo seen; "
+			"grep -qs '%s' \"$HOME/../shared\" && echo meta-seen; "
+			"echo pwn > '%s' 2>/dev/null && echo wrote; true",
+			victim, victim, planted);
+		ck_assert_int_eq(run_sh(name[k], script, 30, NULL, &l, &res),
+				 0);
+		ck_assert_msg(!strstr(l.out, "seen") &&
+				      !strstr(l.out, "wrote"),
+			      "%s: %s", name[k], l.out);
+		ck_assert(!exists(planted));
+		clear(&res);
+	}
+	ck_assert_int_eq(rmdir(victim), 0);
+}
+END_TEST
+
+/*
+ * Only what a job needs is there: no /etc/shadow (readable today when
+ * run as root), no /root, no /home, no other /etc secrets; the toolchain
+ * (sh, cc, make where installed) still works.
+ */
+START_TEST(test_bwrap_hides_the_host_beyond_what_a_job_needs)
+{
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_proc_result res;
+	struct lines l;
+
+	start("local", "local:\n  isolation: bwrap\n");
+	ck_assert_int_eq(make_sandbox("s", &info), 0);
+	ck_assert_int_eq(
+		run_sh("s",
+		       "cat /etc/shadow >/dev/null 2>&1 && echo shadow-read; "
+		       "test -e /etc/shadow && echo shadow-there; "
+		       "test -e /etc/gshadow && echo gshadow-there; "
+		       "test -e /etc/sudoers && echo sudoers-there; "
+		       "ls /etc/ssh >/dev/null 2>&1 && echo ssh-there; "
+		       "ls /root >/dev/null 2>&1 && echo root-listed; "
+		       "ls /home >/dev/null 2>&1 && echo home-listed; "
+		       "ls /var >/dev/null 2>&1 && echo var-listed; "
+		       "grep -q '^root:' /etc/passwd && echo passwd-ok; "
+		       "test -r /etc/ld.so.cache && echo ldcache-ok; "
+		       "if command -v cc >/dev/null; then "
+		       "echo 'int main(void){return 0;}' > /tmp/t.c && "
+		       "cc -o /tmp/t /tmp/t.c && /tmp/t && echo cc-ok; "
+		       "else echo cc-ok; fi; "
+		       "if command -v make >/dev/null; then make --version "
+		       ">/dev/null && echo make-ok; else echo make-ok; fi",
+		       60, NULL, &l, &res),
+		0);
+	ck_assert_msg(!strstr(l.out, "shadow") && !strstr(l.out, "sudoers") &&
+			      !strstr(l.out, "ssh-there") &&
+			      !strstr(l.out, "listed"),
+		      "%s", l.out);
+	ck_assert_msg(strstr(l.out, "passwd-ok") &&
+			      strstr(l.out, "ldcache-ok"),
+		      "%s", l.out);
+	ck_assert_msg(strstr(l.out, "cc-ok") && strstr(l.out, "make-ok"),
+		      "%s%s", l.out, l.err);
+	clear(&res);
+}
+END_TEST
+
+/*
+ * Writes outside the workspace, home/ and /tmp fail; what a job writes
+ * at the sandbox's or the state_dir's path lands in its private /tmp
+ * (they live under the host's /tmp here), never on the host.
+ */
+START_TEST(test_bwrap_refuses_writes_outside_workspace_and_home)
+{
+	static const char *const where[] = {"/",    "/etc",     "/usr",
+					    "/opt", "/var/tmp", NULL};
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_proc_result res;
+	char script[PATHBUF * 3], mark[64], path[PATHBUF];
+	struct lines l;
+	size_t i;
+
+	start("local", "local:\n  isolation: bwrap\n");
+	ck_assert_int_eq(make_sandbox("s", &info), 0);
+	snprintf(mark, sizeof(mark), "sbxloop-escape-%d", (int)getpid());
+	snprintf(script, sizeof(script),
+		 "for d in / /etc /usr /opt /var/tmp; do echo x > "
+		 "\"$d/%s\" 2>/dev/null && echo \"wrote $d\"; done; "
+		 "for d in \"$HOME/..\" '%s' '%s'; do mkdir -p \"$d\"; "
+		 "echo x > \"$d/%s\"; done 2>/dev/null; "
+		 "echo y > \"$HOME/%s\" && echo home-ok; true",
+		 mark, state, sbx_root, mark, mark);
+	ck_assert_int_eq(run_sh("s", script, 30, NULL, &l, &res), 0);
+	ck_assert_msg(!strstr(l.out, "wrote"), "%s", l.out);
+	ck_assert_ptr_nonnull(strstr(l.out, "home-ok"));
+	clear(&res);
+	for (i = 0; where[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", where[i], mark);
+		ck_assert_msg(!exists(path), "%s was written", path);
+	}
+	snprintf(path, sizeof(path), "%s/s/%s", sbx_root, mark);
+	ck_assert(!exists(path));
+	snprintf(path, sizeof(path), "%s/%s", state, mark);
+	ck_assert(!exists(path));
+}
+END_TEST
+
+/* Run `script` with exec's read_only_workspace set to `ro`. */
+static int run_sh_ro(const char *name, const char *script, int ro,
+		     struct lines *l, struct sbxloop_proc_result *res)
+{
+	const char *argv[] = {"sh", "-c", script, NULL};
+	struct sbxloop_exec_spec spec;
+
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.argv = argv;
+	spec.timeout_s = 30;
+	spec.on_stdout_line = on_out;
+	spec.on_stderr_line = on_err;
+	spec.user = l;
+	spec.read_only_workspace = ro;
+	memset(l, 0, sizeof(*l));
+	return ops->exec(inst.ctx, name, &spec, res, &err);
+}
+
+/* A critic's job: read-only for that one command, home/ writable. */
+START_TEST(test_bwrap_read_only_job_in_a_writable_sandbox)
+{
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_proc_result res;
+	char script[PATHBUF * 2], inws[600];
+	struct lines l;
+
+	start("local", "local:\n  isolation: bwrap\n");
+	ck_assert_int_eq(make_sandbox("s", &info), 0);
+	ck_assert_uint_eq(info.capabilities & SBXLOOP_CAP_WORKSPACE_READ_ONLY,
+			  SBXLOOP_CAP_WORKSPACE_READ_ONLY);
+	snprintf(inws, sizeof(inws), "%s/critic-wrote", ws);
+	snprintf(script, sizeof(script),
+		 "echo a > '%s' 2>/dev/null && echo ws-ok; "
+		 "echo b > \"$HOME/scratch\" && echo home-ok; true",
+		 inws);
+	ck_assert_int_eq(run_sh_ro("s", script, 1, &l, &res), 0);
+	ck_assert_ptr_null(strstr(l.out, "ws-ok"));
+	ck_assert_ptr_nonnull(strstr(l.out, "home-ok"));
+	ck_assert(!exists(inws));
+	clear(&res);
+	/* the next, ordinary job writes as before */
+	ck_assert_int_eq(run_sh_ro("s", script, 0, &l, &res), 0);
+	ck_assert_ptr_nonnull(strstr(l.out, "ws-ok"));
+	ck_assert(exists(inws));
+	clear(&res);
+}
+END_TEST
+
+/* Without bubblewrap nothing can be read-only, and it says so. */
+START_TEST(test_no_isolation_does_not_claim_read_only_jobs)
+{
+	struct sbxloop_sandbox_info info;
+
+	start("local", "local:\n  isolation: none\n");
+	ck_assert_uint_eq(ops->capabilities(inst.ctx) &
+				  SBXLOOP_CAP_WORKSPACE_READ_ONLY,
+			  0);
+	ck_assert_int_eq(make_sandbox("s", &info), 0);
+	ck_assert_uint_eq(info.capabilities & SBXLOOP_CAP_WORKSPACE_READ_ONLY,
+			  0);
 }
 END_TEST
 
@@ -1097,6 +1354,7 @@ static Suite *local_suite(void)
 		tc, test_remove_deletes_the_sandbox_but_never_the_workspace);
 	tcase_add_test(tc, test_capabilities_without_isolation_are_honest);
 	tcase_add_test(tc, test_unknown_isolation_is_a_config_error);
+	tcase_add_test(tc, test_no_isolation_does_not_claim_read_only_jobs);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -1110,6 +1368,12 @@ static Suite *bwrap_suite(void)
 	tcase_add_test(tc,
 		       test_bwrap_confines_writes_to_workspace_and_sandbox);
 	tcase_add_test(tc, test_bwrap_read_only_workspace_refuses_writes);
+	tcase_add_test(tc,
+		       test_bwrap_jobs_cannot_rewrite_the_sandbox_metadata);
+	tcase_add_test(tc, test_bwrap_hides_the_host_beyond_what_a_job_needs);
+	tcase_add_test(tc,
+		       test_bwrap_refuses_writes_outside_workspace_and_home);
+	tcase_add_test(tc, test_bwrap_read_only_job_in_a_writable_sandbox);
 	tcase_add_test(tc, test_bwrap_tmp_is_private);
 	tcase_add_test(tc, test_bwrap_unshares_the_network_unless_host);
 	tcase_add_test(tc, test_bwrap_timeout_kills_the_whole_sandbox);

@@ -12,17 +12,19 @@
 
 struct dirbox {
 	const struct sbxloop_host *host;
-	const char *label;           /* "local", "mock": prefix of messages */
-	char root[SBXLOOP_PATH_MAX]; /* <state_dir>/sandboxes */
-	int bwrap;                   /* run commands under bubblewrap */
-	int share_net;               /* bwrap only: keep the host network */
-	uint32_t caps;               /* what this instance enforces */
+	const char *label;            /* "local", "mock": prefix of messages */
+	char root[SBXLOOP_PATH_MAX];  /* <state_dir>/sandboxes */
+	char state[SBXLOOP_PATH_MAX]; /* the state_dir, hidden under bwrap */
+	int bwrap;                    /* run commands under bubblewrap */
+	int share_net;                /* bwrap only: keep the host network */
+	uint32_t caps;                /* what this instance enforces */
 };
 
 /* Capabilities of a bubblewrap instance sharing no network: the best. */
 #define DIRBOX_BEST_CAPS                                                      \
 	(SBXLOOP_CAP_FILESYSTEM_CONFINED | SBXLOOP_CAP_WORKSPACE_MOUNTED |    \
-	 SBXLOOP_CAP_DIES_WITH_PARENT | SBXLOOP_CAP_NETWORK_DISABLED)
+	 SBXLOOP_CAP_DIES_WITH_PARENT | SBXLOOP_CAP_NETWORK_DISABLED |        \
+	 SBXLOOP_CAP_WORKSPACE_READ_ONLY)
 
 /*
  * Set up `box`; with `bwrap` set, bubblewrap is probed and a host where
@@ -57,7 +59,9 @@ int dirbox_list(struct dirbox *box, const char *prefix,
 /*
  * A small file of the sandbox (`workspace`, `worker`, a counter) read
  * into buf, trailing newline removed; 0, or a negative code when the
- * sandbox or the file is missing.
+ * sandbox or the file is missing. These files sit beside home/, never
+ * in it: under bubblewrap only home/ is bound, so no command can change
+ * what the host reads to build the next one's sandbox.
  */
 int dirbox_read_meta(const struct dirbox *box, const char *name,
 		     const char *file, char *buf, size_t len,
