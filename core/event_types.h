@@ -48,6 +48,7 @@
 #define SBX_EV_SANDBOX_RESOURCES "sandbox.resources"
 #define SBX_EV_SANDBOX_RESOURCES_WARNING "sandbox.resources_warning"
 #define SBX_EV_SANDBOX_TOOLING_WARNING "sandbox.tooling_warning"
+#define SBX_EV_SANDBOX_CRITICS_UNCONFINED "sandbox.critics_unconfined"
 
 /* relayed from the worker */
 #define SBX_EV_WORKER_START "worker.start"

@@ -563,6 +563,36 @@ static char *script_dir(const struct sbx_core *core)
 	return path;
 }
 
+/*
+ * The critics (SCRUTINIZE, VALIDATE) run with the workspace read-only
+ * where the provider can; one that cannot is said so once, as a warning
+ * and a sandbox.critics_unconfined event.
+ */
+static void warn_unconfined_critics(struct sbx_pair *p, const struct box *b)
+{
+	const char *provider = sbx_config_str(p->core->cfg, "plugins.sandbox");
+	const char *why = "the sandbox provider cannot make the workspace "
+			  "read-only for one job";
+	cJSON *d;
+
+	if (b->info.capabilities & SBXLOOP_CAP_WORKSPACE_READ_ONLY)
+		return;
+	sbx_log(SBXLOOP_LOG_WARN,
+		"critics are not confined: sandbox provider '%s' cannot make "
+		"the workspace read-only for a job, so scrutinize and "
+		"validate could change it%s",
+		provider ? provider : "?",
+		provider && strcmp(provider, "local") == 0
+			? " (local.isolation: bwrap can)"
+			: "");
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "name", b->name);
+	cJSON_AddStringToObject(d, "role", b->role);
+	cJSON_AddStringToObject(d, "provider", provider ? provider : "");
+	cJSON_AddStringToObject(d, "message", why);
+	sbx_emit(p->core, SBX_EV_SANDBOX_CRITICS_UNCONFINED, NULL, d);
+}
+
 static int box_create(struct sbx_pair *p, int box, const char *workspace,
 		      const char *worker, struct sbxloop_error *err)
 {
@@ -604,6 +634,8 @@ static int box_create(struct sbx_pair *p, int box, const char *workspace,
 				 b->name, msg);
 	}
 	b->created = 1;
+	if (box == ROLE_AGENT)
+		warn_unconfined_critics(p, b);
 	return 0;
 }
 

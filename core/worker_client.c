@@ -3,7 +3,9 @@
  * stdin, run the worker through the sandbox provider's exec with a host
  * deadline of timeout + grace, relay its event lines to the bus, take
  * the result from the final stdout line or, when the stream broke, from
- * the result file. Called by phases.c only.
+ * the result file. A job in permission_mode read_only (a critic's) is
+ * run with the workspace read-only where the provider can. Called by
+ * phases.c only.
  */
 #include "config.h"
 
@@ -130,6 +132,14 @@ static void set_field(cJSON *job, const char *key, cJSON *val)
 		cJSON_ReplaceItemInObjectCaseSensitive(job, key, val);
 	else
 		cJSON_AddItemToObject(job, key, val);
+}
+
+int sbx_worker_job_read_only(const cJSON *job)
+{
+	const cJSON *m =
+		cJSON_GetObjectItemCaseSensitive(job, "permission_mode");
+
+	return cJSON_IsString(m) && strcmp(m->valuestring, "read_only") == 0;
 }
 
 /* Read the result file back through the provider. NULL when absent. */
@@ -263,6 +273,8 @@ int sbx_worker_submit(struct sbx_core *core,
 	spec.on_stdout_line = on_stdout;
 	spec.on_stderr_line = on_stderr;
 	spec.user = &r;
+	/* a critic (SCRUTINIZE, VALIDATE) sees the workspace read-only */
+	spec.read_only_workspace = sbx_worker_job_read_only(job);
 	sbx_log(SBXLOOP_LOG_DEBUG, "job %s: %s", job_id,
 		cJSON_GetStringValue(
 			cJSON_GetObjectItemCaseSensitive(job, "kind")));

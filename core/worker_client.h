@@ -24,6 +24,9 @@ struct sbx_job_tags {
 const cJSON *sbx_worker_last_resources(void);
 void sbx_worker_forget_resources(void);
 
+/* Does `job` ask for a read-only workspace (permission_mode)? */
+int sbx_worker_job_read_only(const cJSON *job);
+
 /*
  * Run `job` (borrowed; v, job_id and run_id are filled in here) in the
  * sandbox described by `info`. Every stdout line of the worker is relayed

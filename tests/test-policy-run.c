@@ -577,6 +577,115 @@ START_TEST(test_a_scripted_run_works_under_bubblewrap)
 }
 END_TEST
 
+/* Does the workspace of `run` hold `rel`? */
+static int in_workspace(const char *run, const char *rel)
+{
+	char *ws = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
+	char *path;
+	int yes;
+
+	ck_assert_msg(*ws, "run %s recorded no workspace", run);
+	if (asprintf(&path, "%s/%s", ws, rel) < 0)
+		abort();
+	yes = exists(path);
+	free(path);
+	free(ws);
+	return yes;
+}
+
+/* How often `needle` occurs in the scratch file `rel`. */
+static int occurrences(const char *rel, const char *needle)
+{
+	char *text = read_file(rel);
+	const char *p = text;
+	int n = 0;
+
+	while ((p = strstr(p, needle)) != NULL) {
+		n++;
+		p += strlen(needle);
+	}
+	free(text);
+	return n;
+}
+
+/*
+ * Critics that try to change the workspace (tests/scenarios/
+ * critic_writes): SCRUTINIZE and VALIDATE each write a file through the
+ * script backend and one through a shell command. The backend refuses
+ * the first (agent.permission_denied); the shell write fails where the
+ * provider binds the workspace read-only for a critic's job.
+ */
+static char *run_meddling_critics(const char *isolation)
+{
+	char extra[128];
+
+	copy_scenario("critic_writes");
+	snprintf(extra, sizeof(extra), "local:\n  isolation: %s\n", isolation);
+	write_config("local", "[local]", extra);
+	ck_assert_int_eq(sbxloop("run", "meddle", "--no-tui"), 0);
+	return last_run();
+}
+
+static void assert_file_writes_refused(const char *run)
+{
+	static const char *const phases[] = {"scrutinize", "validate"};
+	char file[64];
+	size_t i;
+
+	assert_run_state(run, "completed");
+	ck_assert(in_workspace(run, "out-t1.txt"));
+	for (i = 0; i < 2; i++) {
+		snprintf(file, sizeof(file), "%s-file.txt", phases[i]);
+		ck_assert_msg(!in_workspace(run, file), "%s was written",
+			      file);
+		ck_assert_int_eq(
+			q_int("SELECT count(*) FROM events WHERE run_id='%s' "
+			      "AND type='agent.permission_denied' AND "
+			      "json_extract(data_json, '$.path')='%s' AND "
+			      "json_extract(data_json, '$.tool')='write'",
+			      run, file),
+			1);
+	}
+}
+
+START_TEST(test_critics_cannot_write_the_workspace_under_bubblewrap)
+{
+	char *run = run_meddling_critics("bwrap");
+
+	assert_file_writes_refused(run);
+	ck_assert_msg(!in_workspace(run, "scrutinize-shell.txt") &&
+			      !in_workspace(run, "validate-shell.txt"),
+		      "a critic's shell command wrote the workspace");
+	/* both shell writes were run and failed inside the sandbox */
+	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE "
+			       "run_id='%s' AND type='agent.tool_end' AND "
+			       "json_extract(data_json, '$.tool')='shell' AND "
+			       "json_extract(data_json, '$.success')=0 AND "
+			       "json_extract(data_json, '$.args') LIKE "
+			       "'echo y > %%-shell.txt'",
+			       run),
+			 2);
+	ck_assert_int_eq(count_events(run, "sandbox.critics_unconfined"), 0);
+	assert_file_lacks("err.txt", "critics are not confined");
+	free(run);
+}
+END_TEST
+
+START_TEST(test_unconfined_critics_are_warned_about_once)
+{
+	char *run = run_meddling_critics("none");
+
+	assert_file_writes_refused(run);
+	/* nothing stops a shell command: that is what the warning says */
+	ck_assert(in_workspace(run, "scrutinize-shell.txt"));
+	ck_assert_int_eq(count_events(run, "sandbox.critics_unconfined"), 1);
+	ck_assert_int_eq(occurrences("err.txt", "critics are not confined"),
+			 1);
+	assert_file_has("err.txt", "(local.isolation: bwrap can)");
+	free(run);
+}
+END_TEST
+
 /* Is `line` one whole line of `text`? */
 static int has_line(const char *text, const char *line)
 {
@@ -1196,6 +1305,9 @@ static Suite *policy_suite(void)
 		tc,
 		test_a_failing_grant_stops_the_run_and_revokes_what_it_opened);
 	tcase_add_test(tc, test_a_scripted_run_works_under_bubblewrap);
+	tcase_add_test(
+		tc, test_critics_cannot_write_the_workspace_under_bubblewrap);
+	tcase_add_test(tc, test_unconfined_critics_are_warned_about_once);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("bounds");

@@ -924,6 +924,54 @@ START_TEST(test_script_reply_acts_on_the_workspace_first)
 }
 END_TEST
 
+/*
+ * A critic's job (permission_mode read_only): the reply's file writes are
+ * refused as denied `write` tool calls, nothing lands in the workspace,
+ * and the reply's answer still stands.
+ */
+START_TEST(test_script_read_only_job_refuses_file_writes)
+{
+	struct run r;
+	char job[1024];
+	const cJSON *d, *h;
+
+	put("scenario.json",
+	    "[{\"files\":{\"critic.txt\":\"x\\n\",\"src/b.txt\":\"y\\n\"},"
+	    "\"json\":{\"verdict\":\"pass\",\"issues\":[],"
+	    "\"feedback\":\"\"}}]");
+	agent_job(job, sizeof(job), ",\"permission_mode\":\"read_only\"");
+	run_worker(&r, job, NULL);
+	ck_assert_str_eq(rstr(&r, "status"), "ok");
+	ck_assert_int_ne(access(path_in("work/critic.txt"), F_OK), 0);
+	ck_assert_int_ne(access(path_in("work/src"), F_OK), 0);
+	ck_assert_int_eq(count_events(&r, "agent.permission_denied", &d), 2);
+	ck_assert_str_eq(dstr(d, "tool"), "write");
+	ck_assert_ptr_nonnull(strstr(dstr(d, "reason"), "read_only"));
+	ck_assert_int_eq(count_events(&r, "agent.tool_end", &d), 2);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(d, "success")));
+	ck_assert_ptr_nonnull(strstr(dstr(d, "error"), "read-only"));
+	h = cJSON_GetObjectItem(r.result, "health");
+	ck_assert_int_eq(
+		cJSON_GetObjectItem(
+			cJSON_GetObjectItem(h, "permission_denials"), "write")
+			->valueint,
+		2);
+	ck_assert_int_eq(cJSON_GetObjectItem(h, "tool_calls")->valueint, 2);
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(r.result, "output_json"));
+	run_free(&r);
+
+	/* the same reply in an ordinary job writes */
+	put("scenario.json", "[{\"files\":{\"critic.txt\":\"x\\n\"}}]");
+	unlink(path_in("scenario.json.cursor"));
+	agent_job(job, sizeof(job), ",\"permission_mode\":\"auto\"");
+	run_worker(&r, job, NULL);
+	ck_assert_str_eq(rstr(&r, "status"), "ok");
+	ck_assert_int_eq(access(path_in("work/critic.txt"), F_OK), 0);
+	ck_assert_int_eq(count_events(&r, "agent.permission_denied", NULL), 0);
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_script_fail_and_unsafe_paths_are_errors)
 {
 	struct run r;
@@ -1571,6 +1619,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, test_script_turns_away_calls_past_the_ceiling);
 	tcase_add_test(tc, test_script_cursor_holds_under_concurrent_workers);
 	tcase_add_test(tc, test_script_reply_acts_on_the_workspace_first);
+	tcase_add_test(tc, test_script_read_only_job_refuses_file_writes);
 	tcase_add_test(tc, test_script_fail_and_unsafe_paths_are_errors);
 	tcase_add_test(tc, test_script_sleep_past_timeout_is_timeout);
 	tcase_add_test(tc, test_script_backend_from_environment);

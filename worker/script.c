@@ -5,7 +5,9 @@
  * one; the position lives in `<scenario>.cursor`, advanced under an flock
  * so jobs in separate worker processes consume in order. A reply may act
  * on the workspace first (sleep, write files, run commands, emit events)
- * so a scripted EXECUTE really changes files. Called by agent.c.
+ * so a scripted EXECUTE really changes files; in a read_only job (a
+ * critic's) its file writes are refused as denied tool calls, and its
+ * commands run confined by the sandbox alone. Called by agent.c.
  */
 #include "config.h"
 
@@ -90,7 +92,46 @@ static int mkdirs_for(char *path)
 	return 0;
 }
 
-static int write_files(struct wk_ctx *ctx, const cJSON *files,
+/*
+ * A critic's job (permission_mode read_only) may not write: each file
+ * of the reply is refused as a failed `write` tool call with an
+ * agent.permission_denied event, counted in health, and the reply
+ * goes on as a real agent's would after a denied tool.
+ */
+static void refuse_write(struct wk_ctx *ctx, const char *file, int *calls,
+			 int *refused)
+{
+	char *id = wk_printf("script-write-%d", *refused + 1);
+	char *why = wk_printf("refused: the job is read-only (permission_mode "
+			      "read_only) and may not write '%s'",
+			      file);
+	cJSON *d = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(d, "tool", "write");
+	cJSON_AddStringToObject(d, "tool_call_id", id);
+	cJSON_AddStringToObject(d, "args", file);
+	wk_emit(ctx, "agent.tool_start", d);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "tool", "write");
+	cJSON_AddStringToObject(d, "path", file);
+	cJSON_AddStringToObject(d, "reason", why);
+	wk_emit(ctx, "agent.permission_denied", d);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "tool", "write");
+	cJSON_AddStringToObject(d, "tool_call_id", id);
+	cJSON_AddStringToObject(d, "args", file);
+	cJSON_AddFalseToObject(d, "success");
+	cJSON_AddStringToObject(d, "output", "");
+	cJSON_AddStringToObject(d, "error", why);
+	wk_emit(ctx, "agent.tool_end", d);
+	(*calls)++;
+	(*refused)++;
+	free(id);
+	free(why);
+}
+
+static int write_files(struct wk_ctx *ctx, const struct wk_job *job,
+		       const cJSON *files, int *calls, int *refused,
 		       struct wk_result *res)
 {
 	const cJSON *f;
@@ -107,6 +148,10 @@ static int write_files(struct wk_ctx *ctx, const cJSON *files,
 					    "stay inside the workspace",
 					    f->string);
 			return -1;
+		}
+		if (job->read_only) {
+			refuse_write(ctx, f->string, calls, refused);
+			continue;
 		}
 		path = wk_printf("%s/%s", ctx->cwd, f->string);
 		text = cJSON_IsString(f) ? wk_strdup(f->valuestring)
@@ -233,11 +278,13 @@ static void emit_events(struct wk_ctx *ctx, const cJSON *events)
 	}
 }
 
-static cJSON *default_health(int calls, int denied)
+static cJSON *default_health(int calls, int denied, int refused)
 {
 	cJSON *h = cJSON_CreateObject();
+	cJSON *pd = cJSON_AddObjectToObject(h, "permission_denials");
 
-	cJSON_AddObjectToObject(h, "permission_denials");
+	if (refused)
+		cJSON_AddNumberToObject(pd, "write", refused);
 	cJSON_AddObjectToObject(h, "tool_failures");
 	cJSON_AddObjectToObject(h, "tool_refusals");
 	cJSON_AddNumberToObject(h, "tool_calls", calls);
@@ -255,7 +302,7 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 	char *text = NULL;
 	size_t len;
 	long idx;
-	int big, calls = 0, denied = 0, rc = -1;
+	int big, calls = 0, denied = 0, refused = 0, rc = -1;
 
 	if (!path || !*path) {
 		wk_result_set_error(res, WK_ERROR, "BackendUnavailable", NULL,
@@ -305,7 +352,8 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 		}
 	}
 	v = cJSON_GetObjectItemCaseSensitive(reply, "files");
-	if (cJSON_IsObject(v) && write_files(ctx, v, res) < 0)
+	if (cJSON_IsObject(v) &&
+	    write_files(ctx, job, v, &calls, &refused, res) < 0)
 		goto out;
 	v = cJSON_GetObjectItemCaseSensitive(reply, "run");
 	if (cJSON_IsArray(v) &&
@@ -338,8 +386,9 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 				  ? wk_strdup(v->valuestring)
 				  : wk_printf("script-%s", job->job_id);
 	v = cJSON_GetObjectItemCaseSensitive(reply, "health");
-	res->health = cJSON_IsObject(v) ? cJSON_Duplicate(v, 1)
-					: default_health(calls, denied);
+	res->health = cJSON_IsObject(v)
+			      ? cJSON_Duplicate(v, 1)
+			      : default_health(calls, denied, refused);
 	v = cJSON_GetObjectItemCaseSensitive(reply, "usage");
 	if (cJSON_IsObject(v)) {
 		wk_usage_merge(&res->usage, v);

@@ -127,6 +127,15 @@ S["policy_commit"] = [D(task("t1")), P(),
                       E(run=["git add out-t1.txt && git -c user.name=agent "
                              "-c user.email=agent@example.org commit -qm 'add out-t1.txt'"]),
                       SP, VA]
+# critics that try to change the workspace: their file writes are refused
+# by the script backend, their shell writes by a read-only sandbox
+def meddle(r, name):
+    r = json.loads(json.dumps(r))
+    r["files"] = {name + "-file.txt": "x\n"}
+    r["run"] = ["echo y > %s-shell.txt" % name]
+    return r
+S["critic_writes"] = [D(task("t1")), P(), E(), meddle(SP, "scrutinize"),
+                      meddle(VA, "validate")]
 for k, v in S.items():
     with open(k + ".json", "w") as f:
         json.dump(v, f, indent=1); f.write("\n")
