@@ -135,9 +135,14 @@ static void probe_configured(struct sbx_core *core, struct probe *pr)
 	} else if (b.len > 1 && b.buf[0] == 'E') {
 		snprintf(pr->why, sizeof(pr->why), "%s", b.buf + 1);
 	} else {
+		/* it died in plugin code some other way (a sanitizer's
+		 * handler exits instead of dying of the signal) */
+		pr->faulted = 1;
 		snprintf(pr->why, sizeof(pr->why),
-			 "the probe of module '%s' (%s) gave no answer",
-			 m->name, m->path);
+			 "module '%s' (%s) ended the probe without an answer "
+			 "(exit status %d)",
+			 m->name, m->path,
+			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	}
 	sbx_buf_release(&b);
 }

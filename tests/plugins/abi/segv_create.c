@@ -1,14 +1,17 @@
 /* Test-only module for the loader suite: a sandbox provider whose
- * create() dereferences NULL. */
+ * create() writes to read-only memory (a real SIGSEGV, which the
+ * sanitizers' null-pointer checks do not intercept). */
 #include "faultmod.h"
+
+static const int read_only = 0;
 
 static int segv_create(const struct sbxloop_host *host, void **ctx,
 		       struct sbxloop_error *err)
 {
-	volatile int *volatile nowhere = NULL;
+	volatile int *volatile target = (volatile int *)&read_only;
 
 	*ctx = NULL;
-	*nowhere = 1;
+	*target = 1;
 	return 0;
 }
 
