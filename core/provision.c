@@ -430,8 +430,37 @@ static int open_chain(struct sbx_pair *p, struct sbxloop_error *err)
 }
 
 /*
+ * A strategy failed with another one after it: say so (warning and a
+ * sandbox.secret_env_fallback event) before handing over.
+ */
+static void fall_back(struct sbx_pair *p, const struct box *b, const char *env,
+		      size_t failed, const char *why)
+{
+	const char *next = p->chain_names[failed + 1];
+	char *msg =
+		sbx_xasprintf("secret strategy %s failed to hand %s to "
+			      "sandbox '%s': %s; trying %s",
+			      p->chain_names[failed], env, b->name, why, next);
+	cJSON *d = cJSON_CreateObject();
+
+	sbx_log(SBXLOOP_LOG_WARN, "%s", msg);
+	cJSON_AddStringToObject(d, "name", b->name);
+	cJSON_AddStringToObject(d, "role", b->role);
+	cJSON_AddStringToObject(d, "env", env);
+	cJSON_AddStringToObject(d, "strategy", p->chain_names[failed]);
+	cJSON_AddStringToObject(d, "next", next);
+	cJSON_AddStringToObject(d, "message", msg);
+	sbx_emit(p->core, SBX_EV_SANDBOX_SECRET_FALLBACK, NULL, d);
+	free(msg);
+}
+
+/*
  * Hand `value` to sandbox `box` as `env`: the first strategy of the
- * chain that does not answer SBXLOOP_EUNSUPPORTED takes it.
+ * chain that works takes it. SBXLOOP_EUNSUPPORTED passes to the next
+ * one quietly (the strategy explained itself); any other failure passes
+ * with a warning and an event, except SBXLOOP_ESTATE: a strategy that
+ * refuses in this state (sbx-proxy's strict verdict, or a visibility
+ * probe with no clean answer) stops provisioning rather than downgrade.
  */
 static int provide(struct sbx_pair *p, int box, const char *env,
 		   const char *value, const char *bind_host,
@@ -477,6 +506,12 @@ static int provide(struct sbx_pair *p, int box, const char *env,
 		serr.message[0] = '\0';
 		rc = ops->provide(p->chain[i].ctx, &req, &out, &serr);
 		if (rc == SBXLOOP_EUNSUPPORTED) {
+			snprintf(last, sizeof(last), "%s: %s",
+				 p->chain_names[i], serr.message);
+			continue;
+		}
+		if (rc < 0 && rc != SBXLOOP_ESTATE && i + 1 < p->n_chain) {
+			fall_back(p, b, env, i, serr.message);
 			snprintf(last, sizeof(last), "%s: %s",
 				 p->chain_names[i], serr.message);
 			continue;

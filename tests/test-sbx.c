@@ -109,6 +109,8 @@ static void setup(void)
 	free(path);
 	setenv("SBX_FAKE_DIR", fake_dir, 1);
 	unsetenv("SBX_FAKE_NO_MOUNT");
+	unsetenv("SBX_FAKE_SECRET_LS");
+	unsetenv("SBX_FAKE_SECRET_SCOPE");
 	unsetenv("COPILOT_GITHUB_TOKEN");
 	unsetenv("GH_TOKEN");
 	unsetenv("GITHUB_TOKEN");
@@ -970,8 +972,9 @@ START_TEST(test_proxy_unclean_probe_twice_fails)
 					      "sbx-proxy", &inst, &err),
 			 0);
 	so = inst.ops;
+	/* ESTATE: the core stops here instead of trying plain-env */
 	ck_assert_int_eq(so->provide(inst.ctx, &req, &out, &err),
-			 SBXLOOP_EINFRA);
+			 SBXLOOP_ESTATE);
 	sbx_instance_destroy(&inst);
 	ck_assert_int_eq(count_calls("exec sbxloop-r1-agent sh -lc"), 2);
 	ck_assert(strstr(sbx_buf_str(&events), "sandbox.secret_probe_error"));
@@ -1152,6 +1155,65 @@ START_TEST(test_plain_env_revoke_removes_file)
 END_TEST
 
 /* --------------------------------------------------------------- policy */
+
+/*
+ * An sbx whose set-custom takes the scope positionally refuses
+ * `--sandbox`: the first call learns that, every later one of the
+ * process uses `set-custom NAME` straight away.
+ */
+START_TEST(test_proxy_uses_the_positional_scope_an_older_sbx_takes)
+{
+	struct sbxloop_secret_req req;
+	struct sbxloop_secret_outcome out;
+	cJSON *log, *rec;
+	int scoped = 0;
+
+	setenv("SBX_FAKE_SECRET_SCOPE", "positional", 1);
+	core_up();
+	box_up();
+	must_create("sbxloop-r1-agent");
+	must_create("sbxloop-r2-agent");
+	secret_req(&req, "sbxloop-r1-agent", 0);
+	/* registered, then invisible to exec as ever: plain-env */
+	ck_assert_str_eq(provide_chain(&req, &out), "plain-env");
+	secret_req(&req, "sbxloop-r2-agent", 0);
+	ck_assert_str_eq(provide_chain(&req, &out), "plain-env");
+	ck_assert_int_eq(count_calls("secret set-custom --sandbox "), 1);
+	ck_assert_int_eq(count_calls("secret set-custom sbxloop-r1-agent "
+				     "--host api.github.com --env "
+				     "COPILOT_GITHUB_TOKEN --value "),
+			 1);
+	ck_assert_int_eq(count_calls("secret set-custom sbxloop-r2-agent "
+				     "--host api.github.com --env "
+				     "COPILOT_GITHUB_TOKEN --value "),
+			 1);
+	/* the fake really registered both, each in its sandbox's scope */
+	{
+		char *path = sbx_xasprintf("%s/secrets.jsonl", fake_dir);
+		char *text = tu_read(path), *line, *save = NULL;
+
+		ck_assert_ptr_nonnull(text);
+		log = cJSON_CreateArray();
+		for (line = strtok_r(text, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save))
+			cJSON_AddItemToArray(log, cJSON_Parse(line));
+		free(text);
+		free(path);
+	}
+	cJSON_ArrayForEach (rec, log) {
+		const char *action = cJSON_GetStringValue(
+			cJSON_GetObjectItem(rec, "action"));
+		const char *scope = cJSON_GetStringValue(
+			cJSON_GetObjectItem(rec, "scope"));
+
+		if (action && !strcmp(action, "set-custom"))
+			scoped += scope && sbx_starts_with(scope, "sbxloop-r");
+	}
+	cJSON_Delete(log);
+	ck_assert_int_eq(scoped, 2);
+	ck_assert(!strstr(sbx_buf_str(&events), AGENT_TOKEN));
+}
+END_TEST
 
 START_TEST(test_policy_seed_grant_revoke)
 {
@@ -1514,6 +1576,56 @@ START_TEST(test_secrets_list_and_clean_stale)
 }
 END_TEST
 
+/* An sbx that prints `SCOPE TYPE NAME HOST`: read by header, not column. */
+START_TEST(test_secrets_list_and_clean_read_a_type_column)
+{
+	const char *list[] = {"secrets", "list", NULL};
+	const char *apply[] = {"secrets", "clean", "--apply", NULL};
+	const char *stale[] = {"sbx",
+			       "secret",
+			       "set-custom",
+			       "--sandbox",
+			       "sbxloop-rgggggggg-agent",
+			       "--host",
+			       "api.github.com",
+			       "--env",
+			       "COPILOT_GITHUB_TOKEN",
+			       "--value",
+			       "ghp_leftover",
+			       NULL};
+	const char *ls[] = {"sbx", "secret", "ls", NULL};
+	struct tu_run r;
+	cJSON *st;
+
+	setenv("SBX_FAKE_SECRET_LS", "type", 1);
+	tu_exec(&r, NULL, NULL, stale);
+	ck_assert_int_eq(r.status, 0);
+	tu_run_free(&r);
+	tu_exec(&r, NULL, NULL, ls);
+	ck_assert_msg(strstr(r.out, "SCOPE") && strstr(r.out, "TYPE") &&
+			      strstr(r.out, "custom"),
+		      "%s", r.out);
+	tu_run_free(&r);
+
+	sbxloop(&r, list);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	ck_assert_msg(!strstr(r.out, "no registrations"), "%s", r.out);
+	ck_assert(verdict_is(r.out, "sbxloop-rgggggggg-agent", "stale"));
+	tu_run_free(&r);
+
+	sbxloop(&r, apply);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	ck_assert_msg(strstr(r.out, "removed COPILOT_GITHUB_TOKEN in scope "
+				    "sbxloop-rgggggggg-agent"),
+		      "%s", r.out);
+	tu_run_free(&r);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 0);
+	cJSON_Delete(st);
+}
+END_TEST
+
 /* ------------------------------------------------------ whole runs (e2e) */
 
 #define RUN_TOKEN "ghp_e2eRUNtoken0123456789abcdefXYZ"
@@ -1763,6 +1875,65 @@ START_TEST(test_run_provision_failure_rolls_back)
 }
 END_TEST
 
+/* The id of the one run in the state dir (caller frees). */
+static char *only_run_id(void)
+{
+	const char *status[] = {"status", NULL};
+	struct tu_run r;
+	char id[64] = "";
+	const char *nl;
+
+	sbxloop(&r, status);
+	ck_assert_int_eq(r.status, 0);
+	nl = strchr(r.out, '\n');
+	ck_assert_ptr_nonnull(nl);
+	ck_assert_int_eq(sscanf(nl + 1, "%63s", id), 1);
+	tu_run_free(&r);
+	return sbx_xstrdup(id);
+}
+
+/*
+ * plugins.secrets is [sbx-proxy, plain-env]: when sbx refuses the
+ * registration, the run says so and goes on with plain-env.
+ */
+START_TEST(test_run_falls_back_to_the_next_strategy_when_registration_fails)
+{
+	const char *run[] = {"run", "make a thing", "--no-tui", NULL};
+	const char *logs[] = {"logs",           NULL,     "--type",
+			      "sandbox.secret", "--json", NULL};
+	struct tu_run r;
+	char *id;
+
+	write_run_config("happy1");
+	script("[{\"prefix\":\"secret set-custom\",\"returncode\":1,"
+	       "\"stderr\":\"ERROR: the proxy refused the host\\n\"}]");
+	sbxloop(&r, run);
+	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
+	ck_assert_msg(strstr(r.err, "secret strategy sbx-proxy failed to "
+				    "hand COPILOT_GITHUB_TOKEN") &&
+			      strstr(r.err, "the proxy refused the host") &&
+			      strstr(r.err, "trying plain-env"),
+		      "%s", r.err);
+	ck_assert(!strstr(r.err, RUN_TOKEN));
+	tu_run_free(&r);
+	ck_assert_int_eq(count_calls("secret set-custom "), 1);
+	id = only_run_id();
+	logs[1] = id;
+	sbxloop(&r, logs);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	ck_assert_msg(strstr(r.out, "sandbox.secret_env_fallback"), "%s",
+		      r.out);
+	/* the handover names both strategies; plain-env took the token */
+	ck_assert_msg(strstr(r.out, "\"strategy\":\"sbx-proxy\"") &&
+			      strstr(r.out, "\"next\":\"plain-env\"") &&
+			      strstr(r.out, "\"strategy\":\"plain-env\""),
+		      "%s", r.out);
+	tu_run_free(&r);
+	free(id);
+	ck_assert_int_eq(sandboxes_left(), 0);
+}
+END_TEST
+
 START_TEST(test_run_sigterm_leaves_no_sandbox_and_no_secret)
 {
 	const char *argv[] = {
@@ -1939,6 +2110,8 @@ static Suite *sbx_suite(void)
 	tcase_add_test(tc, test_github_token_goes_on_stdin_and_split_holds);
 	tcase_add_test(tc, test_secret_value_never_logged);
 	tcase_add_test(tc, test_plain_env_revoke_removes_file);
+	tcase_add_test(
+		tc, test_proxy_uses_the_positional_scope_an_older_sbx_takes);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("policy");
@@ -1953,6 +2126,7 @@ static Suite *sbx_suite(void)
 	tcase_add_test(tc, test_shell_runs_a_command_in_the_pair);
 	tcase_add_test(tc, test_doctor_reports_each_failure_row);
 	tcase_add_test(tc, test_secrets_list_and_clean_stale);
+	tcase_add_test(tc, test_secrets_list_and_clean_read_a_type_column);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("fake");
@@ -1971,6 +2145,9 @@ static Suite *sbx_suite(void)
 		test_run_with_a_repo_provisions_the_pair_and_splits_tokens);
 	tcase_add_loop_test(tc, test_run_missing_token_creates_nothing, 0, 2);
 	tcase_add_test(tc, test_run_sigterm_leaves_no_sandbox_and_no_secret);
+	tcase_add_test(
+		tc,
+		test_run_falls_back_to_the_next_strategy_when_registration_fails);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -458,3 +458,112 @@ next:
 		line = nl ? nl + 1 : NULL;
 	}
 }
+
+/* ---- `sbx secret ls` and other whitespace tables ---------------------- */
+
+#define TABLE_MAX_COLS 16
+
+/* Split [p, p+len) at blanks: up to `max` cells with their offsets. */
+static size_t split_words(const char *p, size_t len, size_t *starts,
+			  size_t *lens, size_t max)
+{
+	size_t i = 0, n = 0;
+
+	while (i < len && n < max) {
+		while (i < len && (p[i] == ' ' || p[i] == '\t'))
+			i++;
+		if (i >= len)
+			break;
+		starts[n] = i;
+		while (i < len && p[i] != ' ' && p[i] != '\t')
+			i++;
+		lens[n] = i - starts[n];
+		n++;
+	}
+	return n;
+}
+
+static int word_is(const char *p, size_t len, const char *name)
+{
+	return strlen(name) == len && !strncmp(p, name, len);
+}
+
+int sbxp_parse_table(const char *text, const char *const *const *want,
+		     size_t n_want,
+		     void (*cb)(void *user, const char *const *cells),
+		     void *user)
+{
+	size_t hs[TABLE_MAX_COLS], hl[TABLE_MAX_COLS], ncols = 0;
+	int map[TABLE_MAX_COLS]; /* header column -> wanted index or -1 */
+	const char *line = text, *nl;
+	int found = 0;
+
+	while (line && *line) {
+		size_t len, ws[TABLE_MAX_COLS], wl[TABLE_MAX_COLS], nw, i, k;
+		char *cells[TABLE_MAX_COLS];
+
+		nl = strchr(line, '\n');
+		len = nl ? (size_t)(nl - line) : strlen(line);
+		if (len && line[len - 1] == '\r')
+			len--;
+		nw = split_words(line, len, ws, wl, TABLE_MAX_COLS);
+		if (!found) {
+			/* the header: a line naming the first wanted column */
+			for (i = 0; i < nw && !found; i++)
+				for (k = 0; want[0][k]; k++)
+					if (word_is(line + ws[i], wl[i],
+						    want[0][k]))
+						found = 1;
+			if (found) {
+				ncols = nw;
+				for (i = 0; i < nw; i++) {
+					size_t w, a;
+
+					hs[i] = ws[i];
+					hl[i] = wl[i];
+					map[i] = -1;
+					for (w = 0; w < n_want && map[i] < 0;
+					     w++)
+						for (a = 0; want[w][a]; a++)
+							if (word_is(line + hs[i],
+								    hl[i],
+								    want[w]
+									[a]))
+								map[i] =
+									(int)w;
+				}
+			}
+			goto next;
+		}
+		if (!nw || n_want > TABLE_MAX_COLS)
+			goto next;
+		for (i = 0; i < n_want; i++)
+			cells[i] = NULL;
+		for (i = 0; i < nw; i++) {
+			size_t c = i;
+
+			/* a row with empty cells: place words by offset */
+			if (nw != ncols) {
+				c = 0;
+				for (k = 0; k < ncols; k++)
+					if (hs[k] <= ws[i])
+						c = k;
+			}
+			if (c >= ncols || map[c] < 0 || cells[map[c]])
+				continue;
+			cells[map[c]] = strndup(line + ws[i], wl[i]);
+		}
+		for (i = 0; i < n_want; i++)
+			if (!cells[i])
+				cells[i] = strdup("");
+		for (i = 0; i < n_want && cells[i]; i++)
+			;
+		if (i == n_want)
+			cb(user, (const char *const *)cells);
+		for (i = 0; i < n_want; i++)
+			free(cells[i]);
+next:
+		line = nl ? nl + 1 : NULL;
+	}
+	return found ? 0 : -1;
+}

@@ -87,6 +87,20 @@ void sbxp_parse_ls(const char *text,
 			      const char *status, const char *workspace),
 		   void *user);
 
+/*
+ * Parse a table of blank-separated words under a header line (`sbx
+ * secret ls`), by header name, not position: want[k] lists the names
+ * column k may have ({"NAME", "SECRET", NULL}); the header is the first
+ * line holding a name of want[0]. cb gets n_want cells per row, in want
+ * order, "" where a column is absent (borrowed for the call). A row with
+ * fewer words than the header places them by offset. 0, or -1 when no
+ * header was found.
+ */
+int sbxp_parse_table(const char *text, const char *const *const *want,
+		     size_t n_want,
+		     void (*cb)(void *user, const char *const *cells),
+		     void *user);
+
 /* Single-quote `s` for sh. Caller frees. */
 char *sbxp_shell_quote(const char *s);
 /* A newly allocated printf result; NULL only on allocation failure. */

@@ -7,7 +7,9 @@
  *              replace-on-exists ladder, then probes whether exec'd
  *              processes see it. A clean "unset" or "sentinel" answer
  *              hands over to the next strategy (SBXLOOP_EUNSUPPORTED);
- *              two unclean answers fail provisioning. As the last
+ *              a failed registration does too (the core falls back on
+ *              any error but SBXLOOP_ESTATE); two unclean answers fail
+ *              provisioning (SBXLOOP_ESTATE). As the last
  *              strategy of the chain it is strict: only the sentinel
  *              (the value stays outside the VM) is accepted.
  *   plain-env  writes /home/agent/.sbxloop/env.sh (0600) inside the
@@ -229,38 +231,117 @@ static void parse_scope(const char *text, char *buf, size_t size)
 		snprintf(buf, size, "global");
 }
 
-/* `secret set` or `secret set-custom` once. */
-static int set_once(struct proxy *p, const struct sbxloop_secret_req *req,
-		    struct sbxloop_proc_result *res, struct sbxloop_error *err)
+/*
+ * How the installed sbx takes set-custom's scope: `--sandbox NAME` (the
+ * sbx_secret_set-custom reference) or positionally, `set-custom NAME`
+ * (`sbx secret set-custom [-g | sandbox]`, older builds). Learnt from
+ * the first call's error and kept for the process.
+ */
+enum scope_form { FORM_UNKNOWN, FORM_FLAG, FORM_POSITIONAL };
+
+static enum scope_form scope_form;
+static pthread_mutex_t form_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static enum scope_form get_form(void)
+{
+	enum scope_form f;
+
+	pthread_mutex_lock(&form_lock);
+	f = scope_form;
+	pthread_mutex_unlock(&form_lock);
+	return f;
+}
+
+static void set_form(enum scope_form f)
+{
+	pthread_mutex_lock(&form_lock);
+	scope_form = f;
+	pthread_mutex_unlock(&form_lock);
+}
+
+static int is_exists(const struct sbxloop_proc_result *res);
+
+/* Did sbx refuse the --sandbox flag itself (not the registration)? */
+static int rejects_sandbox_flag(const struct sbxloop_proc_result *res)
+{
+	const char *e = res->err ? res->err : "";
+
+	return res->exit_code != 0 && strstr(e, "--sandbox") &&
+	       (strstr(e, "unknown flag") || strstr(e, "unknown option") ||
+		strstr(e, "not defined") || strstr(e, "unrecognized"));
+}
+
+static int set_custom_once(struct proxy *p,
+			   const struct sbxloop_secret_req *req,
+			   enum scope_form form,
+			   struct sbxloop_proc_result *res,
+			   struct sbxloop_error *err)
 {
 	struct sbxp_call call;
 	const char *args[16];
 	size_t n = 0;
 
+	/* sbx has no stdin path here: the one documented argv case */
 	args[n++] = "secret";
-	memset(&call, 0, sizeof(call));
-	if (req->service) {
-		/* the value travels on stdin, never in argv */
-		args[n++] = "set";
+	args[n++] = "set-custom";
+	if (form == FORM_POSITIONAL) {
 		args[n++] = req->sandbox;
-		args[n++] = req->service;
-		call.stdin_data = req->value;
-		call.stdin_len = strlen(req->value);
 	} else {
-		/* sbx has no stdin path here: the one documented argv case */
-		args[n++] = "set-custom";
 		args[n++] = "--sandbox";
 		args[n++] = req->sandbox;
-		args[n++] = "--host";
-		args[n++] = req->bind_host;
-		args[n++] = "--env";
-		args[n++] = req->env_name;
-		args[n++] = "--value";
-		args[n++] = req->value;
 	}
+	args[n++] = "--host";
+	args[n++] = req->bind_host;
+	args[n++] = "--env";
+	args[n++] = req->env_name;
+	args[n++] = "--value";
+	args[n++] = req->value;
 	args[n] = NULL;
+	memset(&call, 0, sizeof(call));
 	call.args = args;
 	return sbxp_run(&p->sbx, &call, res, err);
+}
+
+/* `secret set` or `secret set-custom` once. */
+static int set_once(struct proxy *p, const struct sbxloop_secret_req *req,
+		    struct sbxloop_proc_result *res, struct sbxloop_error *err)
+{
+	const struct sbxloop_host *h = p->sbx.host;
+	struct sbxp_call call;
+	enum scope_form form;
+	const char *args[8];
+	int rc;
+
+	if (req->service) {
+		/* the value travels on stdin, never in argv */
+		args[0] = "secret";
+		args[1] = "set";
+		args[2] = req->sandbox;
+		args[3] = req->service;
+		args[4] = NULL;
+		memset(&call, 0, sizeof(call));
+		call.args = args;
+		call.stdin_data = req->value;
+		call.stdin_len = strlen(req->value);
+		return sbxp_run(&p->sbx, &call, res, err);
+	}
+	form = get_form();
+	rc = set_custom_once(p, req, form == FORM_UNKNOWN ? FORM_FLAG : form,
+			     res, err);
+	if (rc < 0 || form != FORM_UNKNOWN)
+		return rc;
+	if (!rejects_sandbox_flag(res)) {
+		/* accepted, or refused for another reason: the flag works */
+		if (res->exit_code == 0 || is_exists(res))
+			set_form(FORM_FLAG);
+		return rc;
+	}
+	set_form(FORM_POSITIONAL);
+	h->log(h, SBXLOOP_LOG_INFO,
+	       "this sbx takes the scope of `secret set-custom` "
+	       "positionally (it refused --sandbox); using that form");
+	h->proc_result_clear(res);
+	return set_custom_once(p, req, FORM_POSITIONAL, res, err);
 }
 
 static int is_exists(const struct sbxloop_proc_result *res)
@@ -499,7 +580,9 @@ static int proxy_provide(void *ctx, const struct sbxloop_secret_req *req,
 				  req->env_name, req->sandbox, why);
 		emit_named(p, "sandbox.secret_probe_error", req,
 			   msg ? msg : why);
-		rc = h->error_set(h, err, SBXLOOP_EINFRA, "%s",
+		/* ESTATE: the core must not hand it to the next strategy,
+		 * an infra blip never downgrades silently */
+		rc = h->error_set(h, err, SBXLOOP_ESTATE, "%s",
 				  msg ? msg : why);
 		free(msg);
 		proxy_revoke(p, req, NULL);
@@ -543,16 +626,42 @@ struct list_ctx {
 	void *user;
 };
 
+static void list_row(void *user, const char *const *cells)
+{
+	struct list_ctx *l = user;
+
+	/* cells: scope, name (env or service), hosts */
+	if (*cells[0] && *cells[1])
+		l->cb(l->user, cells[1], cells[0], cells[2]);
+}
+
+/* Is there anything but blank lines and a "No secrets" notice? */
+static int says_nothing(const char *text)
+{
+	text += strspn(text, " \t\r\n");
+	return !*text || !strncmp(text, "No ", 3);
+}
+
+/*
+ * `sbx secret ls`, read by its header: sbx builds differ in the columns
+ * (SCOPE SECRET HOSTS; SCOPE TYPE NAME HOST), so no position is assumed.
+ */
 static int proxy_list(void *ctx,
 		      void (*cb)(void *user, const char *env_name,
 				 const char *scope, const char *detail),
 		      void *user, struct sbxloop_error *err)
 {
+	static const char *const scope_col[] = {"SCOPE", "SANDBOX", NULL};
+	static const char *const name_col[] = {"NAME", "SECRET", "ENV", NULL};
+	static const char *const hosts_col[] = {"HOSTS", "HOST", NULL};
+	static const char *const *const want[] = {scope_col, name_col,
+						  hosts_col};
 	struct proxy *p = ctx;
 	const char *args[] = {"secret", "ls", NULL};
 	struct sbxloop_proc_result res;
 	struct sbxp_call call;
-	char *copy, *line, *save;
+	struct list_ctx l = {cb, user};
+	const char *out;
 	int rc;
 
 	memset(&call, 0, sizeof(call));
@@ -560,20 +669,19 @@ static int proxy_list(void *ctx,
 	rc = sbxp_check(&p->sbx, &call, &res, err);
 	if (rc < 0)
 		goto out;
-	copy = strdup(res.out ? res.out : "");
-	for (line = copy ? strtok_r(copy, "\n", &save) : NULL; line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char scope[SBXLOOP_NAME_MAX], what[SBXLOOP_NAME_MAX];
-		char hosts[256];
+	out = res.out ? res.out : "";
+	if (sbxp_parse_table(out, want, 3, list_row, &l) < 0 &&
+	    !says_nothing(out)) {
+		char first[160];
 
-		hosts[0] = '\0';
-		if (sscanf(line, "%127s %127s %255s", scope, what, hosts) < 2)
-			continue;
-		if (!strcmp(scope, "SCOPE"))
-			continue;
-		cb(user, what, scope, hosts);
+		snprintf(first, sizeof(first), "%s", out);
+		first[strcspn(first, "\n")] = '\0';
+		rc = p->sbx.host->error_set(
+			p->sbx.host, err, SBXLOOP_EUNSUPPORTED,
+			"cannot read `sbx secret ls`: no SCOPE column header "
+			"in its output (first line: '%s')",
+			first);
 	}
-	free(copy);
 out:
 	p->sbx.host->proc_result_clear(&res);
 	return rc;

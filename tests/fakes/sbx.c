@@ -20,6 +20,27 @@
  * calls; exec releases it before its child runs.
  *
  * Behaviour follows UPSTREAM.md 13.2 and the sbx 0.38 surface of PEERS.md.
+ *
+ * Variants of the sbx CLI, switched by environment variables (unset =
+ * the default column):
+ *
+ *   SBX_FAKE_SECRET_LS    `secret ls` columns. Default `SCOPE SECRET
+ *                         HOSTS` (upstream's harness, UPSTREAM.md 8.6).
+ *                         `type`: `SCOPE TYPE NAME HOST`, a TYPE column
+ *                         (service | custom) before the name, as the sbx
+ *                         build of issue 11 item 14 prints it (the
+ *                         reference page docs.docker.com/reference/cli/
+ *                         sbx/secret/ls documents no column layout).
+ *   SBX_FAKE_SECRET_SCOPE `secret set-custom` scope. Default: `--sandbox
+ *                         NAME` or positional, both accepted, as in
+ *                         docker/docs data/sbx_cli/sbx_secret_set-
+ *                         custom.yaml (PEERS.md; UPSTREAM.md 8.1 calls
+ *                         the positional form deprecated). `positional`:
+ *                         `--sandbox` is an unknown flag and the scope is
+ *                         `[-g | sandbox]`, as the reference page
+ *                         docs.docker.com/reference/cli/sbx/secret/
+ *                         set-custom gives its usage (no --sandbox in
+ *                         its options). `secret rm` keeps --sandbox.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -860,10 +881,18 @@ static int cmd_secret(int argc, char **argv, const char *in)
 	const char *pos[2] = {NULL, NULL}, *service = NULL;
 	int i, npos = 0, force = 0, rc = 0;
 	cJSON *state, *svc, *custom;
+	const char *scope_v = getenv("SBX_FAKE_SECRET_SCOPE");
+	const char *ls_v = getenv("SBX_FAKE_SECRET_LS");
+	int positional = scope_v && !strcmp(scope_v, "positional");
 
 	for (i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--help")) {
-			if (!strcmp(action, "set-custom"))
+			if (!strcmp(action, "set-custom") && positional)
+				puts("Usage: sbx secret set-custom [-g | "
+				     "sandbox] [flags]\n"
+				     "Flags: --env, -g/--global, --host, "
+				     "--placeholder, -t/--token, --value");
+			else if (!strcmp(action, "set-custom"))
 				puts("Usage: sbx secret set-custom [-g | "
 				     "SANDBOX] --host HOST --env ENV "
 				     "--value VALUE [--placeholder P]\n"
@@ -871,6 +900,11 @@ static int cmd_secret(int argc, char **argv, const char *in)
 			else
 				puts("Usage: sbx secret COMMAND");
 			return 0;
+		}
+		if (positional && !strcmp(action, "set-custom") &&
+		    !strcmp(argv[i], "--sandbox")) {
+			fputs("ERROR: unknown flag: --sandbox\n", stderr);
+			return 1;
 		}
 	}
 	for (i = 2; i < argc; i++) {
@@ -911,18 +945,36 @@ static int cmd_secret(int argc, char **argv, const char *in)
 	if (!strcmp(action, "ls")) {
 		cJSON *it;
 
-		printf("%-30s %-24s %s\n", "SCOPE", "SECRET", "HOSTS");
+		int typed = ls_v && !strcmp(ls_v, "type");
+
+		if (typed)
+			printf("%-30s %-8s %-24s %s\n", "SCOPE", "TYPE",
+			       "NAME", "HOST");
+		else
+			printf("%-30s %-24s %s\n", "SCOPE", "SECRET", "HOSTS");
 		cJSON_ArrayForEach (it, svc) {
 			char *k = strdup(it->string), *bar = strchr(k, '|');
 
 			if (bar)
 				*bar++ = '\0';
-			printf("%-30s %-24s %s\n", k, bar ? bar : "", "");
+			if (typed)
+				printf("%-30s %-8s %-24s %s\n", k, "service",
+				       bar ? bar : "", "");
+			else
+				printf("%-30s %-24s %s\n", k, bar ? bar : "",
+				       "");
 			free(k);
 		}
-		cJSON_ArrayForEach (it, custom)
-			printf("%-30s %-24s %s\n", meta_str(it, "scope"),
-			       it->string, meta_str(it, "host"));
+		cJSON_ArrayForEach (it, custom) {
+			if (typed)
+				printf("%-30s %-8s %-24s %s\n",
+				       meta_str(it, "scope"), "custom",
+				       it->string, meta_str(it, "host"));
+			else
+				printf("%-30s %-24s %s\n",
+				       meta_str(it, "scope"), it->string,
+				       meta_str(it, "host"));
+		}
 		goto out;
 	}
 	if (!strcmp(action, "set")) {
