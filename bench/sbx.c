@@ -108,6 +108,7 @@ static int bench(int n)
 	char *fake_bin = NULL, *new_path = NULL, *fake_dir = NULL;
 	struct rusage ru;
 	siginfo_t si;
+	struct bench_cpu own = {-1, -1};
 	double t0, wall, cpu, tree;
 	long calls;
 	pid_t pid;
@@ -160,7 +161,8 @@ static int bench(int n)
 	       errno == EINTR)
 		;
 	wall = now() - t0;
-	cpu = bench_proc_cpu_ms(pid);
+	bench_proc_cpu(pid, &own);
+	cpu = own.user_ms + own.sys_ms;
 	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -177,9 +179,10 @@ static int bench(int n)
 	snprintf(path, sizeof(path), "%s/invocations.jsonl", fake_dir);
 	calls = count_lines(path);
 	printf("N=%-3d sbx calls %4ld = %5.2f/task  sbxloop CPU %6.2f "
-	       "ms/task  tree CPU %7.2f ms/task  wall %7.2f ms/task\n",
-	       n, calls, (double)calls / n, cpu / n, tree / n,
-	       wall * 1000.0 / n);
+	       "ms/task (user %.2f + sys %.2f)  tree CPU %7.2f ms/task  "
+	       "wall %7.2f ms/task\n",
+	       n, calls, (double)calls / n, cpu / n, own.user_ms / n,
+	       own.sys_ms / n, tree / n, wall * 1000.0 / n);
 	rc = 0;
 out:
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
