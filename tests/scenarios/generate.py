@@ -43,12 +43,14 @@ S["drift"] = [{"text": "none"}, {"text": "still none"}, D(task("t1")), P(), E(),
 # SIGKILL while a phase runs: the killed reply is consumed, so each slow
 # reply is followed by its fast twin for the resumed run. A committed
 # phase is never run again: killed in SCRUTINIZE, the resumed run reviews
-# the stored report. Every EXECUTE appends a line to executed.log (a
-# slow one is killed in its sleep, before it writes anything).
+# the stored report. Every committed EXECUTE appends a line to
+# executed.log; the killed one (not committed, so it runs again) has no
+# side effect of its own (a script reply whose sleep is cut short by the
+# worker's stop signal still plays the rest of the reply).
 def EX(i="t1"): return E(i, run=["echo executed >> executed.log"])
 S["kill_decompose"] = [slow(D(task("t1"))), D(task("t1")), P(), EX(), SP, VA]
 S["kill_plan"] = [D(task("t1")), slow(P()), P(), EX(), SP, VA]
-S["kill_execute"] = [D(task("t1")), P(), slow(EX()), EX(), SP, VA]
+S["kill_execute"] = [D(task("t1")), P(), slow(E()), EX(), SP, VA]
 S["kill_scrutinize"] = [D(task("t1")), P(), EX(), slow(SP), SP, VA]
 S["kill_validate"] = [D(task("t1")), P(), EX(), SP, slow(VA), VA]
 S["kill_verify"] = [D(task("t1", verify=("test -f out-%s.txt", "test -f .slow-once || { touch .slow-once; sleep 30; }"))), P(), EX(), SP, VA]
@@ -82,6 +84,8 @@ S["lint"] = [D(task("t1", verify=("sudo apt-get install -y jq", "[[ -f out-%s.tx
 def egress(r, domain):
     r = json.loads(json.dumps(r)); r["json"]["egress"] = [{"domain": domain, "reason": "fetch data"}]; return r
 S["egress_bounds"] = [D(task("t1")), egress(P(), "Data.Example.ORG"), P(), E(), SP, VA]
+# the same declaration inside the bounds: kept, so no second plan
+S["egress_inside"] = [D(task("t1")), egress(P(), "Data.Example.ORG"), E(), SP, VA]
 # tests/test-policy-run.c: egress grants, guardrails, harvest
 def declare(r, *pairs):
     r = json.loads(json.dumps(r))
