@@ -438,9 +438,12 @@ START_TEST(test_plan_egress_inside_the_bounds_is_kept_normalised)
 {
 	char *run, *plan;
 
-	scenario("egress_bounds", "policy:\n  allow: [\"*.example.org\"]\n");
+	/* not egress_bounds, whose second plan is for the retry */
+	scenario("egress_inside", "policy:\n  allow: [\"*.example.org\"]\n");
 	ck_assert_int_eq(sbxloop("run", "egress", "--no-tui"), 0);
 	run = last_run();
+	assert_task(run, "t1", "done", 0, 0);
+	assert_attempts(run, "t1", "plan", "ok");
 	plan = q_str("SELECT output_json FROM phase_attempts WHERE "
 		     "run_id='%s' AND phase='plan' ORDER BY id LIMIT 1",
 		     run);
