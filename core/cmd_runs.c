@@ -50,8 +50,12 @@ static int is_terminal(const char *state)
 	return 0;
 }
 
-/* Open the core and the configured store; 0 or an exit code. */
-static int open_store(struct sbx_cli *cli, struct sbx_instance *store)
+/*
+ * Open the core and the configured store; 0 or an exit code. `reader`:
+ * the command only reads it (a read-only state directory will do).
+ */
+static int open_store(struct sbx_cli *cli, struct sbx_instance *store,
+		      int reader)
 {
 	struct sbxloop_error err = {0, ""};
 	const char *name;
@@ -59,6 +63,7 @@ static int open_store(struct sbx_cli *cli, struct sbx_instance *store)
 
 	if (rc)
 		return rc;
+	cli->core->state_read_only = reader;
 	name = sbx_config_str(cli->core->cfg, "plugins.store");
 	if (sbx_core_instantiate(cli->core, SBXLOOP_KIND_STORE,
 				 name ? name : "sqlite", store, &err)) {
@@ -427,7 +432,7 @@ int sbx_cmd_status(struct sbx_cli *cli, int argc, char **argv)
 	memset(&store, 0, sizeof(store));
 	if (json < 0)
 		return sbx_cli_usage(command("status"), 1);
-	rc = open_store(cli, &store);
+	rc = open_store(cli, &store, 1);
 	if (rc)
 		return rc;
 	rc = run_id ? status_one(&store, run_id, json)
@@ -453,7 +458,7 @@ int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	if (want_json(argc, argv, &run_id) != 0 || !run_id)
 		return sbx_cli_usage(command("cancel"), 1);
-	rc = open_store(cli, &store);
+	rc = open_store(cli, &store, 0);
 	if (rc)
 		return rc;
 	ops = store.ops;
@@ -658,7 +663,7 @@ int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv)
 	if (argc - optind != 1)
 		return sbx_cli_usage(cmd, 1);
 	q.run_id = argv[optind];
-	rc = open_store(cli, &store);
+	rc = open_store(cli, &store, 1);
 	if (rc)
 		return rc;
 	l.store = &store;

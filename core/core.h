@@ -33,6 +33,7 @@ struct sbx_core {
 	sbx_emit_fn *emit;
 	void *emit_user;
 	struct sbx_instance sandbox; /* the active provider, when created */
+	int state_read_only;         /* the command only reads the store */
 };
 
 /*

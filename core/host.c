@@ -108,6 +108,11 @@ static const char *host_state_dir(const struct sbxloop_host *host)
 	return sbx_core_state_dir(core_of(host));
 }
 
+static int host_state_read_only(const struct sbxloop_host *host)
+{
+	return core_of(host)->state_read_only;
+}
+
 static int host_proc_run(const struct sbxloop_host *host,
 			 const struct sbxloop_proc_spec *spec,
 			 struct sbxloop_proc_result *res,
@@ -209,6 +214,7 @@ static void fill_host(struct sbx_core *core)
 	h->free = free;
 	h->sandbox_write_file = host_sandbox_write_file;
 	h->sandbox_exec = host_sandbox_exec;
+	h->state_read_only = host_state_read_only;
 }
 
 int sbx_core_open(struct sbx_core **out, const struct sbx_config_opts *o,

@@ -8,11 +8,16 @@
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -1053,6 +1058,200 @@ START_TEST(test_mock_lost_result)
 }
 END_TEST
 
+/* ---- the store's refusals ------------------------------------------- */
+
+/* The bytes of a scratch-dir file (caller frees); *len its size. */
+static char *slurp(const char *rel, size_t *len)
+{
+	char path[4200], *buf;
+	struct stat sb;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &sb), 0);
+	buf = malloc((size_t)sb.st_size + 1);
+	ck_assert_int_eq(read(fd, buf, (size_t)sb.st_size), sb.st_size);
+	close(fd);
+	*len = (size_t)sb.st_size;
+	return buf;
+}
+
+static void assert_same_bytes(const char *rel, const char *want, size_t n)
+{
+	size_t len;
+	char *got = slurp(rel, &len);
+
+	ck_assert_msg(len == n && memcmp(got, want, n) == 0,
+		      "%s changed (%zu bytes, was %zu)", rel, len, n);
+	free(got);
+}
+
+static int exists(const char *rel)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	return access(path, F_OK) == 0;
+}
+
+/*
+ * Garbage over a page in the middle of the runs table of a real store:
+ * `run` refuses before writing anything and `status` says the file is
+ * damaged, both naming it and the recovery; the file is unchanged.
+ */
+START_TEST(test_a_damaged_state_db_is_refused_and_left_alone)
+{
+	char garbage[65536], path[4200], *before, *err;
+	long page, size, n;
+	size_t len;
+	int fd;
+
+	scenario("happy1", NULL);
+	ck_assert_int_eq(sbxloop("run", "once", "--no-tui"), 0);
+	/* enough runs that their table spans many pages */
+	q_exec("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 "
+	       "FROM c WHERE i < 300) INSERT INTO runs(run_id, outcome, "
+	       "state, created_at, updated_at) SELECT 'rx' || i, "
+	       "replace(hex(zeroblob(500)), '0', 'x'), 'completed', i, i "
+	       "FROM c");
+	n = q_int("SELECT count(*) FROM dbstat WHERE name = 'runs' AND "
+		  "pagetype = 'leaf'");
+	ck_assert_int_gt(n, 10);
+	page = q_int("SELECT pageno FROM dbstat WHERE name = 'runs' AND "
+		     "pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET %ld",
+		     n / 2);
+	size = q_int("PRAGMA page_size");
+	ck_assert(!exists("state/state.db-wal"));
+	memset(garbage, 0xa5, sizeof(garbage));
+	snprintf(path, sizeof(path), "%s/state/state.db", dir);
+	fd = open(path, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(
+		pwrite(fd, garbage, (size_t)size, (off_t)(page - 1) * size),
+		size);
+	close(fd);
+	before = slurp("state/state.db", &len);
+
+	ck_assert_int_ne(sbxloop("run", "again", "--no-tui"), 0);
+	err = output("err.txt");
+	ck_assert_msg(strstr(err, "state.db' is damaged") &&
+			      strstr(err, "nothing was written") &&
+			      strstr(err, ".recover | sqlite3") &&
+			      strstr(err, "state-recovered.db"),
+		      "run: %s", err);
+	free(err);
+	assert_same_bytes("state/state.db", before, len);
+
+	ck_assert_int_ne(sbxloop("status", NULL, NULL), 0);
+	assert_stderr_has("state.db' is damaged");
+	assert_stderr_has(".recover");
+	assert_same_bytes("state/state.db", before, len);
+	free(before);
+}
+END_TEST
+
+/* A 0-byte state.db is not an empty store to start over in. */
+START_TEST(test_an_empty_state_db_is_refused_not_started_over)
+{
+	struct stat sb;
+	char path[4200];
+
+	scenario("happy1", NULL);
+	snprintf(path, sizeof(path), "%s/state", dir);
+	mkdir(path, 0700);
+	put_file("state/state.db", "");
+	ck_assert_int_ne(sbxloop("run", "over it", "--no-tui"), 0);
+	assert_stderr_has("state.db' is empty (0 bytes, no WAL)");
+	assert_stderr_has("move it away to start afresh");
+	ck_assert_int_ne(sbxloop("status", NULL, NULL), 0);
+	assert_stderr_has("is empty (0 bytes");
+	snprintf(path, sizeof(path), "%s/state/state.db", dir);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_eq(sb.st_size, 0);
+	ck_assert(!exists("state/state.db-wal"));
+}
+END_TEST
+
+/*
+ * sbxloop with the state directory read-only: as root (where chmod does
+ * not stop writes) a read-only bind mount in a private mount namespace,
+ * otherwise mode 0555. The exit code.
+ */
+static int sbxloop_read_only_state(const char *a1, const char *a2,
+				   const char *a3)
+{
+	const char *args[] = {a1, a2, a3, NULL};
+	char state[4200];
+	pid_t pid;
+
+	snprintf(state, sizeof(state), "%s/state", dir);
+	if (geteuid() != 0) {
+		int rc;
+
+		ck_assert_int_eq(chmod(state, 0555), 0);
+		rc = wait_code(spawn_sbxloop(NULL, args));
+		chmod(state, 0700);
+		return rc;
+	}
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) != 0 ||
+		    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+		    mount(state, state, NULL, MS_BIND, NULL) != 0 ||
+		    mount(NULL, state, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY,
+			  NULL) != 0) {
+			perror("read-only state dir");
+			_exit(120);
+		}
+		if (access(state, W_OK) == 0 || errno != EROFS)
+			_exit(121);
+		_exit(wait_code(spawn_sbxloop(NULL, args)));
+	}
+	return wait_code(pid);
+}
+
+START_TEST(test_a_read_only_state_dir_serves_status_and_logs)
+{
+	char *run, *out, *err, *before;
+	size_t len;
+
+	scenario("happy1", NULL);
+	ck_assert_int_eq(sbxloop("run", "once", "--no-tui"), 0);
+	run = last_run();
+	before = slurp("state/state.db", &len);
+
+	ck_assert_int_eq(sbxloop_read_only_state("status", NULL, NULL), 0);
+	out = output("out.txt");
+	ck_assert_msg(strstr(out, run), "status: %s", out);
+	free(out);
+	ck_assert_int_eq(sbxloop_read_only_state("status", run, NULL), 0);
+	out = output("out.txt");
+	ck_assert_msg(strstr(out, "t1"), "status RUN: %s", out);
+	free(out);
+	ck_assert_int_eq(sbxloop_read_only_state("logs", run, NULL), 0);
+	out = output("out.txt");
+	ck_assert_msg(strstr(out, "run.end"), "logs: %s", out);
+	free(out);
+	err = output("err.txt");
+	ck_assert_msg(!strstr(err, "error"), "logs: %s", err);
+	free(err);
+
+	/* writers are told why they cannot start */
+	ck_assert_int_ne(sbxloop_read_only_state("run", "more", "--no-tui"),
+			 0);
+	assert_stderr_has("/state' is read-only");
+	assert_stderr_has("status and logs work read-only");
+	ck_assert_int_ne(sbxloop_read_only_state("cancel", run, NULL), 0);
+	assert_stderr_has("/state' is read-only");
+	assert_same_bytes("state/state.db", before, len);
+	free(before);
+	free(run);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -1122,6 +1321,13 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(
 		tc, test_sigkill_after_each_committed_phase_runs_it_once, 0,
 		13);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("store");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_a_damaged_state_db_is_refused_and_left_alone);
+	tcase_add_test(tc, test_an_empty_state_db_is_refused_not_started_over);
+	tcase_add_test(tc, test_a_read_only_state_dir_serves_status_and_logs);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("faults");

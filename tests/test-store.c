@@ -129,6 +129,24 @@ static void append(const char *run_id, const char *type, const char *data)
 		      err.message);
 }
 
+/* Run "o<i>" in the store `st` (a child's own); exits 2 on failure. */
+static void make_run_in(void *st, int i)
+{
+	struct sbxloop_run_row r = {.struct_size = sizeof(r)};
+	struct sbxloop_error e = {0, ""};
+	char id[16];
+
+	snprintf(id, sizeof(id), "o%d", i);
+	r.run_id = id;
+	r.outcome = "race";
+	r.state = "created";
+	r.config_json = "{}";
+	if (ops->run_create(st, &r, &e)) {
+		fprintf(stderr, "run %d: %s\n", i, e.message);
+		_exit(2);
+	}
+}
+
 /* Collected copies of rows handed to callbacks. */
 struct seen {
 	int n;
@@ -1375,6 +1393,75 @@ START_TEST(test_concurrent_processes_never_see_a_locked_database)
 }
 END_TEST
 
+/*
+ * N processes open the same fresh state directory at one instant (they
+ * block on a pipe until the parent closes it), 20 times: creating the
+ * schema and switching to WAL race, and none of them may fail.
+ */
+START_TEST(test_processes_opening_a_fresh_state_dir_at_once_all_succeed)
+{
+	enum { N = 8, ROUNDS = 20 };
+	char dir[400];
+	int round, i, failures = 0;
+
+	for (round = 0; round < ROUNDS; round++) {
+		pid_t pids[N];
+		int gate[2];
+
+		snprintf(dir, sizeof(dir), "%s/fresh%d", tmpdir, round);
+		ck_assert_int_eq(pipe(gate), 0);
+		for (i = 0; i < N; i++) {
+			pids[i] = fork();
+			ck_assert_int_ge(pids[i], 0);
+			if (pids[i] == 0) {
+				struct fakehost *h;
+				struct sbxloop_error e = {0, ""};
+				void *st = NULL;
+				char c;
+
+				close(gate[1]);
+				if (read(gate[0], &c, 1) != 0)
+					_exit(99);
+				h = fakehost_new(dir);
+				if (ops->create(fakehost_host(h), &st, &e)) {
+					fprintf(stderr, "open %d: %s\n", i,
+						e.message);
+					_exit(1);
+				}
+				make_run_in(st, i);
+				ops->destroy(st);
+				fakehost_free(h);
+				_exit(0);
+			}
+		}
+		close(gate[0]);
+		close(gate[1]); /* the barrier opens */
+		for (i = 0; i < N; i++) {
+			int status;
+
+			ck_assert_int_eq(waitpid(pids[i], &status, 0),
+					 pids[i]);
+			ck_assert(WIFEXITED(status));
+			if (WEXITSTATUS(status) != 0)
+				failures++;
+		}
+	}
+	ck_assert_int_eq(failures, 0);
+	/* and every run each process wrote is there */
+	ops->destroy(store);
+	store = NULL;
+	fakehost_free(fh);
+	fh = fakehost_new(dir);
+	ck_assert_int_eq(ops->create(fakehost_host(fh), &store, &err), 0);
+	{
+		struct seen s = {0};
+
+		ck_assert_int_eq(ops->run_list(store, seen_run, &s, &err), 0);
+		ck_assert_int_eq(s.n, N);
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 START_TEST(test_sigkilled_writer_loses_no_committed_transition)
@@ -1493,6 +1580,9 @@ static Suite *sharing_suite(void)
 	tcase_add_test(tc, test_two_instances_interleave_writes);
 	tcase_add_test(tc,
 		       test_concurrent_processes_never_see_a_locked_database);
+	tcase_add_test(
+		tc,
+		test_processes_opening_a_fresh_state_dir_at_once_all_succeed);
 	tcase_add_test(tc,
 		       test_sigkilled_writer_loses_no_committed_transition);
 	return s;

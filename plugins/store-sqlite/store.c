@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define STORE_BUSY_MS 10000
 #define STORE_BUFFER_MAX 512   /* events held before a forced write */
@@ -93,7 +94,10 @@ struct store_text {
 struct store {
 	const struct sbxloop_host *host;
 	sqlite3 *db;
-	char *path; /* <state_dir>/state.db, for messages */
+	char *path;    /* <state_dir>/state.db, for messages */
+	char *dir;     /* the state directory */
+	int reader;    /* the command only reads (status, logs) */
+	int read_only; /* opened for status and logs in a read-only dir */
 	pthread_mutex_t lock;
 
 	struct store_pending **pending;
@@ -150,10 +154,35 @@ static int db_code(sqlite3 *db)
 	}
 }
 
-/* "cannot <what> '<path>': <sqlite message>" with the mapped code. */
+/* A damaged file: say which, why, and how to get its rows back. */
+static int damaged(struct store *s, struct sbxloop_error *err, const char *why,
+		   int at_open)
+{
+	return s->host->error_set(
+		s->host, err, SBXLOOP_ECORRUPT,
+		"database '%s' is damaged: %s;%s recover what it holds with "
+		"`sqlite3 '%s' .recover | sqlite3 '%s/state-recovered.db'`, "
+		"then move '%s' away and the recovered file in its place",
+		s->path, why, at_open ? " nothing was written to it;" : "",
+		s->path, s->dir, s->path);
+}
+
+/*
+ * "cannot <what> '<path>': <sqlite message>" with the mapped code; a
+ * damaged file gets the recovery hint.
+ */
 static int db_fail(struct store *s, struct sbxloop_error *err,
 		   const char *what)
 {
+	int code = sqlite3_errcode(s->db) & 0xff;
+
+	if ((code == SQLITE_CORRUPT || code == SQLITE_NOTADB) && s->dir) {
+		char why[SBXLOOP_ERROR_MAX / 2];
+
+		snprintf(why, sizeof(why), "cannot %s it: %s", what,
+			 sqlite3_errmsg(s->db));
+		return damaged(s, err, why, 0);
+	}
 	return s->host->error_set(s->host, err, db_code(s->db),
 				  "cannot %s '%s': %s", what, s->path,
 				  sqlite3_errmsg(s->db));
@@ -892,53 +921,344 @@ static int prepare_inserts(struct store *s, struct sbxloop_error *err)
 
 static void store_destroy(void *ctx);
 
+/* Drop every cached statement (they belong to the connection). */
+static void stmts_clear(struct store *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_stmts; i++) {
+		sqlite3_finalize(s->stmts[i].st);
+		free(s->stmts[i].sql);
+	}
+	s->n_stmts = 0;
+}
+
+/*
+ * Run an opening step again while SQLite answers SQLITE_BUSY. It does so
+ * without calling the busy handler where waiting could deadlock (two
+ * connections switching a fresh file to WAL at once), so the handler
+ * alone does not cover the open. Pauses grow from 1 ms to 64 ms, with a
+ * per-process jitter; gives up after STORE_BUSY_MS like the handler.
+ */
+static int open_retry(struct store *s,
+		      int (*step)(struct store *s, struct sbxloop_error *err),
+		      struct sbxloop_error *err)
+{
+	double give_up = now_mono() + STORE_BUSY_MS / 1000.0;
+	unsigned jitter = (unsigned)getpid() * 2654435761u;
+	long pause_us = 1000;
+	int rc;
+
+	while ((rc = step(s, err)) == SBXLOOP_ETIMEDOUT &&
+	       now_mono() < give_up) {
+		long us = pause_us + (long)(jitter % (unsigned)pause_us);
+		struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+
+		jitter = jitter * 1103515245u + 12345u;
+		nanosleep(&ts, NULL);
+		if (pause_us < 64000)
+			pause_us *= 2;
+	}
+	return rc;
+}
+
+/* One quick_check statement: 0, or why the file is damaged. */
+static int check_one(struct store *s, const char *sql,
+		     struct sbxloop_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	const char *res;
+	char why[512], *p;
+	int rc, step;
+
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+		step = sqlite3_errcode(s->db);
+	else
+		step = sqlite3_step(st);
+	if (step == SQLITE_BUSY || step == SQLITE_LOCKED) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "check");
+	}
+	if (step != SQLITE_ROW) {
+		rc = damaged(s, err, sqlite3_errmsg(s->db), 1);
+		sqlite3_finalize(st);
+		return rc;
+	}
+	res = col_text(st, 0);
+	if (res && strcmp(res, "ok") == 0) {
+		sqlite3_finalize(st);
+		return 0;
+	}
+	snprintf(why, sizeof(why), "quick_check says %s", res ? res : "?");
+	for (p = why; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	sqlite3_finalize(st);
+	return damaged(s, err, why, 1);
+}
+
+/*
+ * PRAGMA quick_check at open, so nothing is written into a damaged file
+ * and nothing is shown from one without saying so. A writer checks every
+ * page (0.17-0.21 s for a 156 MB file of a million events); `status`
+ * and `logs` check the run and task tables only, and damage elsewhere
+ * is reported when a query meets it (db_fail).
+ */
+static int check_pages(struct store *s, struct sbxloop_error *err)
+{
+	static const char *const tables[] = {"runs", "tasks", NULL};
+	char sql[64];
+	size_t i;
+	int rc = 0, n;
+
+	if (!s->reader)
+		return check_one(s, "PRAGMA quick_check(1)", err);
+	for (i = 0; tables[i] && rc == 0; i++) {
+		n = 0;
+		rc = query_int(s,
+			       "SELECT count(*) FROM sqlite_master"
+			       " WHERE type = 'table' AND name = ?1",
+			       tables[i], NULL, &n, err);
+		if (rc == 0 && n > 0) {
+			snprintf(sql, sizeof(sql), "PRAGMA quick_check(%s)",
+				 tables[i]);
+			rc = check_one(s, sql, err);
+		}
+	}
+	return rc;
+}
+
+static int open_rw(struct store *s, const char *path, int create)
+{
+	int rc = sqlite3_open_v2(path, &s->db,
+				 SQLITE_OPEN_READWRITE |
+					 (create ? SQLITE_OPEN_CREATE : 0) |
+					 SQLITE_OPEN_FULLMUTEX,
+				 NULL);
+
+	if (s->db) {
+		sqlite3_extended_result_codes(s->db, 0);
+		/* first: every later step may meet another process's lock */
+		sqlite3_busy_timeout(s->db, STORE_BUSY_MS);
+	}
+	return rc;
+}
+
+static int open_failed(struct store *s, const char *path,
+		       struct sbxloop_error *err)
+{
+	return s->host->error_set(
+		s->host, err, SBXLOOP_ECORRUPT, "cannot open '%s': %s", path,
+		s->db ? sqlite3_errmsg(s->db) : "out of memory");
+}
+
+/*
+ * A new state.db appears complete or not at all: the schema is made in
+ * a private <path>.new-<pid> (in WAL mode), which is then linked into
+ * place; a process that loses the race opens the winner's file. So no
+ * sbxloop leaves an empty state.db behind, and one found is damage or
+ * someone else's file, not a store to start over in (store_create).
+ * Returns 0, or 1 when the file system cannot link (then the caller
+ * creates the file in place).
+ */
+static int create_fresh(struct store *s, struct sbxloop_error *err)
+{
+	char *final = s->path, *tmp;
+	size_t len = strlen(final) + 32;
+	int rc, linked;
+
+	tmp = malloc(len);
+	if (tmp == NULL)
+		return s->host->error_set(s->host, err, SBXLOOP_ENOMEM,
+					  "out of memory");
+	snprintf(tmp, len, "%s.new-%ld", final, (long)getpid());
+	unlink(tmp);
+	s->path = tmp;
+	if (open_rw(s, tmp, 1) != SQLITE_OK) {
+		rc = open_failed(s, tmp, err);
+	} else {
+		rc = set_wal(s, err);
+		if (rc == 0)
+			rc = schema_apply(s, err);
+	}
+	stmts_clear(s);
+	sqlite3_close(s->db); /* checkpoints, removes -wal and -shm */
+	s->db = NULL;
+	s->path = final;
+	if (rc == 0) {
+		linked = link(tmp, final);
+		if (linked != 0 && errno != EEXIST)
+			rc = 1;
+	}
+	unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* The file's size, -1 when it does not exist. */
+static long long file_size(const char *path, const char *suffix)
+{
+	char buf[4096];
+	struct stat sb;
+
+	snprintf(buf, sizeof(buf), "%s%s", path, suffix);
+	if (stat(buf, &sb) != 0)
+		return -1;
+	return (long long)sb.st_size;
+}
+
+/* Nonzero when `path` exists and cannot be written (EROFS, EACCES). */
+static int not_writable(const char *path)
+{
+	return access(path, W_OK) != 0 && (errno == EROFS || errno == EACCES);
+}
+
+/*
+ * A read-only open for status and logs in a state directory they cannot
+ * write: the WAL's -shm is used when it exists; without it (and without
+ * WAL content, which a clean close leaves) the file is read immutable. A
+ * missing database is an empty store in memory: there are no runs.
+ */
+static int version_current(struct store *s, struct sbxloop_error *err);
+
+static int open_read_only(struct store *s, struct sbxloop_error *err)
+{
+	static const char hex[] = "0123456789abcdef";
+	char uri[4200], *p = uri, *end = uri + sizeof(uri) - 32;
+	const char *c;
+	int rc;
+
+	s->read_only = 1;
+	if (file_size(s->path, "") < 0) {
+		if (open_rw(s, ":memory:", 1) != SQLITE_OK)
+			return open_failed(s, s->path, err);
+		return schema_apply(s, err);
+	}
+	p += snprintf(uri, sizeof(uri), "file:");
+	for (c = s->path; *c && p < end; c++) {
+		if (*c == '%' || *c == '?' || *c == '#') {
+			*p++ = '%';
+			*p++ = hex[(unsigned char)*c >> 4];
+			*p++ = hex[*c & 15];
+		} else {
+			*p++ = *c;
+		}
+	}
+	*p = '\0';
+	if (file_size(s->path, "-shm") < 0 && file_size(s->path, "-wal") <= 0)
+		snprintf(p, (size_t)(uri + sizeof(uri) - p), "?immutable=1");
+	else
+		snprintf(p, (size_t)(uri + sizeof(uri) - p), "?mode=ro");
+	if (sqlite3_open_v2(uri, &s->db,
+			    SQLITE_OPEN_READONLY | SQLITE_OPEN_URI |
+				    SQLITE_OPEN_FULLMUTEX,
+			    NULL) != SQLITE_OK)
+		return open_failed(s, s->path, err);
+	sqlite3_extended_result_codes(s->db, 0);
+	sqlite3_busy_timeout(s->db, STORE_BUSY_MS);
+	rc = open_retry(s, version_current, err);
+	return rc ? rc : check_pages(s, err);
+}
+
+/* The schema is current: a read-only connection cannot upgrade it. */
+static int version_current(struct store *s, struct sbxloop_error *err)
+{
+	int version = 0;
+	int rc = read_user_version(s, &version, err);
+
+	if (rc == 0 && version != STORE_SCHEMA_VERSION)
+		rc = s->host->error_set(
+			s->host, err, SBXLOOP_EUNSUPPORTED,
+			"database '%s' has schema version %d, not %d, and the "
+			"state directory '%s' is read-only, so it cannot be "
+			"upgraded; run sbxloop once where it is writable",
+			s->path, version, STORE_SCHEMA_VERSION, s->dir);
+	return rc;
+}
+
 static int store_create(const struct sbxloop_host *host, void **ctx,
 			struct sbxloop_error *err)
 {
 	struct store *s = NULL;
 	pthread_mutexattr_t attr;
 	const char *dir;
+	long long size;
 	size_t len;
-	int rc = 0;
+	int rc = 0, reader;
 
 	*ctx = NULL;
 	dir = host->state_dir ? host->state_dir(host) : NULL;
 	if (dir == NULL || *dir == '\0')
 		return host->error_set(host, err, SBXLOOP_EINVAL,
 				       "the store needs a state directory");
+	reader =
+		SBXLOOP_HAS_SLOT(host, struct sbxloop_host, state_read_only) &&
+		host->state_read_only(host);
 	s = calloc(1, sizeof(*s));
 	len = strlen(dir) + sizeof("/state.db");
-	if (s == NULL || (s->path = malloc(len)) == NULL) {
+	if (s == NULL || (s->path = malloc(len)) == NULL ||
+	    (s->dir = strdup(dir)) == NULL) {
+		if (s)
+			free(s->path);
 		free(s);
 		return host->error_set(host, err, SBXLOOP_ENOMEM,
 				       "out of memory");
 	}
 	snprintf(s->path, len, "%s/state.db", dir);
 	s->host = host;
+	s->reader = reader;
 	pthread_mutexattr_init(&attr);
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&s->lock, &attr);
 	pthread_mutexattr_destroy(&attr);
 
-	if (make_dirs(dir) != 0) {
+	if (make_dirs(dir) != 0 && !(errno == EROFS && reader)) {
 		rc = host->error_set(host, err, SBXLOOP_EINFRA,
 				     "cannot create '%s': %s", dir,
 				     strerror(errno));
 		goto out;
 	}
-	if (sqlite3_open_v2(s->path, &s->db,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-				    SQLITE_OPEN_FULLMUTEX,
-			    NULL) != SQLITE_OK) {
-		rc = host->error_set(host, err, SBXLOOP_ECORRUPT,
-				     "cannot open '%s': %s", s->path,
-				     s->db ? sqlite3_errmsg(s->db)
-					   : "out of memory");
+	size = file_size(s->path, "");
+	if (size == 0 && file_size(s->path, "-wal") <= 0) {
+		rc = host->error_set(
+			host, err, SBXLOOP_ECORRUPT,
+			"database '%s' is empty (0 bytes, no WAL): sbxloop "
+			"never leaves an empty database, so it was truncated "
+			"or made by something else; nothing was written to "
+			"it. Restore it from a backup, or move it away to "
+			"start afresh",
+			s->path);
 		goto out;
 	}
-	sqlite3_extended_result_codes(s->db, 0);
-	sqlite3_busy_timeout(s->db, STORE_BUSY_MS);
-	rc = set_wal(s, err);
+	if (not_writable(dir) || (size >= 0 && not_writable(s->path))) {
+		int dir_ro = not_writable(dir);
+
+		if (reader) {
+			rc = open_read_only(s, err);
+			goto opened;
+		}
+		rc = host->error_set(
+			host, err, SBXLOOP_EINFRA,
+			"%s '%s' is read-only: sbxloop needs to write '%s' "
+			"(and its -wal and -shm files) for this command; "
+			"point state_dir (or SBXLOOP_STATE_DIR) at a writable "
+			"directory; status and logs work read-only",
+			dir_ro ? "state directory" : "database",
+			dir_ro ? dir : s->path, s->path);
+		goto out;
+	}
+	if (size < 0) {
+		rc = create_fresh(s, err);
+		if (rc < 0)
+			goto out;
+	}
+	if (open_rw(s, s->path, rc == 1) != SQLITE_OK) {
+		rc = open_failed(s, s->path, err);
+		goto out;
+	}
+	rc = open_retry(s, check_pages, err);
+	if (rc == 0)
+		rc = open_retry(s, set_wal, err);
 	if (rc)
 		goto out;
 	/*
@@ -954,10 +1274,10 @@ static int store_create(const struct sbxloop_host *host, void **ctx,
 		     "configure", err);
 	if (rc)
 		goto out;
-	rc = schema_apply(s, err);
-	if (rc)
-		goto out;
-	rc = prepare_inserts(s, err);
+	rc = open_retry(s, schema_apply, err);
+opened:
+	if (rc == 0)
+		rc = prepare_inserts(s, err);
 out:
 	if (rc) {
 		/* The file stays as it was: never recreated or truncated. */
@@ -996,6 +1316,7 @@ static void store_destroy(void *ctx)
 	pthread_mutex_destroy(&s->lock);
 	free(s->envelope.p);
 	free(s->path);
+	free(s->dir);
 	free(s);
 }
 

@@ -26,6 +26,8 @@
  *   1.2  sbxloop_exec_spec.read_only_workspace (one command sees the
  *        workspace read-only) and SBXLOOP_CAP_WORKSPACE_READ_ONLY (the
  *        provider honours it); SBXLOOP_HAS_FIELD.
+ *   1.3  sbxloop_host.state_read_only (the command only reads the
+ *        persisted state: a store may open it read-only).
  */
 #ifndef SBXLOOP_PLUGIN_H
 #define SBXLOOP_PLUGIN_H
@@ -39,7 +41,7 @@ extern "C" {
 
 #define SBXLOOP_PLUGIN_MAGIC 0x5342584cu /* "SBXL" */
 #define SBXLOOP_ABI_MAJOR 1
-#define SBXLOOP_ABI_MINOR 2
+#define SBXLOOP_ABI_MINOR 3
 
 /* The symbol every module exports. */
 #define SBXLOOP_DESCRIPTOR_SYMBOL "sbxloop_plugin_descriptor"
@@ -246,6 +248,14 @@ struct sbxloop_host {
 			    const char *sandbox, const char *const *argv,
 			    double timeout_s, struct sbxloop_proc_result *res,
 			    struct sbxloop_error *err);
+
+	/*
+	 * 1.3: nonzero when the command only reads the persisted state
+	 * (`status`, `logs`). A store then skips the checks only a writer
+	 * needs and, where the state directory is read-only, opens it
+	 * read-only instead of failing. Check with SBXLOOP_HAS_SLOT.
+	 */
+	int (*state_read_only)(const struct sbxloop_host *host);
 };
 
 /*
