@@ -16,10 +16,12 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sbxloop/sandbox.h>
 #include <sbxloop/secret.h>
@@ -574,28 +576,30 @@ static void revoke_one(struct sbx_pair *p, const struct provided *pv)
 /* ------------------------------------------------------------ sandboxes */
 
 /*
- * The directory of the script backend's scenario, which its jobs read
- * and where they keep the cursor; NULL with another backend. Caller
- * frees.
+ * The files the script backend's jobs share with the host: the scenario
+ * and its cursor (created here so it can be bound), never the directory
+ * holding them, which may hold the config and the state dir too. Fills
+ * out[0..1] (caller frees) with another backend left NULL.
  */
-static char *script_dir(const struct sbx_core *core)
+static void script_files(const struct sbx_core *core, char *out[2])
 {
 	const char *backend = sbx_config_str(core->cfg, "agent.backend");
-	char *path, *slash;
+	char *path;
+	int fd;
 
+	out[0] = out[1] = NULL;
 	if (!backend || strcmp(backend, "script") != 0)
-		return NULL;
+		return;
 	path = sbx_phase_script_path(core);
-	slash = path ? strrchr(path, '/') : NULL;
-	if (!slash) {
+	if (!path || path[0] != '/') {
 		free(path);
-		return NULL;
+		return;
 	}
-	if (slash == path)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
-	return path;
+	out[0] = path;
+	out[1] = sbx_xasprintf("%s.cursor", path);
+	fd = open(out[1], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		close(fd);
 }
 
 /*
@@ -635,7 +639,7 @@ static int box_create(struct sbx_pair *p, int box, const char *workspace,
 	struct box *b = &p->boxes[box];
 	struct sbxloop_sandbox_spec spec;
 	struct sbxloop_error ignored = {0, ""};
-	char **seed, *shared[2] = {NULL, NULL};
+	char **seed, *shared[3] = {NULL, NULL, NULL};
 	int rc;
 
 	b->role = box == ROLE_AGENT ? "agent" : "github";
@@ -643,7 +647,8 @@ static int box_create(struct sbx_pair *p, int box, const char *workspace,
 		 b->role);
 	seed = box == ROLE_AGENT ? sbx_egress_agent_seed(p->core->cfg)
 				 : sbx_egress_github_seed(p->core->cfg);
-	shared[0] = box == ROLE_AGENT ? script_dir(p->core) : NULL;
+	if (box == ROLE_AGENT)
+		script_files(p->core, shared);
 	memset(&spec, 0, sizeof(spec));
 	spec.struct_size = sizeof(spec);
 	spec.name = b->name;
@@ -661,6 +666,7 @@ static int box_create(struct sbx_pair *p, int box, const char *workspace,
 	rc = ops->sandbox_create(p->core->sandbox.ctx, &spec, &b->info, err);
 	sbx_egress_list_free(seed);
 	free(shared[0]);
+	free(shared[1]);
 	if (rc < 0) {
 		char msg[SBXLOOP_ERROR_MAX];
 

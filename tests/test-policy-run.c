@@ -577,6 +577,36 @@ START_TEST(test_a_scripted_run_works_under_bubblewrap)
 }
 END_TEST
 
+/*
+ * The directory holding the scenario also holds the config and the state
+ * dir: under bubblewrap only the scenario and its cursor are shared, so
+ * an executor that appends `isolation: none` to ../../../../sbxloop.yaml
+ * (what the next run would read) or plants a file there changes nothing.
+ */
+START_TEST(test_an_executor_cannot_reach_the_scenario_directory)
+{
+	char *run, *before, *after, *cursor, *path;
+
+	copy_scenario("shared_reach");
+	write_config("local", "[local]", "local:\n  isolation: bwrap\n");
+	before = read_file("sbxloop.yaml");
+	ck_assert_int_eq(sbxloop("run", "reach", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	after = read_file("sbxloop.yaml");
+	ck_assert_str_eq(after, before);
+	path = at("planted.txt");
+	ck_assert_msg(!exists(path), "the executor planted %s", path);
+	cursor = read_file("scenario.json.cursor");
+	ck_assert_msg(strtol(cursor, NULL, 10) == 5, "cursor is '%s'", cursor);
+	free(cursor);
+	free(path);
+	free(before);
+	free(after);
+	free(run);
+}
+END_TEST
+
 /* Does the workspace of `run` hold `rel`? */
 static int in_workspace(const char *run, const char *rel)
 {
@@ -1305,6 +1335,8 @@ static Suite *policy_suite(void)
 		tc,
 		test_a_failing_grant_stops_the_run_and_revokes_what_it_opened);
 	tcase_add_test(tc, test_a_scripted_run_works_under_bubblewrap);
+	tcase_add_test(tc,
+		       test_an_executor_cannot_reach_the_scenario_directory);
 	tcase_add_test(
 		tc, test_critics_cannot_write_the_workspace_under_bubblewrap);
 	tcase_add_test(tc, test_unconfined_critics_are_warned_about_once);

@@ -2,11 +2,11 @@
  * Directory sandboxes: the code the `local` provider and the test-only
  * `mock` provider share. A sandbox is <state_dir>/sandboxes/<name>/ with
  * home/ (jobs/, events/, results/) and, beside it, small files naming
- * its workspace, worker and shared directories, so any process of the
+ * its workspace, worker and shared paths, so any process of the
  * run can find them again. Commands run through the host's subprocess
  * helper, either directly or wrapped in bubblewrap, which sees only the
  * system directories read-only, a few /etc files, the workspace, home/,
- * the worker and the shared directories (bwrap_argv). Only the
+ * the worker and the shared paths (bwrap_argv). Only the
  * providers' ops tables call this.
  */
 #include "config.h"
@@ -384,9 +384,10 @@ int dirbox_write_meta(const struct dirbox *box, const char *name,
 #define SHARED_MAX 8
 
 /*
- * Under bubblewrap the host directories of spec->shared_dirs (ABI 1.1)
- * are bound read-write at exec; their list is kept in the sandbox's
- * `shared` file, one a line. The root is never shared whole.
+ * Under bubblewrap the host paths of spec->shared_dirs (ABI 1.1;
+ * directories, or since 1.2 single files) are bound read-write at exec;
+ * their list is kept in the sandbox's `shared` file, one a line, beside
+ * home/ and out of the jobs' reach. The root is never shared whole.
  */
 static int write_shared(const struct dirbox *box,
 			const struct sbxloop_sandbox_spec *spec,
@@ -405,7 +406,7 @@ static int write_shared(const struct dirbox *box,
 			return box->host->error_set(
 				box->host, err, SBXLOOP_EINVAL,
 				"%s: cannot share '%s' with sandbox '%s': an "
-				"absolute directory other than / is needed",
+				"absolute path other than / is needed",
 				box->label, d, spec->name);
 		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s\n",
 					d);
@@ -651,7 +652,7 @@ static const char *const etc_files[] = {"/etc/alternatives",
 struct bind {
 	const char *path;
 	char real[PATH_MAX]; /* resolved, to compare; "" if unresolvable */
-	int ro;
+	const char *op;      /* --bind, --ro-bind or --bind-try */
 };
 
 /*
@@ -659,7 +660,7 @@ struct bind {
  * tmpfs, read-only at the end; into it go the system directories and
  * /etc files above (read-only), a minimal /dev, a /proc of the
  * sandbox's pid namespace, a private /tmp, the workspace (read-only
- * when `ws_ro`), the shared directories, the sandbox's home/ (never the
+ * when `ws_ro`), the shared paths, the sandbox's home/ (never the
  * sandbox directory: its metadata stays out of reach) and the worker,
  * read-only. When the state_dir lies under a writable bind it is hidden
  * by a tmpfs before the binds inside it are made, so neither the store
@@ -707,11 +708,11 @@ static int bwrap_argv(const struct dirbox *box, struct bwv *b, const char *ws,
 	bw_add3(b, "--tmpfs", "/tmp", NULL);
 
 	binds[nb].path = ws;
-	binds[nb++].ro = ws_ro;
+	binds[nb++].op = ws_ro ? "--ro-bind" : "--bind";
 	for (i = 0, line = strtok_r(shared, "\n", &save);
 	     line && i < SHARED_MAX; i++, line = strtok_r(NULL, "\n", &save)) {
 		binds[nb].path = line;
-		binds[nb++].ro = 0;
+		binds[nb++].op = "--bind-try"; /* a missing one: not shared */
 	}
 	if (!realpath(box->state, real_state))
 		snprintf(real_state, sizeof(real_state), "%s", box->state);
@@ -726,14 +727,12 @@ static int bwrap_argv(const struct dirbox *box, struct bwv *b, const char *ws,
 	/* binds outside the state_dir, then its tmpfs, then those inside */
 	for (i = 0; i < nb; i++)
 		if (!path_within(binds[i].real, real_state))
-			bw_add3(b, binds[i].ro ? "--ro-bind" : "--bind",
-				binds[i].path, binds[i].path);
+			bw_add3(b, binds[i].op, binds[i].path, binds[i].path);
 	if (hide)
 		bw_add3(b, "--tmpfs", bw_keep(b, strdup(real_state)), NULL);
 	for (i = 0; i < nb; i++)
 		if (path_within(binds[i].real, real_state))
-			bw_add3(b, binds[i].ro ? "--ro-bind" : "--bind",
-				binds[i].path, binds[i].path);
+			bw_add3(b, binds[i].op, binds[i].path, binds[i].path);
 	bw_add3(b, "--bind", home, home);
 	if (worker && *worker)
 		bw_add3(b, "--ro-bind", worker, worker);

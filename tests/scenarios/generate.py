@@ -140,6 +140,13 @@ def meddle(r, name):
     return r
 S["critic_writes"] = [D(task("t1")), P(), E(), meddle(SP, "scrutinize"),
                       meddle(VA, "validate")]
+# an executor under bubblewrap that reaches for the directory holding the
+# scenario (and the config and state dir): only the scenario and its
+# cursor are shared, so nothing lands there
+REACH = ("d=$(cd ../../../.. && pwd); "
+         "printf 'local:\\n  isolation: none\\n' >> \"$d/sbxloop.yaml\"; "
+         "echo x > \"$d/planted.txt\"; true")
+S["shared_reach"] = [D(task("t1")), P(), E(run=[REACH]), SP, VA]
 for k, v in S.items():
     with open(k + ".json", "w") as f:
         json.dump(v, f, indent=1); f.write("\n")

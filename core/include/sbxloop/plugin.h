@@ -25,7 +25,8 @@
  *        that shares the host's filesystem binds read-write).
  *   1.2  sbxloop_exec_spec.read_only_workspace (one command sees the
  *        workspace read-only) and SBXLOOP_CAP_WORKSPACE_READ_ONLY (the
- *        provider honours it); SBXLOOP_HAS_FIELD.
+ *        provider honours it); SBXLOOP_HAS_FIELD; shared_dirs may
+ *        name single files.
  *   1.3  sbxloop_host.state_read_only (the command only reads the
  *        persisted state: a store may open it read-only).
  */

@@ -59,10 +59,11 @@ struct sbxloop_sandbox_spec {
 	const char *const *allow_domains; /* NULL-terminated seed allowlist */
 	int read_only_workspace;          /* mount the workspace read-only */
 	/*
-	 * ABI 1.1: host directories the jobs read and write at the same
-	 * path (the script backend's scenario and its cursor), NULL-
-	 * terminated, may be NULL. A provider that shares the host's
-	 * filesystem makes them visible (bubblewrap binds them); one that
+	 * ABI 1.1: host directories (since 1.2 also single files) the
+	 * jobs read and write at the same path (the script backend's
+	 * scenario and its cursor), NULL-terminated, may be NULL. A
+	 * provider that shares the host's filesystem makes them visible
+	 * (bubblewrap binds them; a missing one is left out); one that
 	 * cannot (a VM) ignores them. Check with SBXLOOP_HAS_SLOT.
 	 */
 	const char *const *shared_dirs;
