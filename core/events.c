@@ -435,6 +435,47 @@ int sbx_bus_flush(struct sbx_core *core, struct sbxloop_error *err)
 
 /* --------------------------------------------------------- worker lines */
 
+/*
+ * The closed set of types a worker emits (UPSTREAM 6.4, the worker's
+ * sources). A line claiming any other type (run.*, task.*, policy.*,
+ * chat.*, ...) may have been written by a process inside the sandbox
+ * through /proc/<worker>/fd/1, so it is relayed as worker.stdout text and
+ * never under the type it claims.
+ */
+static const char *const worker_types[] = {
+	SBX_EV_WORKER_START,
+	SBX_EV_WORKER_HEARTBEAT,
+	SBX_EV_WORKER_RESULT,
+	SBX_EV_WORKER_ERROR,
+	SBX_EV_WORKER_END,
+	SBX_EV_AGENT_MESSAGE,
+	SBX_EV_AGENT_MESSAGE_DELTA,
+	SBX_EV_AGENT_TOOL_START,
+	SBX_EV_AGENT_TOOL_END,
+	SBX_EV_AGENT_USAGE,
+	SBX_EV_AGENT_PERMISSION_DENIED,
+	SBX_EV_AGENT_TOOL_CAP,
+	SBX_EV_AGENT_TOOL_REQUEST,
+	SBX_EV_AGENT_TOOL_RESPONSE,
+	SBX_EV_GH_OP_START,
+	SBX_EV_GH_OP_PROGRESS,
+	SBX_EV_GH_OP_END,
+	SBX_EV_SANDBOX_RESOURCES,
+	SBX_EV_SANDBOX_RESOURCES_WARNING,
+	SBX_EV_SANDBOX_TOOLING_WARNING,
+};
+
+int sbx_event_is_worker_type(const char *type)
+{
+	size_t i;
+
+	for (i = 0; type && i < sizeof(worker_types) / sizeof(*worker_types);
+	     i++)
+		if (!strcmp(type, worker_types[i]))
+			return 1;
+	return 0;
+}
+
 /* Envelope keys a worker line may carry; any other key makes it text. */
 static int envelope_key(const char *k)
 {
@@ -502,8 +543,15 @@ int sbx_bus_relay_worker_line(struct sbx_core *core, const char *line,
 			goto text;
 	type = cJSON_GetObjectItemCaseSensitive(root, "type");
 	data = cJSON_GetObjectItemCaseSensitive(root, "data");
-	if (!cJSON_IsString(type) || !*type->valuestring ||
+	if (!cJSON_IsString(type) ||
+	    !sbx_event_is_worker_type(type->valuestring) ||
 	    (data && !cJSON_IsObject(data)))
+		goto text;
+	/* the worker echoes the job's run id: another one is not its line */
+	item = cJSON_GetObjectItemCaseSensitive(root, "run_id");
+	if (item && !cJSON_IsNull(item) &&
+	    (!cJSON_IsString(item) ||
+	     (core->run_id && strcmp(item->valuestring, core->run_id))))
 		goto text;
 	ts = cJSON_GetObjectItemCaseSensitive(root, "ts");
 	when = cJSON_IsNumber(ts) && isfinite(ts->valuedouble) &&

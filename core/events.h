@@ -37,10 +37,14 @@ void sbx_bus_add_reporter(struct sbx_bus *bus, struct sbx_instance *rep);
 int sbx_emit(struct sbx_core *core, const char *type, const char *job_id,
 	     cJSON *data);
 
+/* 1 when `type` is one a worker emits (the relay's allowlist). */
+int sbx_event_is_worker_type(const char *type);
+
 /*
  * Relay one line a worker printed. Parsed lines keep their own ts and
  * type; `enrich` (may be NULL) adds keys absent from data (role, agent).
- * An unparseable line becomes worker.stdout{line}. Returns 1 when the
+ * An unparseable line, or one claiming a type no worker emits or another
+ * run's id, becomes worker.stdout{line}. Returns 1 when the
  * line was the worker's final result line (copied into *result, caller
  * frees with cJSON_Delete), else 0.
  */
