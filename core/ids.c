@@ -2,6 +2,7 @@
  * Random identifiers for runs and jobs. Entropy comes from getrandom();
  * when the kernel cannot provide it, a time-and-pid mix keeps ids unique
  * enough for a single host. Called by the engine and the run command.
+ * Also the check of task ids (phases.c, DECOMPOSE).
  */
 #include "config.h"
 
@@ -61,5 +62,24 @@ int sbx_run_id_valid(const char *s)
 	for (i = 1; s[i]; i++)
 		if (!strchr(alphabet, s[i]))
 			return 0;
+	return 1;
+}
+
+int sbx_task_id_valid(const char *s)
+{
+	size_t i;
+
+	if (!s || !*s || *s == '.' || *s == '-')
+		return 0;
+	for (i = 0; s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (i >= SBX_TASK_ID_MAX)
+			return 0;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '-'))
+			return 0;
+	}
 	return 1;
 }

@@ -14,6 +14,7 @@
 #include "phases.h"
 #include "dag.h"
 #include "egress.h"
+#include "ids.h"
 #include "policy_patterns.h"
 #include "prompt.h"
 #include "redact.h"
@@ -307,7 +308,10 @@ static int str_field(const cJSON *obj, const char *key, const char *dflt,
 	return 0;
 }
 
-/* A validator normalises `in` into *out or explains what is wrong. */
+/*
+ * A validator normalises `in` into *out (0) or explains in `msg` what is
+ * wrong: -1 asks the agent again, 1 fails the phase at once (a budget).
+ */
 typedef int validate_fn(const struct sbx_phase_ctx *pc, const cJSON *in,
 			cJSON **out, struct sbx_buf *msg);
 
@@ -530,10 +534,15 @@ static int json_phase(const struct sbx_phase_ctx *pc, const char *phase,
 				     "could be parsed. Reply with ONLY one "
 				     "fenced ```json block holding the "
 				     "object described above.");
-		} else if (validate(pc,
-				    cJSON_GetObjectItemCaseSensitive(
-					    res, "output_json"),
-				    out, &problem) == 0) {
+		} else if ((rc = validate(pc,
+					  cJSON_GetObjectItemCaseSensitive(
+						  res, "output_json"),
+					  out, &problem)) > 0) {
+			/* past a budget: asking again would not help */
+			rc = sbx_error(err, SBXLOOP_EINVAL, "%s",
+				       sbx_buf_str(&problem));
+			goto out;
+		} else if (rc == 0) {
 			if (health) {
 				const cJSON *h =
 					cJSON_GetObjectItemCaseSensitive(
@@ -583,6 +592,31 @@ out:
 
 /* ---- DECOMPOSE ---------------------------------------------------------- */
 
+/*
+ * A task id ends up in paths, rows and terminal lines: refuse anything
+ * but a short safe name, quoting at most 40 bytes of it, made printable.
+ */
+static int task_id_field(const cJSON *t, const char *what, struct sbx_buf *msg)
+{
+	const char *id = json_str(t, "id", "");
+	size_t n = strlen(id), i;
+
+	if (sbx_task_id_valid(id))
+		return 0;
+	sbx_buf_addf(msg, "%s: id '", what);
+	for (i = 0; i < n && i < 40; i++)
+		sbx_buf_addc(msg, isprint((unsigned char)id[i]) ? id[i] : '?');
+	if (n > 40)
+		sbx_buf_addf(msg, "...' (%zu bytes", n);
+	else
+		sbx_buf_adds(msg, "'");
+	sbx_buf_addf(msg,
+		     "%s is not a valid task id: use 1 to %d of A-Z, a-z, "
+		     "0-9, '.', '_' and '-', not starting with '.' or '-'",
+		     n > 40 ? ")" : "", SBX_TASK_ID_MAX);
+	return -1;
+}
+
 static int validate_decompose(const struct sbx_phase_ctx *pc, const cJSON *in,
 			      cJSON **out, struct sbx_buf *msg)
 {
@@ -600,6 +634,8 @@ static int validate_decompose(const struct sbx_phase_ctx *pc, const cJSON *in,
 	struct sbxloop_error derr = {0, ""};
 	struct sbx_buf lint = SBX_BUF_INIT;
 	size_t *order = NULL, n = 0, i;
+	long long max_tasks =
+		sbx_config_int(pc->core->cfg, "budgets.max_tasks", 20);
 	int idx = 0;
 
 	if (only_keys(in, top, "the response", msg) < 0)
@@ -608,6 +644,18 @@ static int validate_decompose(const struct sbx_phase_ctx *pc, const cJSON *in,
 		sbx_buf_adds(msg, "the response needs a 'tasks' list");
 		goto fail;
 	}
+	/* count first: 50,000 tasks must not be validated one by one */
+	for (t = tasks->child; t; t = t->next)
+		n++;
+	if ((long long)n > max_tasks) {
+		sbx_buf_addf(msg,
+			     "decomposition produced %zu tasks, more than "
+			     "budgets.max_tasks=%lld",
+			     n, max_tasks);
+		cJSON_Delete(norm);
+		return 1;
+	}
+	n = 0;
 	cJSON_ArrayForEach (t, tasks) {
 		cJSON *o = cJSON_CreateObject();
 		char what[32];
@@ -616,6 +664,7 @@ static int validate_decompose(const struct sbx_phase_ctx *pc, const cJSON *in,
 		cJSON_AddItemToArray(norm, o);
 		if (only_keys(t, keys, what, msg) < 0 ||
 		    str_field(t, "id", NULL, 1, what, o, msg) < 0 ||
+		    task_id_field(t, what, msg) < 0 ||
 		    str_field(t, "title", NULL, 1, what, o, msg) < 0 ||
 		    str_field(t, "description", "", 0, what, o, msg) < 0 ||
 		    str_list(t, "depends_on", 0, what, o, msg) < 0 ||

@@ -49,8 +49,9 @@ char *sbx_phase_script_path(const struct sbx_core *core);
 
 /*
  * DECOMPOSE. *graph (caller frees) is {"tasks":[...]} with every task
- * normalised (all six fields present) and in execution order. The task
- * count is not checked against max_tasks here.
+ * normalised (all six fields present) and in execution order. Task ids
+ * must pass sbx_task_id_valid (else the agent is asked again); more tasks
+ * than budgets.max_tasks fail the phase before any task is looked at.
  */
 int sbx_phase_decompose(const struct sbx_phase_ctx *pc, cJSON **graph,
 			struct sbxloop_error *err);
