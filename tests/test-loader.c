@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sbxloop/sandbox.h>
 #include <sbxloop/sink.h>
 
 #include "../core/cli.h"
@@ -436,6 +437,24 @@ START_TEST(test_plugins_shows_the_configured_instance_apart_from_best_case)
 }
 END_TEST
 
+START_TEST(test_every_capability_bit_has_its_own_name)
+{
+	char all[512], one[64];
+	uint32_t bit;
+
+	sbx_caps_format(SBXLOOP_CAP_ALL, all, sizeof(all));
+	for (bit = 1; bit && (bit & SBXLOOP_CAP_ALL); bit <<= 1) {
+		sbx_caps_format(bit, one, sizeof(one));
+		ck_assert_msg(one[0] != '\0',
+			      "capability bit 0x%x has no name", bit);
+		ck_assert_ptr_null(strchr(one, ','));
+		ck_assert_ptr_nonnull(strstr(all, one));
+	}
+	sbx_caps_format(SBXLOOP_CAP_WORKSPACE_READ_ONLY, one, sizeof(one));
+	ck_assert_str_eq(one, "workspace_read_only");
+}
+END_TEST
+
 static Suite *loader_suite(void)
 {
 	Suite *s = suite_create("loader");
@@ -467,6 +486,7 @@ static Suite *loader_suite(void)
 	tcase_add_test(
 		tc,
 		test_plugins_shows_the_configured_instance_apart_from_best_case);
+	tcase_add_test(tc, test_every_capability_bit_has_its_own_name);
 	suite_add_tcase(s, tc);
 	return s;
 }
