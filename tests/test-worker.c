@@ -613,6 +613,180 @@ START_TEST(test_malformed_jobs_exit_64_with_a_reason)
 }
 END_TEST
 
+/* ---- upstream-shaped jobs and timed-out batches (issue 11, item 13) ---- */
+
+/*
+ * A job as upstream's host serialises its one JobRequest model: every
+ * field present, the unused ones at their defaults (UPSTREAM 7.2).
+ */
+static char *upstream_job(const char *kind, const char *key, cJSON *value)
+{
+	cJSON *j = cJSON_Parse(
+		"{\"v\":1,\"job_id\":\"job-1\",\"run_id\":\"run-1\","
+		"\"timeout_s\":1800,\"cwd\":null,\"prompt\":null,"
+		"\"system_message\":null,\"drop_system_sections\":[],"
+		"\"model\":null,\"resume_session_id\":null,"
+		"\"permission_mode\":\"auto\",\"expect\":\"text\","
+		"\"max_tool_calls\":null,\"host_tools\":[],"
+		"\"host_tools_dir\":null,\"host_tool_timeout_s\":120,"
+		"\"available_tools\":null,\"argv\":null,\"commands\":null,"
+		"\"command_timeout_s\":null,\"op\":null,\"params\":{}}");
+	char *text;
+
+	ck_assert_ptr_nonnull(j);
+	cJSON_AddStringToObject(j, "kind", kind);
+	if (key) {
+		if (cJSON_GetObjectItem(j, key))
+			cJSON_ReplaceItemInObject(j, key, value);
+		else
+			cJSON_AddItemToObject(j, key, value);
+	}
+	text = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	return text;
+}
+
+START_TEST(test_upstream_shaped_jobs_at_defaults_are_accepted)
+{
+	struct run r;
+	char *job;
+	cJSON *j;
+
+	job = upstream_job("shell.check", "argv", cJSON_Parse("[\"true\"]"));
+	run_worker(&r, job, NULL);
+	ck_assert_msg(r.rc == 0, "shell.check: exit %d: %s", r.rc, r.err);
+	ck_assert_str_eq(rstr(&r, "status"), "ok");
+	run_free(&r);
+	free(job);
+
+	job = upstream_job("shell.batch", "commands",
+			   cJSON_Parse("[\"true\"]"));
+	run_worker(&r, job, NULL);
+	ck_assert_msg(r.rc == 0, "shell.batch: exit %d: %s", r.rc, r.err);
+	ck_assert_str_eq(rstr(&r, "status"), "ok");
+	run_free(&r);
+	free(job);
+
+	job = upstream_job("github.op", "op", cJSON_CreateString("repo.get"));
+	run_worker(&r, job, NULL);
+	ck_assert_msg(r.rc == 0, "github.op: exit %d: %s", r.rc, r.err);
+	ck_assert_str_eq(errfield(&r, "type"), "NotAvailable");
+	run_free(&r);
+	free(job);
+
+	put("scenario.json", "[{\"text\":\"hello\"}]");
+	job = upstream_job("agent.session", "prompt", cJSON_CreateString("x"));
+	j = cJSON_Parse(job);
+	free(job);
+	cJSON_AddStringToObject(j, "backend", "script");
+	cJSON_AddStringToObject(j, "script", path_in("scenario.json"));
+	job = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	run_worker(&r, job, NULL);
+	ck_assert_msg(r.rc == 0, "agent.session: exit %d: %s", r.rc, r.err);
+	ck_assert_str_eq(rstr(&r, "status"), "ok");
+	ck_assert_str_eq(rstr(&r, "output_text"), "hello");
+	run_free(&r);
+	free(job);
+}
+END_TEST
+
+/* Another kind's field off its default is a conflict, named. */
+START_TEST(test_another_kinds_field_off_its_default_is_refused)
+{
+	static const struct {
+		const char *kind, *primary, *pvalue, *key, *value, *msg;
+	} cases[] = {
+		{"shell.check", "argv", "[\"true\"]", "expect", "\"json\"",
+		 "field 'expect' is not allowed for kind 'shell.check' (it "
+		 "may only be null or \"text\", its default)"},
+		{"agent.session", "prompt", "\"x\"", "params", "{\"a\":1}",
+		 "field 'params' is not allowed for kind 'agent.session' (it "
+		 "may only be null or {}, its default)"},
+		{"shell.batch", "commands", "[\"true\"]", "host_tools",
+		 "[{\"name\":\"t\"}]",
+		 "field 'host_tools' is not allowed for kind 'shell.batch' "
+		 "(it may only be null or [], its default)"},
+		{"github.op", "op", "\"repo.get\"", "host_tool_timeout_s", "5",
+		 "field 'host_tool_timeout_s' is not allowed for kind "
+		 "'github.op' (it may only be null or 120, its default)"},
+		{"shell.check", "argv", "[\"true\"]", "prompt", "\"hi\"",
+		 "field 'prompt' is not allowed for kind 'shell.check' (it "
+		 "may only be null, its default)"},
+		{"shell.check", "argv", "[\"true\"]", "permission_mode",
+		 "\"read_only\"", "field 'permission_mode' is not allowed"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		char *job = upstream_job(cases[i].kind, cases[i].primary,
+					 cJSON_Parse(cases[i].pvalue));
+		cJSON *j = cJSON_Parse(job);
+		char *text;
+
+		cJSON_ReplaceItemInObject(j, cases[i].key,
+					  cJSON_Parse(cases[i].value));
+		text = cJSON_PrintUnformatted(j);
+		cJSON_Delete(j);
+		expect_usage_error(text, cases[i].msg);
+		free(text);
+		free(job);
+	}
+}
+END_TEST
+
+/*
+ * A batch command stopped for time reports the status it really ended
+ * with and the signal; so does the job, never exit_code 0.
+ */
+START_TEST(test_timed_out_batch_reports_the_real_status_and_signal)
+{
+	struct run r;
+	const cJSON *out, *e;
+
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"shell.batch\",\"command_timeout_s\":"
+			    "0.3,\"commands\":[\"true\",\"sleep 30\"]}",
+		   NULL);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(rstr(&r, "status"), "timeout");
+	ck_assert_int_eq(rint_(&r, "exit_code"), 143);
+	ck_assert_ptr_nonnull(strstr(errfield(&r, "detail"),
+				     "command 'sleep 30' ran out of time"));
+	ck_assert_ptr_nonnull(strstr(errfield(&r, "detail"), "by SIGTERM"));
+	out = cJSON_GetObjectItem(r.result, "output_json");
+	e = cJSON_GetArrayItem(out, 0);
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "exit_code")->valueint, 0);
+	ck_assert_ptr_null(cJSON_GetObjectItem(e, "timed_out"));
+	e = cJSON_GetArrayItem(out, 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "exit_code")->valueint, 143);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "timed_out")));
+	ck_assert_str_eq(dstr(e, "signal"), "SIGTERM");
+	run_free(&r);
+
+	/* a command that ignores SIGTERM is killed: 137, SIGKILL */
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"shell.batch\",\"command_timeout_s\":"
+			    "0.3,\"commands\":[\"trap '' TERM; sleep 30\"]}",
+		   NULL);
+	ck_assert_str_eq(rstr(&r, "status"), "timeout");
+	ck_assert_int_eq(rint_(&r, "exit_code"), 137);
+	e = cJSON_GetArrayItem(cJSON_GetObjectItem(r.result, "output_json"),
+			       0);
+	ck_assert_str_eq(dstr(e, "signal"), "SIGKILL");
+	run_free(&r);
+
+	/* shell.check keeps the status of a timed-out program too */
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"shell.check\",\"timeout_s\":0.3,"
+			    "\"argv\":[\"sleep\",\"30\"]}",
+		   NULL);
+	ck_assert_str_eq(rstr(&r, "status"), "timeout");
+	ck_assert_int_eq(rint_(&r, "exit_code"), 143);
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_every_truncation_of_a_job_is_a_clean_64)
 {
 	static const char job[] = JOB_HEAD
@@ -1003,6 +1177,46 @@ START_TEST(test_script_sleep_past_timeout_is_timeout)
 	ck_assert_str_eq(rstr(&r, "status"), "timeout");
 	ck_assert(r.elapsed < 10);
 	run_free(&r);
+}
+END_TEST
+
+START_TEST(test_script_stopped_during_its_pause_takes_no_side_effect)
+{
+	char job[1024];
+	pid_t worker;
+	int status;
+
+	put("scenario.json",
+	    "[{\"sleep_s\":30,\"files\":{\"late.txt\":\"x\\n\"},"
+	    "\"run\":[\"touch ran.txt\"],\"text\":\"late\"}]");
+	agent_job(job, sizeof(job), "");
+	put("job.json", "%s", job);
+	worker = fork();
+	ck_assert_int_ge(worker, 0);
+	if (worker == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		execl(getenv("SBXLOOP_WORKER"), "sbxloop-worker", "run",
+		      "--heartbeat", "0", "--job", path_in("job.json"),
+		      "--events", path_in("ev.jsonl"), "--result",
+		      path_in("res.json"), "--cwd", path_in("work"),
+		      (char *)NULL);
+		_exit(127);
+	}
+	/* the worker is in its pause once it has taken the reply */
+	while (access(path_in("scenario.json.cursor"), F_OK) < 0 &&
+	       waitpid(worker, &status, WNOHANG) == 0)
+		usleep(10000);
+	usleep(200000);
+	ck_assert_int_eq(kill(worker, SIGTERM), 0);
+	ck_assert_int_eq(waitpid(worker, &status, 0), worker);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 70);
+	ck_assert_int_eq(access(path_in("work/late.txt"), F_OK), -1);
+	ck_assert_int_eq(access(path_in("work/ran.txt"), F_OK), -1);
+	ck_assert_int_eq(access(path_in("res.json"), F_OK), -1);
 }
 END_TEST
 
@@ -1588,6 +1802,9 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, test_events_sorted_enveloped_mirrored_to_stdout);
 	tcase_add_test(tc, test_job_from_stdin);
 	tcase_add_test(tc, test_malformed_jobs_exit_64_with_a_reason);
+	tcase_add_test(tc, test_upstream_shaped_jobs_at_defaults_are_accepted);
+	tcase_add_test(tc,
+		       test_another_kinds_field_off_its_default_is_refused);
 	tcase_add_test(tc, test_every_truncation_of_a_job_is_a_clean_64);
 	tcase_add_test(tc, test_oversized_job_is_refused);
 	tcase_add_test(tc, test_usage_errors_exit_64);
@@ -1611,6 +1828,8 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, test_shell_batch_clips_output_head_and_tail);
 	tcase_add_test(tc, test_shell_batch_command_timeout_times_out_the_job);
 	tcase_add_test(tc, test_shell_batch_job_timeout_bounds_all_commands);
+	tcase_add_test(
+		tc, test_timed_out_batch_reports_the_real_status_and_signal);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("script");
@@ -1622,6 +1841,8 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, test_script_read_only_job_refuses_file_writes);
 	tcase_add_test(tc, test_script_fail_and_unsafe_paths_are_errors);
 	tcase_add_test(tc, test_script_sleep_past_timeout_is_timeout);
+	tcase_add_test(
+		tc, test_script_stopped_during_its_pause_takes_no_side_effect);
 	tcase_add_test(tc, test_script_backend_from_environment);
 	tcase_add_test(tc, test_expect_json_extraction_cases);
 	suite_add_tcase(s, tc);

@@ -2,7 +2,8 @@
  * job.c - the job request and job result documents.
  *
  * Owns validation of the request (version, kinds, per-kind fields, types,
- * unknown keys) and the encoding of the result. main.c calls it once per
+ * unknown keys, other kinds' fields at their defaults) and the encoding
+ * of the result. main.c calls it once per
  * run; the kinds fill a struct wk_result through wk_result_set_error.
  */
 #include "config.h"
@@ -15,37 +16,92 @@
 
 enum field_scope { F_ALL, F_AGENT, F_CHECK, F_BATCH, F_SHELL, F_GH };
 
+/*
+ * What a field holds when its job does not use it. Upstream's host sends
+ * every field of the one JobRequest model, at its default for the kinds
+ * that do not use it (UPSTREAM 7.2), so another kind's field is accepted
+ * when it is null or holds exactly that default.
+ */
+enum field_default {
+	D_NULL,       /* only null */
+	D_EMPTY_LIST, /* [] */
+	D_EMPTY_OBJ,  /* {} */
+	D_STRING,     /* the string `dflt` */
+	D_NUMBER,     /* the number `num` */
+};
+
 static const struct field {
 	const char *name;
 	enum field_scope scope;
+	enum field_default dkind;
+	const char *dflt;
+	double num;
 } fields[] = {
-	{"v", F_ALL},
-	{"job_id", F_ALL},
-	{"run_id", F_ALL},
-	{"kind", F_ALL},
-	{"timeout_s", F_ALL},
-	{"cwd", F_ALL},
-	{"prompt", F_AGENT},
-	{"system_message", F_AGENT},
-	{"drop_system_sections", F_AGENT},
-	{"model", F_AGENT},
-	{"resume_session_id", F_AGENT},
-	{"permission_mode", F_AGENT},
-	{"expect", F_AGENT},
-	{"max_tool_calls", F_AGENT},
-	{"host_tools", F_AGENT},
-	{"host_tools_dir", F_AGENT},
-	{"host_tool_timeout_s", F_AGENT},
-	{"available_tools", F_AGENT},
-	{"backend", F_AGENT},
-	{"script", F_AGENT},
-	{"preset", F_AGENT},
-	{"argv", F_CHECK},
-	{"commands", F_BATCH},
-	{"command_timeout_s", F_BATCH},
-	{"op", F_GH},
-	{"params", F_GH},
+	{"v", F_ALL, D_NULL, NULL, 0},
+	{"job_id", F_ALL, D_NULL, NULL, 0},
+	{"run_id", F_ALL, D_NULL, NULL, 0},
+	{"kind", F_ALL, D_NULL, NULL, 0},
+	{"timeout_s", F_ALL, D_NULL, NULL, 0},
+	{"cwd", F_ALL, D_NULL, NULL, 0},
+	{"prompt", F_AGENT, D_NULL, NULL, 0},
+	{"system_message", F_AGENT, D_NULL, NULL, 0},
+	{"drop_system_sections", F_AGENT, D_EMPTY_LIST, NULL, 0},
+	{"model", F_AGENT, D_NULL, NULL, 0},
+	{"resume_session_id", F_AGENT, D_NULL, NULL, 0},
+	{"permission_mode", F_AGENT, D_STRING, "auto", 0},
+	{"expect", F_AGENT, D_STRING, "text", 0},
+	{"max_tool_calls", F_AGENT, D_NULL, NULL, 0},
+	{"host_tools", F_AGENT, D_EMPTY_LIST, NULL, 0},
+	{"host_tools_dir", F_AGENT, D_NULL, NULL, 0},
+	{"host_tool_timeout_s", F_AGENT, D_NUMBER, NULL, 120},
+	{"available_tools", F_AGENT, D_NULL, NULL, 0},
+	{"backend", F_AGENT, D_NULL, NULL, 0},
+	{"script", F_AGENT, D_NULL, NULL, 0},
+	{"preset", F_AGENT, D_NULL, NULL, 0},
+	{"argv", F_CHECK, D_NULL, NULL, 0},
+	{"commands", F_BATCH, D_NULL, NULL, 0},
+	{"command_timeout_s", F_BATCH, D_NULL, NULL, 0},
+	{"op", F_GH, D_NULL, NULL, 0},
+	{"params", F_GH, D_EMPTY_OBJ, NULL, 0},
 };
+
+/* Does `v` hold field f's unused value (null or its default)? */
+static int at_default(const struct field *f, const cJSON *v)
+{
+	if (cJSON_IsNull(v))
+		return 1;
+	switch (f->dkind) {
+	case D_NULL:
+		return 0;
+	case D_EMPTY_LIST:
+		return cJSON_IsArray(v) && !v->child;
+	case D_EMPTY_OBJ:
+		return cJSON_IsObject(v) && !v->child;
+	case D_STRING:
+		return cJSON_IsString(v) && !strcmp(v->valuestring, f->dflt);
+	case D_NUMBER:
+		return cJSON_IsNumber(v) && v->valuedouble == f->num;
+	}
+	return 0;
+}
+
+/* The default as the message shows it: "null or 'text'". */
+static char *default_text(const struct field *f)
+{
+	switch (f->dkind) {
+	case D_EMPTY_LIST:
+		return wk_strdup("null or []");
+	case D_EMPTY_OBJ:
+		return wk_strdup("null or {}");
+	case D_STRING:
+		return wk_printf("null or \"%s\"", f->dflt);
+	case D_NUMBER:
+		return wk_printf("null or %g", f->num);
+	case D_NULL:
+		break;
+	}
+	return wk_strdup("null");
+}
 
 static const char *const kinds[] = {"agent.session", "shell.check",
 				    "shell.batch", "github.op"};
@@ -152,10 +208,14 @@ static int check_keys(cJSON *root, const char *kind, char **err)
 					 c->string);
 			return -1;
 		}
-		if (!scope_allows(f->scope, kind) && !cJSON_IsNull(c)) {
+		if (!scope_allows(f->scope, kind) && !at_default(f, c)) {
+			char *d = default_text(f);
+
 			*err = wk_printf("field '%s' is not allowed for kind "
-					 "'%s'",
-					 c->string, kind);
+					 "'%s' (it may only be %s, its "
+					 "default)",
+					 c->string, kind, d);
+			free(d);
 			return -1;
 		}
 	}

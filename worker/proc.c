@@ -182,6 +182,7 @@ int wk_proc_run(struct wk_ctx *ctx, struct wk_proc *p)
 	char buf[16384];
 
 	p->exit_code = -1;
+	p->term_signal = 0;
 	p->timed_out = 0;
 	p->spawn_errno = 0;
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
@@ -292,10 +293,12 @@ int wk_proc_run(struct wk_ctx *ctx, struct wk_proc *p)
 		waitpid(pid, &status, 0);
 	}
 	ctx->child_pgid = 0;
-	if (WIFEXITED(status))
+	if (WIFEXITED(status)) {
 		p->exit_code = WEXITSTATUS(status);
-	else if (WIFSIGNALED(status))
+	} else if (WIFSIGNALED(status)) {
 		p->exit_code = 128 + WTERMSIG(status);
+		p->term_signal = WTERMSIG(status);
+	}
 	rc = 0;
 out:
 	free(la.buf);

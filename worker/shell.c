@@ -3,17 +3,43 @@
  *
  * shell.check runs one argv without a shell; a nonzero exit is still an
  * ok result. shell.batch runs each command with `sh -c` in order, each
- * bounded by the per-command timeout and what is left of the job's. Both
+ * bounded by the per-command timeout and what is left of the job's; one
+ * stopped for time keeps its real status and the signal. Both
  * inherit the worker's own environment (verify commands need the
  * sandbox's toolchain variables) and run through wk_proc_run.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "worker.h"
+
+/* "SIGTERM" for 15; "SIG<n>" for a signal without a short name here. */
+static const char *signal_name(int sig, char buf[16])
+{
+	static const struct {
+		int sig;
+		const char *name;
+	} names[] = {{SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},
+		     {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+		     {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
+		     {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+		     {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"},
+		     {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+		     {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"},
+		     {SIGTERM, "SIGTERM"}, {SIGXCPU, "SIGXCPU"}};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(*names); i++)
+		if (names[i].sig == sig)
+			return names[i].name;
+	snprintf(buf, 16, "SIG%d", sig);
+	return buf;
+}
 
 static void spawn_failed(struct wk_result *res, const char *what, int e)
 {
@@ -55,14 +81,14 @@ void wk_shell_check(struct wk_ctx *ctx, const struct wk_job *job,
 		free(e);
 		free(all);
 	}
+	res->has_exit_code = 1;
+	res->exit_code = p.exit_code;
 	if (p.timed_out) {
 		wk_result_set_error(res, WK_TIMEOUT, "Timeout", NULL,
 				    "job timed out");
 		goto out;
 	}
 	res->status = WK_OK;
-	res->has_exit_code = 1;
-	res->exit_code = p.exit_code;
 out:
 	wk_buf_free(&out);
 	wk_buf_free(&err);
@@ -74,6 +100,7 @@ void wk_shell_batch(struct wk_ctx *ctx, const struct wk_job *job,
 {
 	double deadline = wk_now() + job->timeout_s;
 	cJSON *list = cJSON_CreateArray(), *c;
+	char *detail = NULL;
 	int first_fail = 0, timed_out = 0;
 
 	cJSON_ArrayForEach (c, job->commands) {
@@ -85,6 +112,9 @@ void wk_shell_batch(struct wk_ctx *ctx, const struct wk_job *job,
 
 		if (left <= 0) {
 			timed_out = 1;
+			detail = wk_printf("the job ran out of time before "
+					   "command '%s'",
+					   c->valuestring);
 			break;
 		}
 		wk_buf_init(&out, WK_BATCH_HEAD, WK_BATCH_TAIL);
@@ -103,11 +133,27 @@ void wk_shell_batch(struct wk_ctx *ctx, const struct wk_job *job,
 		}
 		entry = cJSON_CreateObject();
 		cJSON_AddStringToObject(entry, "command", c->valuestring);
-		if (p.timed_out)
-			cJSON_AddNullToObject(entry, "exit_code");
-		else
-			cJSON_AddNumberToObject(entry, "exit_code",
-						p.exit_code);
+		/* a stopped command keeps its real status (128 + signal) */
+		cJSON_AddNumberToObject(entry, "exit_code", p.exit_code);
+		if (p.term_signal) {
+			char num[16];
+
+			cJSON_AddStringToObject(
+				entry, "signal",
+				signal_name(p.term_signal, num));
+		}
+		if (p.timed_out) {
+			char num[16];
+
+			cJSON_AddTrueToObject(entry, "timed_out");
+			detail = wk_printf(
+				"command '%s' ran out of time after %gs and "
+				"ended with status %d%s%s",
+				c->valuestring, p.timeout_s, p.exit_code,
+				p.term_signal ? " by " : "",
+				p.term_signal ? signal_name(p.term_signal, num)
+					      : "");
+		}
 		{
 			char *text = wk_buf_render(&out);
 
@@ -116,19 +162,24 @@ void wk_shell_batch(struct wk_ctx *ctx, const struct wk_job *job,
 		}
 		cJSON_AddItemToArray(list, entry);
 		wk_buf_free(&out);
+		if (p.exit_code && !first_fail)
+			first_fail = p.exit_code;
 		if (p.timed_out) {
 			timed_out = 1;
 			break;
 		}
-		if (p.exit_code && !first_fail)
-			first_fail = p.exit_code;
 	}
 	res->output_json = list;
-	res->has_exit_code = 1;
+	/*
+	 * The first nonzero status, a stopped command's included. A batch
+	 * that ran out of time with every status 0 has none to report.
+	 */
+	res->has_exit_code = !timed_out || first_fail;
 	res->exit_code = first_fail;
 	if (timed_out)
-		wk_result_set_error(res, WK_TIMEOUT, "Timeout", NULL,
+		wk_result_set_error(res, WK_TIMEOUT, "Timeout", detail,
 				    "job timed out");
 	else
 		res->status = WK_OK;
+	free(detail);
 }

@@ -147,6 +147,7 @@ struct wk_proc {
 	int stop;
 	/* results */
 	int exit_code;
+	int term_signal; /* the signal that ended it, else 0 */
 	int timed_out;
 	int spawn_errno;
 };
