@@ -345,6 +345,13 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 		double left = deadline - wk_now();
 
 		wk_sleep(ctx, v->valuedouble < left ? v->valuedouble : left);
+		/* a stopped worker takes no side effect after its pause */
+		if (wk_stop_signal) {
+			wk_result_set_error(res, WK_ERROR, "Interrupted", NULL,
+					    "stopped by signal %d",
+					    (int)wk_stop_signal);
+			goto out;
+		}
 		if (v->valuedouble >= left) {
 			wk_result_set_error(res, WK_TIMEOUT, "Timeout", NULL,
 					    "job timed out");
