@@ -1293,6 +1293,44 @@ START_TEST(test_expect_json_extraction_cases)
 }
 END_TEST
 
+/*
+ * A megabyte of unclosed nesting as the answer (1 MB took 49 s before):
+ * the job ends with ExpectedJsonMissing well inside its timeout, and an
+ * answer behind the nesting is still found.
+ */
+START_TEST(test_expect_json_on_a_megabyte_of_unclosed_nesting)
+{
+	size_t n = 1024 * 1024;
+	char *text = malloc(n + 64), job[1024];
+	struct run r;
+	FILE *f;
+
+	memset(text, '[', n);
+	text[n] = '\0';
+	f = fopen(path_in("scenario.json"), "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[{\"text\":\"%s\"},{\"text\":\"%s {\\\"ok\\\":1}\"}]",
+		text, text);
+	fclose(f);
+	free(text);
+	agent_job(job, sizeof(job), ",\"expect\":\"json\",\"timeout_s\":20");
+	run_worker(&r, job, NULL);
+	ck_assert_str_eq(rstr(&r, "status"), "error");
+	ck_assert_str_eq(errfield(&r, "type"), "ExpectedJsonMissing");
+	ck_assert_msg(r.elapsed < 5, "took %.1fs", r.elapsed);
+	run_free(&r);
+	run_worker(&r, job, NULL);
+	ck_assert_str_eq(rstr(&r, "status"), "ok");
+	ck_assert_int_eq(
+		cJSON_GetObjectItem(
+			cJSON_GetObjectItem(r.result, "output_json"), "ok")
+			->valueint,
+		1);
+	ck_assert_msg(r.elapsed < 5, "took %.1fs", r.elapsed);
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_long_event_lines_are_capped)
 {
 	struct run r;
@@ -1845,6 +1883,7 @@ static Suite *worker_suite(void)
 		tc, test_script_stopped_during_its_pause_takes_no_side_effect);
 	tcase_add_test(tc, test_script_backend_from_environment);
 	tcase_add_test(tc, test_expect_json_extraction_cases);
+	tcase_add_test(tc, test_expect_json_on_a_megabyte_of_unclosed_nesting);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("command");

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +89,378 @@ static size_t find_fences(const char *text, struct span **out)
 	return n;
 }
 
+/* ---- the prose scan ------------------------------------------------ */
+
+/*
+ * Trying cJSON at every '{' and '[' in turn costs O(n * depth) on
+ * unclosed nesting (cJSON gives up only at its nesting limit), and a
+ * 1 MB reply took 49 s. Instead one validator that mirrors cJSON's
+ * grammar exactly (and, like it, refuses more than CJSON_NESTING_LIMIT
+ * levels) records for every container start it passes whether the parse
+ * from there succeeds, where it ends and how tall it is: a parse from
+ * inside another one fails or succeeds with it, so each start is decided
+ * once and cJSON only runs on spans known to parse, which are disjoint.
+ * A scan meeting a start already decided jumps over it. A start inside
+ * another scan's string has to be scanned again; should crafted text
+ * make those rescans add up, the search stops after WORK_FACTOR passes
+ * over the text with what it found so far.
+ */
+#define WORK_FACTOR 8
+#define HEIGHT_MAX (CJSON_NESTING_LIMIT + 1)
+
+/* memo[p] for a '{' or '[' at p: 0 unknown, FAILED, else end + 2 and
+ * the height (capped at HEIGHT_MAX) above bit END_BITS */
+#define FAILED 1u
+#define END_BITS 21
+#define END_MASK ((1u << END_BITS) - 1)
+
+struct scan {
+	const unsigned char *t;
+	size_t len;
+	uint32_t *memo;
+	size_t work, budget;
+};
+
+static size_t last_work;
+
+size_t wk_extract_last_work(void)
+{
+	return last_work;
+}
+
+enum { ST_FIRST, ST_KEY, ST_COLON, ST_VALUE, ST_NEXT };
+
+struct frame {
+	size_t start;
+	int object;
+	int state;
+	unsigned height; /* tallest child so far */
+};
+
+static size_t skip_ws(struct scan *sc, size_t i)
+{
+	size_t from = i;
+
+	while (i < sc->len && sc->t[i] <= 32)
+		i++;
+	sc->work += i - from;
+	return i;
+}
+
+/* cJSON's parse_string from the quote at i: the end past the closing
+ * quote, or 0. */
+static size_t scan_string(struct scan *sc, size_t i)
+{
+	const unsigned char *t = sc->t;
+	size_t end = i + 1, p;
+
+	while (end < sc->len && t[end] != '"') {
+		if (t[end] == '\\') {
+			if (end + 1 >= sc->len)
+				return 0;
+			end++;
+		}
+		end++;
+	}
+	sc->work += end - i;
+	if (end >= sc->len)
+		return 0;
+	for (p = i + 1; p < end;) {
+		unsigned code;
+		size_t k;
+
+		if (t[p] != '\\') {
+			p++;
+			continue;
+		}
+		switch (t[p + 1]) {
+		case 'b':
+		case 'f':
+		case 'n':
+		case 'r':
+		case 't':
+		case '"':
+		case '\\':
+		case '/':
+			p += 2;
+			continue;
+		case 'u':
+			break;
+		default:
+			return 0;
+		}
+		if (end - p < 6)
+			return 0;
+		/* parse_hex4 reads a bad digit as a code of 0 */
+		for (code = 0, k = 2; k < 6; k++) {
+			int c = t[p + k],
+			    d = c >= '0' && c <= '9'   ? c - '0'
+				: c >= 'A' && c <= 'F' ? c - 'A' + 10
+				: c >= 'a' && c <= 'f' ? c - 'a' + 10
+						       : -1;
+
+			if (d < 0) {
+				code = 0;
+				break;
+			}
+			code = code << 4 | (unsigned)d;
+		}
+		if (code >= 0xDC00 && code <= 0xDFFF)
+			return 0;
+		if (code >= 0xD800 && code <= 0xDBFF) {
+			unsigned low = 0;
+
+			if (end - (p + 6) < 6 || t[p + 6] != '\\' ||
+			    t[p + 7] != 'u')
+				return 0;
+			for (k = 8; k < 12; k++) {
+				int c = t[p + k],
+				    d = c >= '0' && c <= '9'   ? c - '0'
+					: c >= 'A' && c <= 'F' ? c - 'A' + 10
+					: c >= 'a' && c <= 'f' ? c - 'a' + 10
+							       : -1;
+
+				if (d < 0) {
+					low = 0;
+					break;
+				}
+				low = low << 4 | (unsigned)d;
+			}
+			if (low < 0xDC00 || low > 0xDFFF)
+				return 0;
+			p += 12;
+		} else {
+			p += 6;
+		}
+	}
+	return end + 1;
+}
+
+/* cJSON's parse_number at i (a '-' or a digit): the end, or 0. */
+static size_t scan_number(struct scan *sc, size_t i)
+{
+	char num[64], *after = NULL;
+	size_t n = 0;
+
+	while (n < sizeof(num) - 1 && i + n < sc->len &&
+	       strchr("0123456789+-eE.", sc->t[i + n]) && sc->t[i + n])
+		num[n] = (char)sc->t[i + n], n++;
+	num[n] = '\0';
+	sc->work += n + 1;
+	(void)strtod(num, &after);
+	if (after == num)
+		return 0;
+	return i + (size_t)(after - num);
+}
+
+/* A scalar value at i (not a container): its end, or 0. */
+static size_t scan_scalar(struct scan *sc, size_t i)
+{
+	const unsigned char *t = sc->t + i;
+	size_t left = sc->len - i;
+
+	if (left >= 4 && !memcmp(t, "null", 4))
+		return i + 4;
+	if (left >= 5 && !memcmp(t, "false", 5))
+		return i + 5;
+	if (left >= 4 && !memcmp(t, "true", 4))
+		return i + 4;
+	if (*t == '"')
+		return scan_string(sc, i);
+	if (*t == '-' || (*t >= '0' && *t <= '9'))
+		return scan_number(sc, i);
+	return 0;
+}
+
+static void memo_end(struct scan *sc, size_t start, size_t end, unsigned h)
+{
+	if (h > HEIGHT_MAX)
+		h = HEIGHT_MAX;
+	sc->memo[start] = (uint32_t)(end + 2) | (uint32_t)h << END_BITS;
+}
+
+/*
+ * Decide the container at s and every container start the scan passes
+ * at a token boundary. Iterative: the stack grows on the heap.
+ */
+static void scan_from(struct scan *sc, size_t s)
+{
+	struct frame *st = NULL;
+	size_t depth = 0, cap = 0, i = s, k;
+
+	for (;;) {
+		struct frame *f;
+		unsigned char c;
+
+		if (sc->work > sc->budget)
+			goto fail;
+		if (depth == 0 || st[depth - 1].state == ST_VALUE ||
+		    (st[depth - 1].state == ST_FIRST &&
+		     !st[depth - 1].object)) {
+			/* a value is due (or, first in an array, a ']') */
+			if (depth && st[depth - 1].state == ST_FIRST) {
+				i = skip_ws(sc, i);
+				if (i < sc->len && sc->t[i] == ']')
+					goto close;
+			}
+			i = skip_ws(sc, i);
+			if (i >= sc->len)
+				goto fail;
+			c = sc->t[i];
+			if (c == '{' || c == '[') {
+				uint32_t m = sc->memo[i];
+
+				if (m == FAILED)
+					goto fail;
+				if (m && depth) {
+					/* decided before: jump over it */
+					unsigned h = m >> END_BITS;
+
+					f = &st[depth - 1];
+					if (h > f->height)
+						f->height = h;
+					i = (m & END_MASK) - 2;
+					f->state = ST_NEXT;
+					continue;
+				}
+				if (depth == cap) {
+					cap = cap ? cap * 2 : 64;
+					st = realloc(st, cap * sizeof(*st));
+					if (!st)
+						abort();
+				}
+				if (depth)
+					st[depth - 1].state = ST_NEXT;
+				st[depth].start = i;
+				st[depth].object = c == '{';
+				st[depth].state = ST_FIRST;
+				st[depth].height = 0;
+				depth++;
+				i++;
+				sc->work++;
+				continue;
+			}
+			if (!depth)
+				goto fail;
+			k = scan_scalar(sc, i);
+			if (!k)
+				goto fail;
+			sc->work += k - i;
+			i = k;
+			st[depth - 1].state = ST_NEXT;
+			continue;
+		}
+		f = &st[depth - 1];
+		i = skip_ws(sc, i);
+		if (i >= sc->len)
+			goto fail;
+		c = sc->t[i];
+		sc->work++;
+		switch (f->state) {
+		case ST_FIRST: /* object: '}' or a key */
+			if (c == '}')
+				goto close;
+			/* fall through */
+		case ST_KEY:
+			if (c != '"')
+				goto fail;
+			k = scan_string(sc, i);
+			if (!k)
+				goto fail;
+			i = k;
+			f->state = ST_COLON;
+			continue;
+		case ST_COLON:
+			if (c != ':')
+				goto fail;
+			i++;
+			f->state = ST_VALUE;
+			continue;
+		case ST_NEXT:
+			if (c == ',') {
+				i++;
+				f->state = f->object ? ST_KEY : ST_VALUE;
+				continue;
+			}
+			if (c == (f->object ? '}' : ']'))
+				goto close;
+			goto fail;
+		}
+		goto fail;
+close:
+		/* the container on top closes at i */
+		f = &st[depth - 1];
+		memo_end(sc, f->start, i + 1, f->height + 1);
+		depth--;
+		i++;
+		if (!depth)
+			break;
+		if (f->height + 1 > st[depth - 1].height)
+			st[depth - 1].height = f->height + 1;
+		continue;
+	}
+	free(st);
+	return;
+fail:
+	/* every container still open fails with the scan */
+	for (k = 0; k < depth; k++)
+		sc->memo[st[k].start] = FAILED;
+	if (!sc->memo[s])
+		sc->memo[s] = FAILED;
+	free(st);
+}
+
+/* The last top-level object or array embedded in the prose, or NULL. */
+static cJSON *scan_prose(const char *text, size_t len)
+{
+	struct scan sc;
+	cJSON *found = NULL;
+	size_t i;
+
+	sc.t = (const unsigned char *)text;
+	sc.len = len;
+	sc.memo = calloc(len ? len : 1, sizeof(*sc.memo));
+	if (!sc.memo)
+		abort();
+	sc.work = 0;
+	sc.budget = WORK_FACTOR * len + 65536;
+	for (i = 0; i < len && sc.work <= sc.budget;) {
+		const char *end = NULL;
+		uint32_t m;
+		size_t e;
+		cJSON *v;
+
+		if (text[i] != '{' && text[i] != '[') {
+			i++;
+			continue;
+		}
+		sc.work++;
+		if (!sc.memo[i])
+			scan_from(&sc, i);
+		m = sc.memo[i];
+		if (m == FAILED || !m ||
+		    (m >> END_BITS) > CJSON_NESTING_LIMIT) {
+			i++;
+			continue;
+		}
+		e = (m & END_MASK) - 2;
+		v = cJSON_ParseWithLengthOpts(text + i, e - i, &end, 0);
+		sc.work += e - i;
+		if (v && is_container(v) && end == text + e) {
+			cJSON_Delete(found);
+			found = v;
+			i = e;
+		} else {
+			/* cannot happen while the scanner mirrors cJSON */
+			cJSON_Delete(v);
+			i++;
+		}
+	}
+	last_work += sc.work;
+	free(sc.memo);
+	return found;
+}
+
 /* Returns the extracted value (caller frees) or NULL when there is none. */
 cJSON *wk_extract_json(const char *text)
 {
@@ -95,6 +468,7 @@ cJSON *wk_extract_json(const char *text)
 	size_t nf, i, len;
 	cJSON *found = NULL;
 
+	last_work = 0;
 	if (!text)
 		return NULL;
 	len = strlen(text);
@@ -102,31 +476,16 @@ cJSON *wk_extract_json(const char *text)
 		text = wk_utf8_tail(text, len, EXTRACT_MAX);
 	len = strlen(text);
 	nf = find_fences(text, &fences);
-	for (i = nf; i-- > 0 && !found;)
+	for (i = nf; i-- > 0 && !found;) {
 		found = parse_exact(fences[i].s, fences[i].n);
+		last_work += fences[i].n;
+	}
 	free(fences);
 	if (found)
 		return found;
 	found = parse_exact(text, len);
+	last_work += len;
 	if (found)
 		return found;
-	for (i = 0; i < len;) {
-		const char *end = NULL;
-		cJSON *v;
-
-		if (text[i] != '{' && text[i] != '[') {
-			i++;
-			continue;
-		}
-		v = cJSON_ParseWithLengthOpts(text + i, len - i, &end, 0);
-		if (v && is_container(v) && end > text + i) {
-			cJSON_Delete(found);
-			found = v;
-			i = (size_t)(end - text);
-		} else {
-			cJSON_Delete(v);
-			i++;
-		}
-	}
-	return found;
+	return scan_prose(text, len);
 }

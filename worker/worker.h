@@ -171,5 +171,7 @@ void wk_usage_merge(cJSON **into, const cJSON *sample);
 
 /* extract.c */
 cJSON *wk_extract_json(const char *text);
+/* Bytes the last wk_extract_json examined, scans and parses (tests). */
+size_t wk_extract_last_work(void);
 
 #endif
