@@ -67,15 +67,18 @@ static cJSON *reference(const char *text)
 	return reference_prose(text);
 }
 
+/* Compared printed: cJSON_Compare is wrong on duplicate keys. */
 static void assert_same(const char *text)
 {
 	cJSON *want = reference(text), *got = wk_extract_json(text);
+	char *a = want ? cJSON_PrintUnformatted(want) : NULL;
+	char *b = got ? cJSON_PrintUnformatted(got) : NULL;
 
-	ck_assert_msg((!want && !got) ||
-			      (want && got && cJSON_Compare(want, got, 1)),
-		      "text '%s': want %s, got %s", text,
-		      want ? cJSON_PrintUnformatted(want) : "none",
-		      got ? cJSON_PrintUnformatted(got) : "none");
+	ck_assert_msg((!a && !b) || (a && b && !strcmp(a, b)),
+		      "text '%s': want %s, got %s", text, a ? a : "none",
+		      b ? b : "none");
+	free(a);
+	free(b);
 	cJSON_Delete(want);
 	cJSON_Delete(got);
 }
@@ -139,6 +142,9 @@ START_TEST(test_answers_match_the_reference_on_chosen_text)
 		"[\"\\x\"] [\"\\/\"]",
 		"[12345678901234567890123456789012345678901234567890123456789"
 		"0123456789]",
+		"x [4444444444444444444444444444444444444444444444444444444444"
+		"44444444444444444444444444444444444444] y",
+		"{\"d\":1,\"d\":2} and [\"\u00e9\"]",
 	};
 	size_t i;
 

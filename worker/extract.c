@@ -94,12 +94,14 @@ static size_t find_fences(const char *text, struct span **out)
 /*
  * Trying cJSON at every '{' and '[' in turn costs O(n * depth) on
  * unclosed nesting (cJSON gives up only at its nesting limit), and a
- * 1 MB reply took 49 s. Instead one validator that mirrors cJSON's
- * grammar exactly (and, like it, refuses more than CJSON_NESTING_LIMIT
- * levels) records for every container start it passes whether the parse
- * from there succeeds, where it ends and how tall it is: a parse from
- * inside another one fails or succeeds with it, so each start is decided
- * once and cJSON only runs on spans known to parse, which are disjoint.
+ * 1 MB reply took 49 s. Instead one validator that follows cJSON's
+ * grammar (strings and numbers it hands to cJSON itself, and like cJSON
+ * it refuses more than CJSON_NESTING_LIMIT levels; the fuzz target
+ * checks it against the old search) records for every container start
+ * it passes whether the parse from there succeeds, where it ends and how
+ * tall it is: a parse from inside another one fails or succeeds with it,
+ * so each start is decided once and cJSON only runs on spans known to
+ * parse, which are disjoint.
  * A scan meeting a start already decided jumps over it. A start inside
  * another scan's string has to be scanned again; should crafted text
  * make those rescans add up, the search stops after WORK_FACTOR passes
@@ -147,110 +149,41 @@ static size_t skip_ws(struct scan *sc, size_t i)
 	return i;
 }
 
-/* cJSON's parse_string from the quote at i: the end past the closing
- * quote, or 0. */
-static size_t scan_string(struct scan *sc, size_t i)
+/*
+ * A string or a number at i, as cJSON itself reads it (so the scan
+ * follows whatever the installed cJSON accepts, escapes and long numbers
+ * included): its end, or 0. Costs the length of the token.
+ */
+static size_t scan_token(struct scan *sc, size_t i)
 {
-	const unsigned char *t = sc->t;
-	size_t end = i + 1, p;
+	const char *s = (const char *)sc->t + i, *end = NULL;
+	size_t n = sc->len - i;
+	cJSON *v;
 
-	while (end < sc->len && t[end] != '"') {
-		if (t[end] == '\\') {
-			if (end + 1 >= sc->len)
-				return 0;
-			end++;
-		}
-		end++;
+	if (*s == '"') {
+		/* the closing quote as cJSON finds it: '\\' takes two */
+		for (n = 1; n < sc->len - i && s[n] != '"'; n++)
+			if (s[n] == '\\')
+				n++;
+		sc->work += n;
+		if (n >= sc->len - i)
+			return 0;
+		n++;
+	} else {
+		/* a number ends where its characters do */
+		n = 0;
+		while (i + n < sc->len && strchr("0123456789+-eE.", s[n]))
+			n++;
+		sc->work += n;
 	}
-	sc->work += end - i;
-	if (end >= sc->len)
+	v = cJSON_ParseWithLengthOpts(s, n, &end, 0);
+	sc->work += n;
+	if (!v || !end || end <= s) {
+		cJSON_Delete(v);
 		return 0;
-	for (p = i + 1; p < end;) {
-		unsigned code;
-		size_t k;
-
-		if (t[p] != '\\') {
-			p++;
-			continue;
-		}
-		switch (t[p + 1]) {
-		case 'b':
-		case 'f':
-		case 'n':
-		case 'r':
-		case 't':
-		case '"':
-		case '\\':
-		case '/':
-			p += 2;
-			continue;
-		case 'u':
-			break;
-		default:
-			return 0;
-		}
-		if (end - p < 6)
-			return 0;
-		/* parse_hex4 reads a bad digit as a code of 0 */
-		for (code = 0, k = 2; k < 6; k++) {
-			int c = t[p + k],
-			    d = c >= '0' && c <= '9'   ? c - '0'
-				: c >= 'A' && c <= 'F' ? c - 'A' + 10
-				: c >= 'a' && c <= 'f' ? c - 'a' + 10
-						       : -1;
-
-			if (d < 0) {
-				code = 0;
-				break;
-			}
-			code = code << 4 | (unsigned)d;
-		}
-		if (code >= 0xDC00 && code <= 0xDFFF)
-			return 0;
-		if (code >= 0xD800 && code <= 0xDBFF) {
-			unsigned low = 0;
-
-			if (end - (p + 6) < 6 || t[p + 6] != '\\' ||
-			    t[p + 7] != 'u')
-				return 0;
-			for (k = 8; k < 12; k++) {
-				int c = t[p + k],
-				    d = c >= '0' && c <= '9'   ? c - '0'
-					: c >= 'A' && c <= 'F' ? c - 'A' + 10
-					: c >= 'a' && c <= 'f' ? c - 'a' + 10
-							       : -1;
-
-				if (d < 0) {
-					low = 0;
-					break;
-				}
-				low = low << 4 | (unsigned)d;
-			}
-			if (low < 0xDC00 || low > 0xDFFF)
-				return 0;
-			p += 12;
-		} else {
-			p += 6;
-		}
 	}
-	return end + 1;
-}
-
-/* cJSON's parse_number at i (a '-' or a digit): the end, or 0. */
-static size_t scan_number(struct scan *sc, size_t i)
-{
-	char num[64], *after = NULL;
-	size_t n = 0;
-
-	while (n < sizeof(num) - 1 && i + n < sc->len &&
-	       strchr("0123456789+-eE.", sc->t[i + n]) && sc->t[i + n])
-		num[n] = (char)sc->t[i + n], n++;
-	num[n] = '\0';
-	sc->work += n + 1;
-	(void)strtod(num, &after);
-	if (after == num)
-		return 0;
-	return i + (size_t)(after - num);
+	cJSON_Delete(v);
+	return i + (size_t)(end - s);
 }
 
 /* A scalar value at i (not a container): its end, or 0. */
@@ -265,10 +198,8 @@ static size_t scan_scalar(struct scan *sc, size_t i)
 		return i + 5;
 	if (left >= 4 && !memcmp(t, "true", 4))
 		return i + 4;
-	if (*t == '"')
-		return scan_string(sc, i);
-	if (*t == '-' || (*t >= '0' && *t <= '9'))
-		return scan_number(sc, i);
+	if (*t == '"' || *t == '-' || (*t >= '0' && *t <= '9'))
+		return scan_token(sc, i);
 	return 0;
 }
 
@@ -364,7 +295,7 @@ static void scan_from(struct scan *sc, size_t s)
 		case ST_KEY:
 			if (c != '"')
 				goto fail;
-			k = scan_string(sc, i);
+			k = scan_token(sc, i);
 			if (!k)
 				goto fail;
 			i = k;
