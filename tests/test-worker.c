@@ -1331,6 +1331,71 @@ START_TEST(test_expect_json_on_a_megabyte_of_unclosed_nesting)
 }
 END_TEST
 
+/*
+ * A job's process (the same uid as the worker, not root: the test drops
+ * to nobody when it runs as root) cannot open the worker's stdout through
+ * /proc to forge event lines: the worker is not dumpable.
+ */
+START_TEST(test_job_processes_cannot_open_the_workers_stdout)
+{
+	char job[1024], *res;
+	const char *argv[16];
+	cJSON *result;
+	int status, n = 0;
+	pid_t pid;
+
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	ck_assert_int_eq(chmod(path_in("work"), 0777), 0);
+	put("scenario.json",
+	    "[{\"run\":[\"o=ENED r=FUSED; if printf x > /proc/$PPID/fd/1;"
+	    " then echo OP$o; else echo RE$r; fi\"],\"text\":\"done\"}]");
+	agent_job(job, sizeof(job), "");
+	put("job.json", "%s", job);
+	ck_assert_int_eq(chmod(path_in("scenario.json"), 0644), 0);
+	ck_assert_int_eq(chmod(path_in("job.json"), 0644), 0);
+	argv[n++] = getenv("SBXLOOP_WORKER");
+	argv[n++] = "run";
+	argv[n++] = "--heartbeat";
+	argv[n++] = "0";
+	argv[n++] = "--job";
+	argv[n++] = path_in("job.json");
+	argv[n++] = "--events";
+	argv[n++] = path_in("ev.jsonl");
+	argv[n++] = "--result";
+	argv[n++] = path_in("res.json");
+	argv[n++] = "--cwd";
+	argv[n++] = path_in("work");
+	argv[n] = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int o = open("/dev/null", O_WRONLY);
+
+		if (getuid() == 0 && (setgid(65534) < 0 || setuid(65534) < 0))
+			_exit(126);
+		dup2(o, 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "worker status %d", status);
+	res = slurp(path_in("res.json"));
+	ck_assert_ptr_nonnull(res);
+	result = cJSON_Parse(res);
+	free(res);
+	ck_assert_str_eq(
+		cJSON_GetStringValue(cJSON_GetObjectItem(result, "status")),
+		"ok");
+	cJSON_Delete(result);
+	res = slurp(path_in("ev.jsonl"));
+	ck_assert_ptr_nonnull(res);
+	ck_assert_msg(strstr(res, "REFUSED") && !strstr(res, "OPENED"),
+		      "events: %s", res);
+	free(res);
+}
+END_TEST
+
 START_TEST(test_long_event_lines_are_capped)
 {
 	struct run r;
@@ -1884,6 +1949,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, test_script_backend_from_environment);
 	tcase_add_test(tc, test_expect_json_extraction_cases);
 	tcase_add_test(tc, test_expect_json_on_a_megabyte_of_unclosed_nesting);
+	tcase_add_test(tc, test_job_processes_cannot_open_the_workers_stdout);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("command");

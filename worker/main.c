@@ -286,6 +286,13 @@ static int cmd_run(int argc, char **argv)
 	ctx.parent = getppid();
 #ifdef HAVE_PRCTL
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	/*
+	 * Not dumpable: a job's processes (same uid, not root) can then
+	 * neither open /proc/<worker>/fd/1 to forge event lines nor read
+	 * the worker's memory or environment. The host still refuses host
+	 * event types from any worker line (core/events.c).
+	 */
+	prctl(PR_SET_DUMPABLE, 0);
 #endif
 	if (getppid() != ctx.parent)
 		return WK_EXIT_SOFTWARE; /* parent died before the prctl */
