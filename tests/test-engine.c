@@ -1312,12 +1312,15 @@ START_TEST(test_agents_cannot_forge_host_events)
 			       "AND type = 'task.end'",
 			       run),
 			 1);
-	/* the forgeries did reach the host, as text */
+	/*
+	 * The forgeries reached the host, as text. Through /proc only as
+	 * root: to a process of its own user the worker is not dumpable.
+	 */
 	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s' "
 			       "AND type = 'worker.stdout' AND data_json "
 			       "LIKE '%%forged-proc%%'",
 			       run),
-			 2);
+			 getuid() == 0 ? 2 : 0);
 	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s' "
 			       "AND type = 'worker.stdout' AND data_json "
 			       "LIKE '%%forged-events%%'",
@@ -1327,7 +1330,7 @@ START_TEST(test_agents_cannot_forge_host_events)
 			       "AND type = 'worker.stdout' AND data_json "
 			       "LIKE '%%forged-seq%%'",
 			       run),
-			 1);
+			 getuid() == 0 ? 1 : 0);
 	free(run);
 }
 END_TEST
