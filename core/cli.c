@@ -94,7 +94,7 @@ static void vmessage(const char *prefix, const char *fmt, va_list ap)
 	char *clean;
 
 	sbx_buf_vaddf(&b, fmt, ap);
-	clean = sbx_redact(sbx_buf_str(&b));
+	clean = sbx_shown(sbx_buf_str(&b), SBX_TERM_KEEP_NL);
 	fprintf(stderr, "%s%s\n", prefix, clean);
 	free(clean);
 	sbx_buf_release(&b);

@@ -141,15 +141,16 @@ static void print_tree(const struct sbx_artifact_scan *scan)
 			if (p[common + n] != '/')
 				break;
 			if (strncmp(prev, p, common + n + 1) != 0) {
-				printf("%*s%.*s/\n", (int)(2 * depth + 2), "",
-				       (int)n, p + common);
+				sbx_print(stdout, "%*s%.*s/\n",
+					  (int)(2 * depth + 2), "", (int)n,
+					  p + common);
 				shown++;
 			}
 			common += n + 1;
 			depth++;
 		}
 		s = p + common;
-		printf("%*s%s\n", (int)(2 * depth + 2), "", s);
+		sbx_print(stdout, "%*s%s\n", (int)(2 * depth + 2), "", s);
 		shown++;
 		prev = p;
 	}
@@ -283,8 +284,10 @@ int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv)
 		rc = SBX_EXIT_FAIL;
 		goto out;
 	}
-	printf("run %s: %zu file(s) (%s) in %s\n", run_id, scan.n_files,
-	       run.mounted ? "live workspace mount" : "harvested copy", dir);
+	sbx_print(stdout, "run %s: %zu file(s) (%s) in %s\n", run_id,
+		  scan.n_files,
+		  run.mounted ? "live workspace mount" : "harvested copy",
+		  dir);
 	if (tree) {
 		print_tree(&scan);
 	} else {
@@ -292,7 +295,8 @@ int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv)
 			char sz[32];
 
 			human_size(sz, sizeof(sz), scan.files[i].size);
-			printf("  %s  %s\n", scan.files[i].relpath, sz);
+			sbx_print(stdout, "  %s  %s\n", scan.files[i].relpath,
+				  sz);
 		}
 	}
 	/* a harvested copy holds none of what was left out: the harvest
@@ -302,7 +306,7 @@ int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv)
 	if (!note)
 		note = sbx_artifacts_note(&scan);
 	if (note)
-		printf("%s\n", note);
+		sbx_print(stdout, "%s\n", note);
 	rc = SBX_EXIT_OK;
 out:
 	free(note);

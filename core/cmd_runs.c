@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,25 @@ static char *clip(const char *s, size_t max)
 	return b.buf ? sbx_buf_detach(&b) : sbx_xstrdup("");
 }
 
+/* A table cell: clipped, secrets masked, controls escaped; caller frees. */
+static char *cell(const char *s, size_t max)
+{
+	char *c = clip(s, max);
+	char *shown = sbx_shown(c, 0);
+
+	free(c);
+	return shown;
+}
+
+/* Print text built for a terminal (several lines) safely. */
+static void print_shown(const char *text)
+{
+	char *shown = sbx_shown(text, SBX_TERM_KEEP_NL);
+
+	fputs(shown, stdout);
+	free(shown);
+}
+
 static void format_time(double ts, char *buf, size_t len)
 {
 	time_t t = (time_t)ts;
@@ -179,11 +199,15 @@ static void format_duration(double secs, char *buf, size_t len)
 		snprintf(buf, len, "%lds", s);
 }
 
-/* Print JSON (consumed) on one line, redacted. */
+/*
+ * Print JSON (consumed) on one line, redacted; what a terminal would act
+ * on (DEL, C1 controls) is written as the JSON escape of the same text.
+ */
 static void print_json(cJSON *root, int pretty)
 {
 	char *text = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
-	char *clean = sbx_redact(text ? text : "null");
+	char *clean = sbx_shown(text ? text : "null",
+				SBX_TERM_JSON | SBX_TERM_KEEP_NL);
 
 	printf("%s\n", clean);
 	free(clean);
@@ -294,28 +318,28 @@ static int status_all(struct sbx_instance *store, int json)
 		     "tasks", "started", "duration", "outcome");
 	for (i = 0; i < l.n; i++) {
 		struct run_copy *r = &l.runs[i];
-		char started[32], dur[32], tasks[32], *state, *outcome;
+		char started[32], dur[32], tasks[32], *raw, *state, *outcome;
+		char *id;
 
 		format_time(r->created_at, started, sizeof(started));
 		format_duration(r->updated_at - r->created_at, dur,
 				sizeof(dur));
 		snprintf(tasks, sizeof(tasks), "%d/%d", r->tasks_done,
 			 r->tasks_total);
-		state = r->reason ? sbx_xasprintf("%s \xe2\x80\x94 %s",
-						  r->state, r->reason)
-				  : sbx_xstrdup(r->state);
-		outcome = clip(r->outcome, OUTCOME_CLIP);
-		sbx_buf_addf(&out, "%-24s %-24s %-7s %-16s %-8s %s\n",
-			     r->run_id, state, tasks, started, dur, outcome);
+		raw = r->reason ? sbx_xasprintf("%s \xe2\x80\x94 %s", r->state,
+						r->reason)
+				: sbx_xstrdup(r->state);
+		state = cell(raw, SIZE_MAX);
+		free(raw);
+		outcome = cell(r->outcome, OUTCOME_CLIP);
+		id = cell(r->run_id, SIZE_MAX);
+		sbx_buf_addf(&out, "%-24s %-24s %-7s %-16s %-8s %s\n", id,
+			     state, tasks, started, dur, outcome);
+		free(id);
 		free(state);
 		free(outcome);
 	}
-	{
-		char *clean = sbx_redact(sbx_buf_str(&out));
-
-		fputs(clean, stdout);
-		free(clean);
-	}
+	print_shown(sbx_buf_str(&out));
 out:
 	for (i = 0; i < l.n; i++)
 		run_copy_free(&l.runs[i]);
@@ -385,10 +409,21 @@ static int status_one(struct sbx_instance *store, const char *run_id, int json)
 		print_json(root, 0);
 		goto out;
 	}
-	sbx_buf_addf(&out, "run %s  state: %s\n", r.run_id, r.state);
-	if (r.reason)
-		sbx_buf_addf(&out, "reason: %s\n", r.reason);
-	sbx_buf_addf(&out, "outcome: %s\n", r.outcome);
+	{
+		char *id = cell(r.run_id, SIZE_MAX);
+		char *state = cell(r.state, SIZE_MAX);
+		char *reason = r.reason ? cell(r.reason, SIZE_MAX) : NULL;
+		char *outcome = sbx_shown(r.outcome, 0);
+
+		sbx_buf_addf(&out, "run %s  state: %s\n", id, state);
+		if (reason)
+			sbx_buf_addf(&out, "reason: %s\n", reason);
+		sbx_buf_addf(&out, "outcome: %s\n", outcome);
+		free(id);
+		free(state);
+		free(reason);
+		free(outcome);
+	}
 	if (cJSON_GetArraySize(tasks) == 0) {
 		sbx_buf_adds(&out, "no tasks yet\n");
 	} else {
@@ -396,25 +431,23 @@ static int status_one(struct sbx_instance *store, const char *run_id, int json)
 			     "task", "title", "state", "rev", "replan",
 			     "last feedback");
 		cJSON_ArrayForEach (t, tasks) {
-			char *title = clip(jstr(t, "title"), 32);
+			char *id = cell(jstr(t, "task_id"), SIZE_MAX);
+			char *title = cell(jstr(t, "title"), 32);
+			char *state = cell(jstr(t, "state"), SIZE_MAX);
 			char *fb =
-				clip(jstr(t, "last_feedback"), FEEDBACK_CLIP);
+				cell(jstr(t, "last_feedback"), FEEDBACK_CLIP);
 
 			sbx_buf_addf(&out, "%-16s %-32s %-13s %-4d %-6d %s\n",
-				     jstr(t, "task_id"), title,
-				     jstr(t, "state"), jint(t, "revisions"),
+				     id, title, state, jint(t, "revisions"),
 				     jint(t, "replans"), fb);
+			free(id);
 			free(title);
+			free(state);
 			free(fb);
 		}
 	}
 	sbx_buf_addf(&out, "\n%d phase attempts recorded\n", r.attempts);
-	{
-		char *clean = sbx_redact(sbx_buf_str(&out));
-
-		fputs(clean, stdout);
-		free(clean);
-	}
+	print_shown(sbx_buf_str(&out));
 out:
 	cJSON_Delete(tasks);
 	run_copy_free(&r);
@@ -507,26 +540,17 @@ static int logs_cb(void *user, const struct sbxloop_event *ev)
 
 	l->last_seq = ev->seq;
 	if (l->json) {
-		char *clean = sbx_redact(ev->json);
+		char *clean = sbx_shown(ev->json, SBX_TERM_JSON);
 
 		fputs(clean, stdout);
 		fputc('\n', stdout);
 		free(clean);
 		return 0;
 	}
-	/* stored events are redacted, but secrets known now may be newer */
-	{
-		struct sbxloop_event copy = *ev;
-		char *data = sbx_redact(ev->data_json);
-		char *json = sbx_redact(ev->json);
-
-		copy.data_json = data;
-		copy.json = json;
-		if (ops->event(l->sink.ctx, &copy, &l->err))
-			l->failed = 1;
-		free(data);
-		free(json);
-	}
+	/* the store guard masked secrets registered after the write too;
+	 * the plain sink escapes what a terminal would act on */
+	if (ops->event(l->sink.ctx, ev, &l->err))
+		l->failed = 1;
 	return l->failed;
 }
 

@@ -1787,22 +1787,41 @@ out:
 	return rc;
 }
 
-void sbx_engine_print_summary(struct sbx_engine *e, FILE *out)
+void sbx_engine_print_summary(struct sbx_engine *e, FILE *dest)
 {
-	size_t i;
+	size_t i, len = 0;
 	double secs = sbx_monotonic() - e->started;
+	char *text = NULL, *shown;
+	/*
+	 * Titles and file names are agent text: the summary is built here
+	 * and shown with secrets masked and control characters escaped.
+	 */
+	FILE *out = open_memstream(&text, &len);
 
+	if (!out) {
+		fputs("fatal: out of memory\n", stderr);
+		abort();
+	}
 	fprintf(out, "run %s finished: %s\n", e->run_id, e->state);
-	for (i = 0; i < e->n_tasks; i++)
-		fprintf(out, "  %s: %s  (%s)\n", e->tasks[i].id,
-			e->tasks[i].state, e->tasks[i].title);
+	for (i = 0; i < e->n_tasks; i++) {
+		char *id = sbx_shown(e->tasks[i].id, 0);
+		char *title = sbx_shown(e->tasks[i].title, 0);
+
+		fprintf(out, "  %s: %s  (%s)\n", id, e->tasks[i].state, title);
+		free(id);
+		free(title);
+	}
 	fprintf(out, "duration: %.1fs\n", secs);
 	if (e->artifacts_dir && e->n_artifacts) {
 		fprintf(out, "artifacts: %zu file(s) in %s (%s)\n",
 			e->n_artifacts, e->artifacts_dir,
 			e->info.mounted ? "live workspace" : "harvested");
-		for (i = 0; i < e->n_artifact_files; i++)
-			fprintf(out, "  %s\n", e->artifact_files[i]);
+		for (i = 0; i < e->n_artifact_files; i++) {
+			char *name = sbx_shown(e->artifact_files[i], 0);
+
+			fprintf(out, "  %s\n", name);
+			free(name);
+		}
 		if (e->n_artifacts > e->n_artifact_files)
 			fprintf(out, "  ... +%zu more\n",
 				e->n_artifacts - e->n_artifact_files);
@@ -1829,4 +1848,9 @@ void sbx_engine_print_summary(struct sbx_engine *e, FILE *out)
 			e->run_id);
 	}
 	fprintf(out, "events: sbxloop logs %s\n", e->run_id);
+	fclose(out);
+	shown = sbx_shown(text, SBX_TERM_KEEP_NL);
+	fputs(shown, dest);
+	free(shown);
+	free(text);
 }

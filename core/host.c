@@ -19,6 +19,7 @@
 #include "core.h"
 #include "proc.h"
 #include "redact.h"
+#include "store_guard.h"
 #include "util.h"
 
 static struct sbx_core *core_of(const struct sbxloop_host *host)
@@ -349,6 +350,9 @@ int sbx_core_instantiate(struct sbx_core *core, enum sbxloop_kind kind,
 	inst->component = c;
 	inst->module = m;
 	inst->ops = c->ops;
+	/* every text a store receives or returns is masked (store_guard.c) */
+	if (kind == SBXLOOP_KIND_STORE)
+		sbx_store_guard_wrap(inst);
 	return 0;
 }
 

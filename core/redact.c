@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "redact.h"
+#include "termsafe.h"
 #include "util.h"
 
 const char *const sbx_token_env_names[] = {
@@ -26,20 +27,70 @@ static char **secrets;
 static size_t n_secrets;
 static enum sbxloop_log_level log_threshold = SBXLOOP_LOG_WARN;
 
-void sbx_secret_register(const char *value)
+static void add_locked(const char *value)
 {
 	size_t i;
 
-	if (!value || strlen(value) < 4)
-		return;
-	pthread_mutex_lock(&secrets_lock);
 	for (i = 0; i < n_secrets; i++)
 		if (strcmp(secrets[i], value) == 0)
-			goto out;
+			return;
 	secrets = sbx_xrealloc(secrets, (n_secrets + 1) * sizeof(*secrets));
 	secrets[n_secrets++] = sbx_xstrdup(value);
-out:
+}
+
+/*
+ * The value as it appears inside a JSON string (cJSON's escapes), or
+ * NULL when that is the value itself: stored rows and events are JSON
+ * text, and a secret holding a quote or a backslash must match there.
+ */
+static char *json_form(const char *value)
+{
+	static const char short_escaped[] = "\b\f\n\r\t";
+	static const char short_letters[] = "bfnrt";
+	struct sbx_buf b = SBX_BUF_INIT;
+	const unsigned char *p;
+	int changed = 0;
+
+	for (p = (const unsigned char *)value; *p; p++) {
+		if (*p == '"' || *p == '\\') {
+			sbx_buf_addc(&b, '\\');
+			sbx_buf_addc(&b, (char)*p);
+		} else if (*p < 0x20) {
+			const char *shortform =
+				strchr(short_escaped, (char)*p);
+
+			if (shortform)
+				sbx_buf_addf(&b, "\\%c",
+					     short_letters[shortform -
+							   short_escaped]);
+			else
+				sbx_buf_addf(&b, "\\u%04x", *p);
+		} else {
+			sbx_buf_addc(&b, (char)*p);
+			continue;
+		}
+		changed = 1;
+	}
+	if (!changed) {
+		sbx_buf_release(&b);
+		return NULL;
+	}
+	return sbx_buf_detach(&b);
+}
+
+void sbx_secret_register(const char *value)
+{
+	char *json;
+
+	if (!value || strlen(value) < 4)
+		return;
+	json = json_form(value);
+	pthread_mutex_lock(&secrets_lock);
+	add_locked(value);
+	if (json)
+		add_locked(json);
 	pthread_mutex_unlock(&secrets_lock);
+	free(json);
 }
 
 void sbx_secret_register_env(void)
@@ -65,6 +116,13 @@ void sbx_secret_clear(void)
 
 char *sbx_redact(const char *text)
 {
+	char *r = sbx_redact_if_needed(text);
+
+	return r ? r : sbx_xstrdup(text);
+}
+
+char *sbx_redact_if_needed(const char *text)
+{
 	struct sbx_buf b = SBX_BUF_INIT;
 	const char *p;
 	size_t i;
@@ -72,17 +130,13 @@ char *sbx_redact(const char *text)
 	if (!text)
 		return NULL;
 	pthread_mutex_lock(&secrets_lock);
-	if (n_secrets == 0) {
-		pthread_mutex_unlock(&secrets_lock);
-		return sbx_xstrdup(text);
-	}
 	/* Fast path: most text holds no secret at all. */
 	for (i = 0; i < n_secrets; i++)
 		if (strstr(text, secrets[i]))
 			break;
 	if (i == n_secrets) {
 		pthread_mutex_unlock(&secrets_lock);
-		return sbx_xstrdup(text);
+		return NULL;
 	}
 	p = text;
 	while (*p) {
@@ -119,6 +173,34 @@ char *sbx_redact(const char *text)
 	return b.buf ? sbx_buf_detach(&b) : sbx_xstrdup("");
 }
 
+char *sbx_shown(const char *text, unsigned flags)
+{
+	char *clean = sbx_redact(text ? text : "");
+	char *safe = sbx_term_safe(clean, flags);
+
+	free(clean);
+	if (!safe) {
+		fputs("fatal: out of memory\n", stderr);
+		abort();
+	}
+	return safe;
+}
+
+void sbx_print(FILE *f, const char *fmt, ...)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	char *safe;
+	va_list ap;
+
+	va_start(ap, fmt);
+	sbx_buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	safe = sbx_shown(sbx_buf_str(&b), SBX_TERM_KEEP_NL);
+	fputs(safe, f);
+	free(safe);
+	sbx_buf_release(&b);
+}
+
 void sbx_redact_inplace(char *buf, size_t size)
 {
 	char *r = sbx_redact(buf);
@@ -142,7 +224,7 @@ void sbx_vlog(enum sbxloop_log_level lvl, const char *fmt, va_list ap)
 	if (lvl < log_threshold)
 		return;
 	sbx_buf_vaddf(&b, fmt, ap);
-	clean = sbx_redact(sbx_buf_str(&b));
+	clean = sbx_shown(sbx_buf_str(&b), SBX_TERM_KEEP_NL);
 	fprintf(stderr, "%s: %s\n", prefix[lvl], clean);
 	free(clean);
 	sbx_buf_release(&b);

@@ -3,7 +3,9 @@
  * logs and `run --no-tui`, and (with `plain.events: all`) the dense
  * one-line form of every event that `sbxloop logs` prints. This file is
  * the one place that knows the dense line (UPSTREAM 6.5 and 12.6) and
- * the transcript rules (12.4). Called only through sinks_plain_ops.
+ * the transcript rules (12.4). Every line is made terminal-safe
+ * (core/termsafe.c) as it is written. Called only through
+ * sinks_plain_ops.
  */
 #include "config.h"
 
@@ -20,6 +22,8 @@
 #include "sinks.h"
 /* macros only: the one place each event type is spelled */
 #include "../../core/event_types.h"
+/* compiled into this module too (libc only) */
+#include "../../core/termsafe.h"
 
 #define SUMMARY_MAX 160
 #define ARGS_MAX 120
@@ -589,6 +593,7 @@ static int plain_event(void *ctx, const struct sbxloop_event *ev,
 	struct plain *p = ctx;
 	const char *style = NULL;
 	cJSON *data = cJSON_Parse(ev->data_json ? ev->data_json : "{}");
+	char *safe;
 	int rc = 0;
 
 	p->len = 0;
@@ -605,10 +610,16 @@ static int plain_event(void *ctx, const struct sbxloop_event *ev,
 					  "out of memory");
 	if (p->len == 0)
 		return 0;
+	/* agent text may carry escapes, \r or bidi overrides: shown inert */
+	safe = sbx_term_safe_n(p->text, p->len, SBX_TERM_KEEP_NL);
+	if (!safe)
+		return p->host->error_set(p->host, err, SBXLOOP_ENOMEM,
+					  "out of memory");
 	if (p->color && style)
-		fprintf(p->out, "%s%s%s\n", style, p->text, C_RESET);
+		fprintf(p->out, "%s%s%s\n", style, safe, C_RESET);
 	else
-		fprintf(p->out, "%s\n", p->text);
+		fprintf(p->out, "%s\n", safe);
+	free(safe);
 	/* a reader (a CI log, `logs --follow`) sees every line at once */
 	if (fflush(p->out) == EOF || ferror(p->out))
 		rc = p->host->error_set(p->host, err, SBXLOOP_ERR,
