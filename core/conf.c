@@ -46,7 +46,7 @@ struct sbx_config {
 	char **sections; /* claimed top-level mapping names */
 	size_t n_sections;
 	struct raw *pending; /* entries of unclaimed sections, in order */
-	size_t n_pending;
+	size_t n_pending, cap_pending;
 	char *project_file;
 	char *cwd;
 };
@@ -290,7 +290,7 @@ static char *convert_scalar(const struct sbx_config_spec *spec, const char *s,
 			    const char *origin, struct sbx_buf *errs)
 {
 	char buf[512], *end;
-	const char *why;
+	const char *why, *canon = buf;
 	int b;
 
 	switch (spec->type) {
@@ -332,18 +332,10 @@ static char *convert_scalar(const struct sbx_config_spec *spec, const char *s,
 		snprintf(buf, sizeof(buf), "%s", b ? "true" : "false");
 		break;
 	default:
-		snprintf(buf, sizeof(buf), "%s", s);
-		if (strlen(s) >= sizeof(buf)) {
-			if (spec->choices || spec->check) {
-				add_error(errs, origin, "%s: value too long",
-					  spec->path);
-				return NULL;
-			}
-			return sbx_xstrdup(s);
-		}
+		canon = s; /* strings are taken as written, at any length */
 		break;
 	}
-	if (spec->choices && !in_choices(spec->choices, buf)) {
+	if (spec->choices && !in_choices(spec->choices, canon)) {
 		struct sbx_buf c = SBX_BUF_INIT;
 		const char *p;
 
@@ -353,20 +345,20 @@ static char *convert_scalar(const struct sbx_config_spec *spec, const char *s,
 			else
 				sbx_buf_addc(&c, *p);
 		add_error(errs, origin, "%s: expected one of %s, found '%s'",
-			  spec->path, sbx_buf_str(&c), buf);
+			  spec->path, sbx_buf_str(&c), canon);
 		sbx_buf_release(&c);
 		return NULL;
 	}
 	if (spec->check) {
 		char msg[512];
 
-		why = spec->check(spec, buf, msg, sizeof(msg));
+		why = spec->check(spec, canon, msg, sizeof(msg));
 		if (why) {
 			add_error(errs, origin, "%s: %s", spec->path, why);
 			return NULL;
 		}
 	}
-	return sbx_xstrdup(buf);
+	return sbx_xstrdup(canon);
 }
 
 /* Apply a raw entry to its value; errors go to errs. */
@@ -379,6 +371,16 @@ static void apply_raw(struct sbx_config_value *v, const struct raw *r,
 	int bad = 0;
 
 	if (r->is_null) {
+		/* null unsets a string, which a checked key with a default
+		 * (state_dir) cannot be: check it as empty */
+		if (spec->type == SBXLOOP_VALUE_STRING && spec->dflt &&
+		    spec->check) {
+			char *t = convert_scalar(spec, "", r->origin, errs);
+
+			if (!t)
+				return;
+			free(t);
+		}
 		if (spec->type != SBXLOOP_VALUE_STRING) {
 			add_error(errs, r->origin,
 				  "%s: expected %s, found null", spec->path,
@@ -473,50 +475,459 @@ done:
 
 /* ---- YAML ------------------------------------------------------------- */
 
-static char *mark_origin(const char *file, yaml_mark_t m)
+/*
+ * The file is read into a tree of our own rather than libyaml's document:
+ * an alias stays a node with its own position (errors through it point at
+ * the alias, not at the anchor), anchors are found through a hash table,
+ * and what aliases add to the document is counted while it is read, so a
+ * "billion laughs" file is refused before anything is expanded.
+ */
+#define ALIAS_EXPANSION_MAX ((size_t)1 << 20) /* bytes, see ynode.size */
+#define YNODE_COST 16 /* what one node weighs beyond its text */
+
+enum ykind { Y_SCALAR, Y_SEQUENCE, Y_MAPPING, Y_ALIAS };
+
+struct ynode {
+	enum ykind kind;
+	yaml_mark_t mark;
+	char *value; /* scalars: the text (may hold NULs), NUL-terminated */
+	size_t len;
+	int plain;           /* a plain scalar: may be null */
+	struct ynode **kids; /* sequence items; mapping key, value, ... */
+	size_t n_kids, cap_kids;
+	struct ynode *target; /* aliases */
+	size_t size;          /* weight with every alias expanded */
+	int open;             /* a collection still being read */
+};
+
+struct yanchor {
+	char *name;
+	struct ynode *node;
+	struct yanchor *next;
+};
+
+struct ydoc {
+	struct ynode **all; /* every node, owned */
+	size_t n_all, cap_all;
+	struct yanchor **buckets;
+	size_t n_buckets, n_anchors;
+	struct ynode *root;
+	size_t expanded; /* what aliases added, saturating */
+};
+
+static void grow(void *pp, size_t *cap, size_t need, size_t elem)
 {
-	return sbx_xasprintf("%s:%zu:%zu", file, m.line + 1, m.column + 1);
+	void **p = pp;
+
+	if (need <= *cap)
+		return;
+	*cap = *cap ? *cap * 2 : 8;
+	if (*cap < need)
+		*cap = need;
+	*p = sbx_xrealloc(*p, *cap * elem);
 }
 
-static int scalar_is_null(const yaml_node_t *n)
+static size_t sat_add(size_t a, size_t b)
 {
-	const char *s = (const char *)n->data.scalar.value;
+	return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
 
-	if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+static size_t anchor_hash(const char *s, size_t nb)
+{
+	size_t h = 2166136261u;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h % nb;
+}
+
+static void anchor_set(struct ydoc *d, const char *name, struct ynode *n)
+{
+	struct yanchor *a;
+	size_t i;
+
+	if (d->n_anchors + 1 > d->n_buckets * 2) {
+		size_t nb = d->n_buckets ? d->n_buckets * 4 : 64;
+		struct yanchor **b = sbx_xcalloc(nb, sizeof(*b));
+
+		for (i = 0; i < d->n_buckets; i++) {
+			while (d->buckets[i]) {
+				size_t h;
+
+				a = d->buckets[i];
+				d->buckets[i] = a->next;
+				h = anchor_hash(a->name, nb);
+				a->next = b[h];
+				b[h] = a;
+			}
+		}
+		free(d->buckets);
+		d->buckets = b;
+		d->n_buckets = nb;
+	}
+	/* a redefined anchor shadows the earlier one: newest first */
+	a = sbx_xcalloc(1, sizeof(*a));
+	a->name = sbx_xstrdup(name);
+	a->node = n;
+	i = anchor_hash(name, d->n_buckets);
+	a->next = d->buckets[i];
+	d->buckets[i] = a;
+	d->n_anchors++;
+}
+
+static struct ynode *anchor_get(const struct ydoc *d, const char *name)
+{
+	const struct yanchor *a;
+
+	if (!d->n_buckets)
+		return NULL;
+	for (a = d->buckets[anchor_hash(name, d->n_buckets)]; a; a = a->next)
+		if (strcmp(a->name, name) == 0)
+			return a->node;
+	return NULL;
+}
+
+static void ydoc_free(struct ydoc *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_all; i++) {
+		free(d->all[i]->value);
+		free(d->all[i]->kids);
+		free(d->all[i]);
+	}
+	free(d->all);
+	for (i = 0; i < d->n_buckets; i++) {
+		while (d->buckets[i]) {
+			struct yanchor *a = d->buckets[i];
+
+			d->buckets[i] = a->next;
+			free(a->name);
+			free(a);
+		}
+	}
+	free(d->buckets);
+	memset(d, 0, sizeof(*d));
+}
+
+static struct ynode *ynode_new(struct ydoc *d, enum ykind kind,
+			       yaml_mark_t mark)
+{
+	struct ynode *n = sbx_xcalloc(1, sizeof(*n));
+
+	n->kind = kind;
+	n->mark = mark;
+	n->size = YNODE_COST;
+	grow(&d->all, &d->cap_all, d->n_all + 1, sizeof(*d->all));
+	d->all[d->n_all++] = n;
+	return n;
+}
+
+/* Line and column of a byte offset, for reader errors libyaml gives so. */
+static yaml_mark_t offset_mark(const char *text, size_t len, size_t off)
+{
+	yaml_mark_t m = {0, 0, 0};
+	size_t i;
+
+	for (i = 0; i < off && i < len; i++) {
+		if (text[i] == '\n') {
+			m.line++;
+			m.column = 0;
+		} else if (((unsigned char)text[i] & 0xc0) != 0x80) {
+			m.column++;
+		}
+	}
+	m.index = off;
+	return m;
+}
+
+static void parser_error(const yaml_parser_t *p, const char *file,
+			 const char *text, size_t len, struct sbx_buf *errs)
+{
+	yaml_mark_t m = p->problem_mark;
+
+	if (p->error == YAML_READER_ERROR)
+		m = offset_mark(text, len, p->problem_offset);
+	if (p->context)
+		sbx_buf_addf(errs, "%s:%zu:%zu: invalid YAML: %s %s\n", file,
+			     m.line + 1, m.column + 1, p->problem, p->context);
+	else
+		sbx_buf_addf(errs, "%s:%zu:%zu: invalid YAML: %s\n", file,
+			     m.line + 1, m.column + 1,
+			     p->problem ? p->problem : "parse error");
+}
+
+static void yerror(struct sbx_buf *errs, const char *file, yaml_mark_t m,
+		   const char *fmt, ...) SBXLOOP_PRINTF(4, 5);
+
+static void yerror(struct sbx_buf *errs, const char *file, yaml_mark_t m,
+		   const char *fmt, ...)
+{
+	va_list ap;
+
+	sbx_buf_addf(errs, "%s:%zu:%zu: ", file, m.line + 1, m.column + 1);
+	va_start(ap, fmt);
+	sbx_buf_vaddf(errs, fmt, ap);
+	va_end(ap);
+	sbx_buf_addc(errs, '\n');
+}
+
+/*
+ * Read exactly one YAML document from `text` into `d` (root NULL when the
+ * stream holds none). 0, or -1 with one error added to errs.
+ */
+static int ydoc_load(struct ydoc *d, const char *text, size_t len,
+		     const char *file, struct sbx_buf *errs)
+{
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	struct ynode **stack = NULL, *n;
+	size_t depth = 0, cap = 0;
+	int docs = 0, rc = 0, done = 0;
+
+	memset(d, 0, sizeof(*d));
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text,
+				     len);
+	while (!done && rc == 0) {
+		const char *anchor = NULL;
+
+		if (!yaml_parser_parse(&parser, &ev)) {
+			parser_error(&parser, file, text, len, errs);
+			rc = -1;
+			break;
+		}
+		n = NULL;
+		switch (ev.type) {
+		case YAML_STREAM_END_EVENT:
+			done = 1;
+			break;
+		case YAML_DOCUMENT_START_EVENT:
+			if (++docs > 1) {
+				sbx_buf_addf(
+					errs,
+					"%s: more than one YAML document; "
+					"sbxloop reads exactly one\n",
+					file);
+				rc = -1;
+			}
+			break;
+		case YAML_SCALAR_EVENT:
+			n = ynode_new(d, Y_SCALAR, ev.start_mark);
+			n->len = ev.data.scalar.length;
+			n->value = sbx_xstrndup(
+				(const char *)ev.data.scalar.value, n->len);
+			n->plain = ev.data.scalar.style ==
+				   YAML_PLAIN_SCALAR_STYLE;
+			n->size = sat_add(n->size, n->len);
+			anchor = (const char *)ev.data.scalar.anchor;
+			break;
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			n = ynode_new(d,
+				      ev.type == YAML_SEQUENCE_START_EVENT
+					      ? Y_SEQUENCE
+					      : Y_MAPPING,
+				      ev.start_mark);
+			n->open = 1;
+			anchor =
+				(const char
+					 *)(ev.type == YAML_SEQUENCE_START_EVENT
+						    ? ev.data.sequence_start
+							      .anchor
+						    : ev.data.mapping_start
+							      .anchor);
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT: {
+			struct ynode *c = stack[--depth];
+			size_t i;
+
+			for (i = 0; i < c->n_kids; i++)
+				c->size = sat_add(c->size, c->kids[i]->size);
+			c->open = 0;
+			break;
+		}
+		case YAML_ALIAS_EVENT: {
+			const char *name = (const char *)ev.data.alias.anchor;
+			struct ynode *t = anchor_get(d, name);
+
+			if (!t || t->open) {
+				if (t)
+					yerror(errs, file, ev.start_mark,
+					       "invalid YAML: alias '*%s' is "
+					       "inside its own anchor",
+					       name);
+				else
+					yerror(errs, file, ev.start_mark,
+					       "invalid YAML: alias '*%s' names "
+					       "no anchor defined before it",
+					       name);
+				rc = -1;
+				break;
+			}
+			n = ynode_new(d, Y_ALIAS, ev.start_mark);
+			n->target = t;
+			n->size = t->size;
+			d->expanded = sat_add(d->expanded, t->size);
+			if (d->expanded > ALIAS_EXPANSION_MAX) {
+				yerror(errs, file, ev.start_mark,
+				       "alias '*%s' expands the document past "
+				       "1 MiB, the limit for what YAML aliases "
+				       "may add",
+				       name);
+				rc = -1;
+			}
+			break;
+		}
+		default:
+			break;
+		}
+		if (n && rc == 0) {
+			if (anchor)
+				anchor_set(d, anchor, n);
+			if (depth) {
+				struct ynode *p = stack[depth - 1];
+
+				grow(&p->kids, &p->cap_kids, p->n_kids + 1,
+				     sizeof(*p->kids));
+				p->kids[p->n_kids++] = n;
+			} else {
+				d->root = n;
+			}
+			if (n->open) {
+				grow(&stack, &cap, depth + 1, sizeof(*stack));
+				stack[depth++] = n;
+			}
+		}
+		yaml_event_delete(&ev);
+	}
+	free(stack);
+	yaml_parser_delete(&parser);
+	if (rc < 0)
+		ydoc_free(d);
+	return rc;
+}
+
+/* An alias's target; the first alias on the way is where errors point. */
+static struct ynode *deref(struct ynode *n, const yaml_mark_t **via)
+{
+	if (n->kind != Y_ALIAS)
+		return n;
+	if (!*via)
+		*via = &n->mark;
+	return n->target;
+}
+
+/* Where values come from: a file, or a variable (no line and column). */
+struct ysrc {
+	const char *name;
+	int marks;
+};
+
+static char *node_origin(const struct ysrc *src, const struct ynode *n,
+			 const yaml_mark_t *via)
+{
+	yaml_mark_t m = via ? *via : n->mark;
+
+	if (!src->marks)
+		return sbx_xstrdup(src->name);
+	return sbx_xasprintf("%s:%zu:%zu", src->name, m.line + 1,
+			     m.column + 1);
+}
+
+static int scalar_is_null(const struct ynode *n)
+{
+	const char *s = n->value;
+
+	if (!n->plain)
 		return 0;
 	return !*s || !strcmp(s, "~") || !strcmp(s, "null") ||
 	       !strcmp(s, "Null") || !strcmp(s, "NULL");
 }
 
-/* Turn a value node into a raw entry; 0 or -1 with an error added. */
-static int node_to_raw(yaml_document_t *doc, yaml_node_t *node,
-		       const char *file, const char *path, struct raw *r,
-		       struct sbx_buf *errs)
+/*
+ * The first character a value or key may not hold: C0 controls (a tab is
+ * allowed in values), DEL, and C1 controls (U+0080 to U+009F in UTF-8).
+ * No key takes multi-line text, so a line break is refused too. Returns
+ * the code point and sets *at to its byte offset, or returns -1.
+ */
+static long find_control(const char *s, size_t len, int allow_tab, size_t *at)
 {
-	yaml_node_item_t *it;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if ((c < 0x20 && !(c == '\t' && allow_tab)) || c == 0x7f) {
+			*at = i;
+			return c;
+		}
+		if (c == 0xc2 && i + 1 < len &&
+		    (unsigned char)s[i + 1] >= 0x80 &&
+		    (unsigned char)s[i + 1] <= 0x9f) {
+			*at = i;
+			return (unsigned char)s[i + 1];
+		}
+	}
+	return -1;
+}
+
+/* 0, or -1 with an error naming `what` ("budgets.max_tasks", a key...). */
+static int reject_controls(const char *s, size_t len, int is_key,
+			   const char *origin, const char *what,
+			   struct sbx_buf *errs)
+{
+	size_t at;
+	long c = find_control(s, len, !is_key, &at);
+
+	if (c < 0)
+		return 0;
+	if (is_key)
+		add_error(errs, origin,
+			  "control character U+%04lX in a key (byte %zu)", c,
+			  at + 1);
+	else
+		add_error(errs, origin,
+			  "%s: control character U+%04lX in the value (byte "
+			  "%zu)",
+			  what, c, at + 1);
+	return -1;
+}
+
+/* Turn a value node into a raw entry; 0 or -1 with an error added. */
+static int node_to_raw(struct ynode *node, const yaml_mark_t *via,
+		       const struct ysrc *file, const char *path,
+		       struct raw *r, struct sbx_buf *errs)
+{
+	size_t i;
 
 	memset(r, 0, sizeof(*r));
+	node = deref(node, &via);
 	r->path = sbx_xstrdup(path);
-	r->origin = mark_origin(file, node->start_mark);
-	switch (node->type) {
-	case YAML_SCALAR_NODE:
+	r->origin = node_origin(file, node, via);
+	switch (node->kind) {
+	case Y_SCALAR:
+		if (reject_controls(node->value, node->len, 0, r->origin, path,
+				    errs) < 0) {
+			raw_clear(r);
+			return -1;
+		}
 		if (scalar_is_null(node))
 			r->is_null = 1;
 		else
-			r->scalar = sbx_xstrdup(
-				(const char *)node->data.scalar.value);
+			r->scalar = sbx_xstrdup(node->value);
 		return 0;
-	case YAML_SEQUENCE_NODE:
+	case Y_SEQUENCE:
 		r->is_list = 1;
-		for (it = node->data.sequence.items.start;
-		     it < node->data.sequence.items.top; it++) {
-			yaml_node_t *item = yaml_document_get_node(doc, *it);
+		r->items = sbx_xcalloc(node->n_kids + 1, sizeof(char *));
+		for (i = 0; i < node->n_kids; i++) {
+			const yaml_mark_t *ivia = via;
+			struct ynode *item = deref(node->kids[i], &ivia);
+			char *o, what[160];
 
-			if (!item || item->type != YAML_SCALAR_NODE) {
-				char *o = mark_origin(file,
-						      item ? item->start_mark
-							   : node->start_mark);
-
+			if (item->kind != Y_SCALAR) {
+				o = node_origin(file, item, ivia);
 				add_error(
 					errs, o,
 					"%s: list items must be plain values",
@@ -525,10 +936,13 @@ static int node_to_raw(yaml_document_t *doc, yaml_node_t *node,
 				raw_clear(r);
 				return -1;
 			}
-			r->items = sbx_xrealloc(
-				r->items, (r->n_items + 1) * sizeof(char *));
-			r->items[r->n_items++] = sbx_xstrdup(
-				(const char *)item->data.scalar.value);
+			snprintf(what, sizeof(what), "%s[%zu]", path, i);
+			if (reject_controls(item->value, item->len, 0,
+					    r->origin, what, errs) < 0) {
+				raw_clear(r);
+				return -1;
+			}
+			r->items[r->n_items++] = sbx_xstrdup(item->value);
 		}
 		return 0;
 	default:
@@ -540,117 +954,173 @@ static int node_to_raw(yaml_document_t *doc, yaml_node_t *node,
 	}
 }
 
+struct keyref {
+	const char *key;
+	size_t pair;
+};
+
+static int keyref_cmp(const void *a, const void *b)
+{
+	const struct keyref *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	if (c)
+		return c;
+	return x->pair < y->pair ? -1 : x->pair > y->pair;
+}
+
+/*
+ * For each pair of a mapping, the pair whose key it repeats, or SIZE_MAX:
+ * sorted, so a mapping of n keys costs n log n. Caller frees.
+ */
+static size_t *find_duplicates(struct ynode *map, const yaml_mark_t *via)
+{
+	size_t np = map->n_kids / 2, i, m = 0;
+	size_t *first = sbx_xcalloc(np + 1, sizeof(*first));
+	struct keyref *refs = sbx_xcalloc(np + 1, sizeof(*refs));
+
+	for (i = 0; i < np; i++) {
+		const yaml_mark_t *kvia = via;
+		struct ynode *k = deref(map->kids[2 * i], &kvia);
+
+		first[i] = SIZE_MAX;
+		if (k->kind == Y_SCALAR) {
+			refs[m].key = k->value;
+			refs[m++].pair = i;
+		}
+	}
+	qsort(refs, m, sizeof(*refs), keyref_cmp);
+	for (i = 1; i < m; i++) {
+		if (strcmp(refs[i].key, refs[i - 1].key) != 0)
+			continue;
+		first[refs[i].pair] = first[refs[i - 1].pair] != SIZE_MAX
+					      ? first[refs[i - 1].pair]
+					      : refs[i - 1].pair;
+	}
+	free(refs);
+	return first;
+}
+
+static void push_raw(struct raw **out, size_t *n_out, size_t *cap,
+		     struct raw *r)
+{
+	grow(out, cap, *n_out + 1, sizeof(**out));
+	(*out)[(*n_out)++] = *r;
+}
+
 /*
  * Walk a mapping at `prefix` ("" at the top), appending raw entries.
- * Nested mappings one level down become "section.key" entries.
+ * Nested mappings one level down become "section.key" entries. `via` is
+ * the alias the mapping was reached through, if any.
  */
-static void walk_mapping(yaml_document_t *doc, yaml_node_t *map,
-			 const char *file, const char *prefix,
+static void walk_mapping(struct ynode *map, const yaml_mark_t *via,
+			 const struct ysrc *file, const char *prefix,
 			 const char *sect_origin, int depth, struct raw **out,
-			 size_t *n_out, struct sbx_buf *errs)
+			 size_t *n_out, size_t *cap_out, struct sbx_buf *errs)
 {
-	yaml_node_pair_t *pair, *other;
+	size_t *first = find_duplicates(map, via);
+	size_t i, np = map->n_kids / 2;
 
-	for (pair = map->data.mapping.pairs.start;
-	     pair < map->data.mapping.pairs.top; pair++) {
-		yaml_node_t *k = yaml_document_get_node(doc, pair->key);
-		yaml_node_t *v = yaml_document_get_node(doc, pair->value);
+	for (i = 0; i < np; i++) {
+		const yaml_mark_t *kvia = via, *vvia = via;
+		struct ynode *k = deref(map->kids[2 * i], &kvia);
+		struct ynode *v = deref(map->kids[2 * i + 1], &vvia);
 		char *path, *o;
 		const char *key;
 		struct raw r;
-		int dup = 0;
 
-		if (!k || !v)
-			continue;
-		if (k->type != YAML_SCALAR_NODE) {
-			o = mark_origin(file, k->start_mark);
+		o = node_origin(file, k, kvia);
+		if (k->kind != Y_SCALAR) {
 			add_error(errs, o, "keys must be plain names");
 			free(o);
 			continue;
 		}
-		key = (const char *)k->data.scalar.value;
-		for (other = map->data.mapping.pairs.start; other < pair;
-		     other++) {
-			yaml_node_t *ok =
-				yaml_document_get_node(doc, other->key);
-
-			if (ok && ok->type == YAML_SCALAR_NODE &&
-			    strcmp((const char *)ok->data.scalar.value, key) ==
-				    0) {
-				o = mark_origin(file, k->start_mark);
-				add_error(errs, o,
-					  "duplicate key '%s%s%s' (first "
-					  "defined at line %zu)",
-					  prefix, *prefix ? "." : "", key,
-					  ok->start_mark.line + 1);
-				free(o);
-				dup = 1;
-				break;
-			}
-		}
-		if (dup)
+		if (reject_controls(k->value, k->len, 1, o, NULL, errs) < 0) {
+			free(o);
 			continue;
+		}
+		key = k->value;
+		if (first[i] != SIZE_MAX) {
+			const yaml_mark_t *fvia = via;
+			struct ynode *fk =
+				deref(map->kids[2 * first[i]], &fvia);
+
+			add_error(errs, o,
+				  "duplicate key '%s%s%s' (first defined at "
+				  "line %zu)",
+				  prefix, *prefix ? "." : "", key,
+				  (fvia ? *fvia : fk->mark).line + 1);
+			free(o);
+			continue;
+		}
+		free(o);
 		path = *prefix ? sbx_xasprintf("%s.%s", prefix, key)
 			       : sbx_xstrdup(key);
-		if (v->type == YAML_MAPPING_NODE) {
+		if (v->kind == Y_MAPPING) {
 			if (depth > 0) {
-				o = mark_origin(file, v->start_mark);
+				o = node_origin(file, v, vvia);
 				add_error(errs, o,
 					  "%s: expected a value or a list, "
 					  "found a mapping",
 					  path);
-				free(o);
 			} else {
-				o = mark_origin(file, k->start_mark);
-				walk_mapping(doc, v, file, path, o, depth + 1,
-					     out, n_out, errs);
-				free(o);
+				o = node_origin(file, k, kvia);
+				walk_mapping(v, vvia, file, path, o, depth + 1,
+					     out, n_out, cap_out, errs);
 			}
+			free(o);
 			free(path);
 			continue;
 		}
 		if (depth == 0 && section_is_core(key)) {
-			o = mark_origin(file, v->start_mark);
+			o = node_origin(file, v, vvia);
 			add_error(errs, o,
 				  "%s: expected a mapping of settings", key);
 			free(o);
 			free(path);
 			continue;
 		}
-		if (node_to_raw(doc, v, file, path, &r, errs) == 0) {
-			r.key_origin = mark_origin(file, k->start_mark);
+		if (node_to_raw(v, vvia, file, path, &r, errs) == 0) {
+			r.key_origin = node_origin(file, k, kvia);
 			r.sect_origin = sbx_xstrdup(sect_origin);
-			*out = sbx_xrealloc(*out,
-					    (*n_out + 1) * sizeof(**out));
-			(*out)[(*n_out)++] = r;
+			push_raw(out, n_out, cap_out, &r);
 		}
 		free(path);
 	}
+	free(first);
 }
 
-static void parser_error(const yaml_parser_t *p, const char *file,
-			 struct sbx_buf *errs)
+/* Read a whole file; NULL with errno set on failure. Caller frees. */
+static char *slurp(FILE *f, size_t *len)
 {
-	yaml_mark_t m = p->problem_mark;
+	struct sbx_buf b = SBX_BUF_INIT;
+	char chunk[8192];
+	size_t n;
 
-	if (p->context)
-		sbx_buf_addf(errs, "%s:%zu:%zu: invalid YAML: %s %s\n", file,
-			     m.line + 1, m.column + 1, p->problem, p->context);
-	else
-		sbx_buf_addf(errs, "%s:%zu:%zu: invalid YAML: %s\n", file,
-			     m.line + 1, m.column + 1,
-			     p->problem ? p->problem : "parse error");
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		sbx_buf_add(&b, chunk, n);
+	if (ferror(f)) {
+		int e = errno ? errno : EIO;
+
+		sbx_buf_release(&b);
+		errno = e;
+		return NULL;
+	}
+	*len = b.len;
+	return b.buf ? sbx_buf_detach(&b) : sbx_xstrdup("");
 }
 
 /* Parse one file; a missing optional file is not an error. */
 static int parse_file(const char *file, int required, enum sbx_source src,
-		      struct raw **out, size_t *n_out, struct sbx_buf *errs)
+		      struct raw **out, size_t *n_out, size_t *cap_out,
+		      struct sbx_buf *errs)
 {
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_node_t *root;
-	size_t first = *n_out, i;
+	struct ydoc doc;
+	struct ynode *root;
+	struct ysrc ys = {file, 1};
+	size_t first = *n_out, i, len = 0;
 	FILE *f = fopen(file, "rb");
+	char *text;
 	int rc = 0;
 
 	if (!f) {
@@ -660,43 +1130,36 @@ static int parse_file(const char *file, int required, enum sbx_source src,
 			     strerror(errno));
 		return -1;
 	}
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_file(&parser, f);
-	if (!yaml_parser_load(&parser, &doc)) {
-		parser_error(&parser, file, errs);
-		rc = -1;
-		goto out_parser;
+	errno = 0;
+	text = slurp(f, &len);
+	fclose(f);
+	if (!text) {
+		/* a directory opens, and fails at the first read */
+		sbx_buf_addf(errs, "cannot read config '%s': %s\n", file,
+			     strerror(errno));
+		return -1;
 	}
-	root = yaml_document_get_root_node(&doc);
-	if (root && root->type == YAML_SCALAR_NODE && scalar_is_null(root))
+	if (ydoc_load(&doc, text, len, file, errs) < 0) {
+		free(text);
+		return -1;
+	}
+	root = doc.root;
+	if (root && root->kind == Y_SCALAR && scalar_is_null(root))
 		root = NULL;
-	if (root && root->type != YAML_MAPPING_NODE) {
+	if (root && root->kind != Y_MAPPING) {
 		sbx_buf_addf(errs,
 			     "%s:%zu:%zu: expected a mapping of settings at "
 			     "the top level\n",
-			     file, root->start_mark.line + 1,
-			     root->start_mark.column + 1);
+			     file, root->mark.line + 1, root->mark.column + 1);
 		rc = -1;
 	} else if (root) {
-		walk_mapping(&doc, root, file, "", NULL, 0, out, n_out, errs);
+		walk_mapping(root, NULL, &ys, "", NULL, 0, out, n_out, cap_out,
+			     errs);
 	}
 	for (i = first; i < *n_out; i++)
 		(*out)[i].source = src;
-	yaml_document_delete(&doc);
-	/* a second document is not allowed */
-	if (rc == 0 && yaml_parser_load(&parser, &doc)) {
-		if (yaml_document_get_root_node(&doc)) {
-			sbx_buf_addf(errs,
-				     "%s: more than one YAML document; "
-				     "sbxloop reads exactly one\n",
-				     file);
-			rc = -1;
-		}
-		yaml_document_delete(&doc);
-	}
-out_parser:
-	yaml_parser_delete(&parser);
-	fclose(f);
+	ydoc_free(&doc);
+	free(text);
 	return rc;
 }
 
@@ -704,46 +1167,37 @@ out_parser:
 static int parse_inline(const char *text, const char *path, const char *origin,
 			struct raw *r, struct sbx_buf *errs)
 {
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_node_t *root;
+	struct ysrc ys = {origin, 0};
+	const yaml_mark_t *via = NULL;
+	struct ydoc doc;
 	struct sbx_buf tmp = SBX_BUF_INIT;
 	int rc = -1;
 
 	memset(r, 0, sizeof(*r));
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text,
-				     strlen(text));
-	if (!yaml_parser_load(&parser, &doc)) {
+	if (ydoc_load(&doc, text, strlen(text), origin, &tmp) < 0) {
 		/* not YAML: take the raw text as a string */
+		sbx_buf_release(&tmp);
+		if (reject_controls(text, strlen(text), 0, origin, path,
+				    errs) < 0)
+			return -1;
 		r->path = sbx_xstrdup(path);
 		r->origin = sbx_xstrdup(origin);
 		r->scalar = sbx_xstrdup(text);
-		rc = 0;
-		goto out;
+		return 0;
 	}
-	root = yaml_document_get_root_node(&doc);
-	if (!root) {
+	if (!doc.root) {
 		r->path = sbx_xstrdup(path);
 		r->origin = sbx_xstrdup(origin);
 		r->scalar = sbx_xstrdup("");
 		rc = 0;
-	} else if (root->type == YAML_MAPPING_NODE) {
+	} else if (deref(doc.root, &via)->kind == Y_MAPPING) {
 		add_error(errs, origin,
 			  "%s: expected a value or a list, found a mapping",
 			  path);
-	} else if (node_to_raw(&doc, root, origin, path, r, &tmp) == 0) {
-		free(r->origin);
-		r->origin = sbx_xstrdup(origin);
-		rc = 0;
 	} else {
-		add_error(errs, origin, "%s: cannot parse value '%s'", path,
-			  text);
+		rc = node_to_raw(doc.root, NULL, &ys, path, r, errs);
 	}
-	yaml_document_delete(&doc);
-out:
-	yaml_parser_delete(&parser);
-	sbx_buf_release(&tmp);
+	ydoc_free(&doc);
 	return rc;
 }
 
@@ -776,25 +1230,40 @@ static void add_spec(struct sbx_config *cfg, const struct sbx_config_spec *s)
 	sbx_buf_release(&errs);
 }
 
+/*
+ * SBXLOOP_ variables: each one is a key (SBXLOOP_KEY, SBXLOOP_SECTION__KEY)
+ * or one of the variables sbxloop, its worker or its test harness read
+ * (sbx_tool_variable); anything else is a mistake and is reported.
+ */
 static void env_layer(struct sbx_config *cfg, struct raw **out, size_t *n,
-		      struct sbx_buf *errs)
+		      size_t *cap, struct sbx_buf *errs)
 {
 	char **e;
 
 	for (e = environ; *e; e++) {
 		const char *eq = strchr(*e, '=');
-		char *name, *path, *p;
+		char *name, *path, *p, buf[128];
+		const char *hint;
 		size_t i, len;
+		int bad = 0;
 		struct raw r;
 
 		if (!eq || strncmp(*e, "SBXLOOP_", 8) != 0)
 			continue;
 		name = sbx_xstrndup(*e, (size_t)(eq - *e));
+		if (sbx_tool_variable(name)) {
+			free(name);
+			continue;
+		}
 		len = strlen(name + 8);
 		path = sbx_xcalloc(len + 1, 1);
 		for (i = 0, p = path; i < len; i++) {
 			char c = name[8 + i];
 
+			if (!isalnum((unsigned char)c) && c != '_') {
+				name[8 + i] = '?'; /* never echo controls */
+				bad = 1;
+			}
 			if (c == '_' && name[8 + i + 1] == '_') {
 				*p++ = '.';
 				i++;
@@ -802,24 +1271,37 @@ static void env_layer(struct sbx_config *cfg, struct raw **out, size_t *n,
 				*p++ = (char)tolower((unsigned char)c);
 			}
 		}
-		/* Single-segment variables that are not keys belong to the
-		 * tool itself (SBXLOOP_PLUGIN_PATH, ...), not the config. */
-		if (!strchr(path, '.') && !find_value(cfg, path)) {
-			free(name);
-			free(path);
-			continue;
-		}
-		if (path[0] == '.' || strstr(path, "..") ||
-		    path[strlen(path) - 1] == '.') {
-			free(name);
-			free(path);
-			continue;
-		}
-		if (parse_inline(eq + 1, path, name, &r, errs) == 0) {
+		if (!*path) {
+			add_error(
+				errs, name,
+				"no key after the prefix: set SBXLOOP_KEY or "
+				"SBXLOOP_SECTION__KEY, or unset it");
+		} else if (bad || path[0] == '.' || strstr(path, "..") ||
+			   path[strlen(path) - 1] == '.') {
+			add_error(errs, name,
+				  "not a key name: set SBXLOOP_KEY or "
+				  "SBXLOOP_SECTION__KEY, or unset it");
+		} else if (!strchr(path, '.') && !find_value(cfg, path)) {
+			if (section_is_core(path))
+				add_error(errs, name,
+					  "'%s' is a section: set one of its "
+					  "keys as %s__KEY",
+					  path, name);
+			else if ((hint = suggest(cfg, "", path, buf,
+						 sizeof(buf))))
+				add_error(errs, name,
+					  "unknown key '%s' (did you mean "
+					  "'%s'?)",
+					  path, hint);
+			else
+				add_error(errs, name,
+					  "unknown key '%s', and not a "
+					  "variable sbxloop reads",
+					  path);
+		} else if (parse_inline(eq + 1, path, name, &r, errs) == 0) {
 			r.source = SBX_SRC_ENV;
 			r.from_env = 1;
-			*out = sbx_xrealloc(*out, (*n + 1) * sizeof(**out));
-			(*out)[(*n)++] = r;
+			push_raw(out, n, cap, &r);
 		}
 		free(name);
 		free(path);
@@ -863,9 +1345,7 @@ static void apply_all(struct sbx_config *cfg, struct raw *raws, size_t n,
 			raw_clear(r);
 			continue;
 		}
-		cfg->pending = sbx_xrealloc(cfg->pending,
-					    (cfg->n_pending + 1) * sizeof(*r));
-		cfg->pending[cfg->n_pending++] = *r;
+		push_raw(&cfg->pending, &cfg->n_pending, &cfg->cap_pending, r);
 		memset(r, 0, sizeof(*r));
 	}
 }
@@ -932,7 +1412,7 @@ int sbx_config_load(struct sbx_config **out, const struct sbx_config_opts *o,
 	struct sbx_config *cfg = sbx_xcalloc(1, sizeof(*cfg));
 	struct sbx_buf errs = SBX_BUF_INIT;
 	struct raw *raws = NULL;
-	size_t n = 0, i;
+	size_t n = 0, cap = 0, i;
 	char cwd[4096];
 	char *user_file = NULL;
 	const char *xdg;
@@ -958,11 +1438,11 @@ int sbx_config_load(struct sbx_config **out, const struct sbx_config_opts *o,
 				"%s/.config/sbxloop/config.yaml", home);
 			free(home);
 		}
-		parse_file(user_file, 0, SBX_SRC_USER, &raws, &n, &errs);
+		parse_file(user_file, 0, SBX_SRC_USER, &raws, &n, &cap, &errs);
 	}
 	if (o && o->config_file) {
 		cfg->project_file = sbx_xstrdup(o->config_file);
-		parse_file(o->config_file, 1, SBX_SRC_PROJECT, &raws, &n,
+		parse_file(o->config_file, 1, SBX_SRC_PROJECT, &raws, &n, &cap,
 			   &errs);
 	} else {
 		char *p = sbx_xasprintf("%s/sbxloop.yaml", cfg->cwd);
@@ -970,11 +1450,11 @@ int sbx_config_load(struct sbx_config **out, const struct sbx_config_opts *o,
 		if (access(p, F_OK) == 0)
 			cfg->project_file = sbx_xstrdup("sbxloop.yaml");
 		parse_file(cfg->project_file ? "sbxloop.yaml" : p, 0,
-			   SBX_SRC_PROJECT, &raws, &n, &errs);
+			   SBX_SRC_PROJECT, &raws, &n, &cap, &errs);
 		free(p);
 	}
 	if (!o || !o->no_env)
-		env_layer(cfg, &raws, &n, &errs);
+		env_layer(cfg, &raws, &n, &cap, &errs);
 	apply_all(cfg, raws, n, &errs);
 	for (i = 0; i < n; i++)
 		raw_clear(&raws[i]);

@@ -98,6 +98,13 @@ char *sbx_config_to_json(const struct sbx_config *cfg);
 /* Load ./.env into the environment without overriding; 0 or -errno. */
 int sbx_dotenv_load(const char *path, char **error);
 
+/*
+ * Whether `name` is an SBXLOOP_ variable sbxloop, its worker or its test
+ * harness read themselves (SBXLOOP_PLUGIN_PATH, ...), not a config key.
+ * Every other SBXLOOP_ variable must name a key.
+ */
+int sbx_tool_variable(const char *name);
+
 /* The core schema. */
 extern const struct sbx_config_spec sbx_core_schema[];
 extern const size_t sbx_core_schema_len;

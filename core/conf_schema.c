@@ -48,6 +48,15 @@ static const char *check_percent(const struct sbx_config_spec *spec,
 	return NULL;
 }
 
+static const char *check_dir_path(const struct sbx_config_spec *spec,
+				  const char *v, char *buf, size_t len)
+{
+	if (!*v)
+		return "must not be empty (that would mean the current "
+		       "directory): unset it or give a path";
+	return NULL;
+}
+
 static const char *check_repo(const struct sbx_config_spec *spec,
 			      const char *v, char *buf, size_t len)
 {
@@ -138,7 +147,7 @@ const struct sbx_config_spec sbx_core_schema[] = {
 	 "model id the agents use; auto lets the agent CLI choose", NULL},
 	{"state_dir", STR, "~/.sbxloop", NULL,
 	 "where runs, the database and artifacts live (relative = project)",
-	 NULL},
+	 check_dir_path},
 	{"plugin_dir", STR, NULL, NULL,
 	 "extra directory searched for plugins (after SBXLOOP_PLUGIN_PATH)",
 	 NULL},
@@ -263,3 +272,51 @@ const struct sbx_config_spec sbx_core_schema[] = {
 
 const size_t sbx_core_schema_len =
 	sizeof(sbx_core_schema) / sizeof(sbx_core_schema[0]);
+
+/*
+ * The SBXLOOP_ variables that are not config keys, in one place: a name
+ * ending in '*' covers every name it starts. Add a variable here when
+ * code starts reading one with getenv().
+ */
+static const char *const tool_variables[] = {
+	/* the host */
+	"SBXLOOP_DEBUG",
+	"SBXLOOP_JOB_GRACE_S",
+	"SBXLOOP_KEEP_MODULES",
+	"SBXLOOP_PLUGIN_PATH",
+	"SBXLOOP_WORKER",
+	/* the worker, which inherits them from the host's environment */
+	"SBXLOOP_AGENT_PRESET",
+	"SBXLOOP_FAKE_DISK_PCT",
+	"SBXLOOP_FAKE_MEM_PCT",
+	"SBXLOOP_FAKE_RESOURCES",
+	"SBXLOOP_PERSISTENT_ENV",
+	"SBXLOOP_PRESET_DIR",
+	"SBXLOOP_SCRIPT",
+	"SBXLOOP_WORKER_BACKEND",
+	"SBXLOOP_WORKER_FSYNC",
+	"SBXLOOP_WORKER_FSYNC_EVENTS",
+	/* make check, the benchmarks and the test fakes */
+	"SBXLOOP_BIN",
+	"SBXLOOP_BUILDDIR",
+	"SBXLOOP_FAKE_AGENT_*",
+	"SBXLOOP_KEEP_TEST_DIRS",
+	"SBXLOOP_SRCDIR",
+	"SBXLOOP_TEST_*",
+};
+
+int sbx_tool_variable(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(tool_variables) / sizeof(*tool_variables);
+	     i++) {
+		const char *t = tool_variables[i];
+		size_t n = strlen(t);
+
+		if (t[n - 1] == '*' ? strncmp(name, t, n - 1) == 0
+				    : strcmp(name, t) == 0)
+			return 1;
+	}
+	return 0;
+}

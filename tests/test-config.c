@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../core/conf.h"
 #include "../core/core.h"
+#include "../core/util.h"
 #include "testutil.h"
 
 static char *dir;
@@ -269,10 +271,176 @@ START_TEST(test_tool_variables_are_not_config)
 	struct sbx_config *cfg;
 	char *errors;
 
-	setenv("SBXLOOP_SOMETHING_ELSE", "x", 1);
+	setenv("SBXLOOP_KEEP_MODULES", "1", 1);
+	setenv("SBXLOOP_FAKE_AGENT_REPLY", "x", 1);
+	setenv("SBXLOOP_TEST_KILL_AFTER", "plan", 1);
 	errors = load_text("", &cfg);
-	ck_assert_ptr_null(errors);
+	ck_assert_msg(errors == NULL, "%s", errors);
 	sbx_config_free(cfg);
+	unsetenv("SBXLOOP_KEEP_MODULES");
+	unsetenv("SBXLOOP_FAKE_AGENT_REPLY");
+	unsetenv("SBXLOOP_TEST_KILL_AFTER");
+}
+END_TEST
+
+START_TEST(test_a_prefixed_variable_that_names_nothing_is_an_error)
+{
+	setenv("SBXLOOP_SOMETHING_ELSE", "x", 1);
+	assert_error("", "SBXLOOP_SOMETHING_ELSE: unknown key");
+	unsetenv("SBXLOOP_SOMETHING_ELSE");
+	setenv("SBXLOOP_", "1", 1);
+	assert_error("", "SBXLOOP_: no key after the prefix");
+	unsetenv("SBXLOOP_");
+}
+END_TEST
+
+/*
+ * Every SBXLOOP_ variable the sources read with getenv() is either a
+ * tool variable or a config key: a new one that is neither would make
+ * every run fail with "unknown key".
+ */
+START_TEST(test_every_variable_the_code_reads_is_known)
+{
+	static const char *const roots[] = {"core", "worker", "plugins",
+					    "tests", "bench"};
+	const char *src = tu_env("SBXLOOP_SRCDIR");
+	size_t i, seen = 0;
+
+	for (i = 0; i < sizeof(roots) / sizeof(*roots); i++) {
+		char cmd[1024];
+		char line[256];
+		FILE *p;
+
+		snprintf(cmd, sizeof(cmd),
+			 "grep -rhoE 'getenv\\(\"SBXLOOP_[A-Z0-9_]+\"' "
+			 "'%s/%s' | sed 's/.*\"\\(.*\\)\"/\\1/' | sort -u",
+			 src, roots[i]);
+		p = popen(cmd, "r");
+		ck_assert_ptr_nonnull(p);
+		while (fgets(line, sizeof(line), p)) {
+			struct sbx_config *cfg;
+			char *errors;
+
+			line[strcspn(line, "\n")] = '\0';
+			if (!*line)
+				continue;
+			seen++;
+			if (sbx_tool_variable(line))
+				continue;
+			/* a config key: any value, but never "unknown" */
+			setenv(line, "/tmp", 1);
+			errors = load_text("", &cfg);
+			unsetenv(line);
+			ck_assert_msg(!errors || !strstr(errors, "unknown"),
+				      "%s is read with getenv() but is "
+				      "neither a tool variable nor a key: %s",
+				      line, errors);
+			free(errors);
+			sbx_config_free(cfg);
+		}
+		pclose(p);
+	}
+	ck_assert_uint_gt(seen, 10);
+}
+END_TEST
+
+START_TEST(test_an_empty_state_dir_variable_is_refused)
+{
+	setenv("SBXLOOP_STATE_DIR", "", 1);
+	assert_error("", "SBXLOOP_STATE_DIR: state_dir: must not be empty");
+	unsetenv("SBXLOOP_STATE_DIR");
+}
+END_TEST
+
+START_TEST(test_a_config_path_that_is_a_directory_says_so)
+{
+	struct sbx_config_opts o = {0};
+	struct sbx_config *cfg = NULL;
+	char *errors = NULL, want[600];
+
+	o.config_file = dir;
+	ck_assert_int_ne(sbx_config_load(&cfg, &o, &errors), 0);
+	snprintf(want, sizeof(want), "cannot read config '%s': Is a directory",
+		 dir);
+	ck_assert_msg(errors && strstr(errors, want), "%s", errors);
+	free(errors);
+	sbx_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_an_error_through_an_alias_points_at_the_alias)
+{
+	assert_error("x: &big\n  max_tasks: many\nbudgets: *big\n",
+		     "sbxloop.yaml:3:10: budgets.max_tasks: expected an "
+		     "integer, found 'many'");
+}
+END_TEST
+
+START_TEST(test_control_characters_in_values_are_refused)
+{
+	assert_error("model: \"gpt\\u001b]0;x\\u0007\"\n",
+		     "sbxloop.yaml:1:8: model: control character U+001B");
+	assert_error("model: \"a\\rb\"\n",
+		     "sbxloop.yaml:1:8: model: control character U+000D");
+}
+END_TEST
+
+static long maxrss_kib(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/* Check forks each test: the limits below end with the test. */
+static void cap_cpu(rlim_t seconds)
+{
+	struct rlimit rl = {seconds, seconds + 1};
+
+	setrlimit(RLIMIT_CPU, &rl);
+}
+
+START_TEST(test_alias_expansion_is_capped_before_it_is_expanded)
+{
+	struct sbx_buf text = SBX_BUF_INIT;
+	long before = maxrss_kib();
+	int i, j;
+
+	/* 11 levels of nine aliases each: 100 * 9^11 bytes expanded */
+	cap_cpu(30);
+	sbx_buf_addf(&text, "a0: &a0 [\"%0100d\"]\n", 0);
+	for (i = 1; i < 12; i++) {
+		sbx_buf_addf(&text, "a%d: &a%d [", i, i);
+		for (j = 0; j < 9; j++)
+			sbx_buf_addf(&text, "%s*a%d", j ? "," : "", i - 1);
+		sbx_buf_adds(&text, "]\n");
+	}
+	assert_error(sbx_buf_str(&text),
+		     "sbxloop.yaml:6:10: alias '*a4' expands the document "
+		     "past 1 MiB");
+	ck_assert_msg(maxrss_kib() - before < 64 * 1024,
+		      "loading grew the process by %ld KiB",
+		      maxrss_kib() - before);
+	sbx_buf_release(&text);
+}
+END_TEST
+
+START_TEST(test_a_hundred_thousand_keys_load_in_linear_time)
+{
+	struct sbx_buf text = SBX_BUF_INIT;
+	int i;
+
+	/* quadratic duplicate checking took minutes here: SIGXCPU */
+	cap_cpu(45);
+	sbx_buf_adds(&text, "budgets:\n");
+	for (i = 0; i < 100000; i++)
+		sbx_buf_addf(&text, "  k%d: 1\n", i);
+	sbx_buf_adds(&text, "  k5: 2\n");
+	assert_error(sbx_buf_str(&text),
+		     "sbxloop.yaml:100002:3: duplicate key 'budgets.k5' "
+		     "(first defined at line 7)");
+	sbx_buf_release(&text);
 }
 END_TEST
 
@@ -421,6 +589,16 @@ static Suite *config_suite(void)
 		tc, test_precedence_env_over_project_over_user_over_default);
 	tcase_add_test(tc, test_bad_environment_override_names_the_variable);
 	tcase_add_test(tc, test_tool_variables_are_not_config);
+	tcase_add_test(
+		tc, test_a_prefixed_variable_that_names_nothing_is_an_error);
+	tcase_add_test(tc, test_every_variable_the_code_reads_is_known);
+	tcase_add_test(tc, test_an_empty_state_dir_variable_is_refused);
+	tcase_add_test(tc, test_a_config_path_that_is_a_directory_says_so);
+	tcase_add_test(tc, test_an_error_through_an_alias_points_at_the_alias);
+	tcase_add_test(tc, test_control_characters_in_values_are_refused);
+	tcase_add_test(tc,
+		       test_alias_expansion_is_capped_before_it_is_expanded);
+	tcase_add_test(tc, test_a_hundred_thousand_keys_load_in_linear_time);
 	tcase_add_test(tc,
 		       test_starter_file_loads_back_to_exactly_the_defaults);
 	tcase_add_test(tc, test_plugin_keys_are_validated_like_core_keys);
