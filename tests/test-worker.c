@@ -139,6 +139,44 @@ static void run_free(struct run *r)
  * extra arguments (NULL-terminated). --heartbeat 0 comes first so a test
  * can override it.
  */
+/*
+ * The worker command line every test uses: `run` on job.json with the
+ * events and result files of the test directory, in work/. Fills argv
+ * (room for at least 13 entries) and returns how many it set.
+ */
+static int worker_argv(const char **argv)
+{
+	int n = 0;
+
+	argv[n++] = getenv("SBXLOOP_WORKER");
+	argv[n++] = "run";
+	argv[n++] = "--heartbeat";
+	argv[n++] = "0";
+	argv[n++] = "--job";
+	argv[n++] = path_in("job.json");
+	argv[n++] = "--events";
+	argv[n++] = path_in("ev.jsonl");
+	argv[n++] = "--result";
+	argv[n++] = path_in("res.json");
+	argv[n++] = "--cwd";
+	argv[n++] = path_in("work");
+	argv[n] = NULL;
+	return n;
+}
+
+/* In a child: exec the worker with its output thrown away. */
+static void exec_worker_quietly(void)
+{
+	const char *argv[16];
+	int devnull = open("/dev/null", O_WRONLY);
+
+	worker_argv(argv);
+	dup2(devnull, 1);
+	dup2(devnull, 2);
+	execv(argv[0], (char *const *)argv);
+	_exit(127);
+}
+
 static void run_worker(struct run *r, const char *job, ...)
 {
 	const char *argv[40];
@@ -161,18 +199,7 @@ static void run_worker(struct run *r, const char *job, ...)
 		put("job.json", "%s", job);
 	unlink(path_in("res.json"));
 	unlink(path_in("ev.jsonl"));
-	argv[n++] = getenv("SBXLOOP_WORKER");
-	argv[n++] = "run";
-	argv[n++] = "--heartbeat";
-	argv[n++] = "0";
-	argv[n++] = "--job";
-	argv[n++] = path_in("job.json");
-	argv[n++] = "--events";
-	argv[n++] = path_in("ev.jsonl");
-	argv[n++] = "--result";
-	argv[n++] = path_in("res.json");
-	argv[n++] = "--cwd";
-	argv[n++] = path_in("work");
+	n = worker_argv(argv);
 	for (k = 0; k < nextra; k++)
 		argv[n++] = extra[k];
 	argv[n] = NULL;
@@ -913,15 +940,7 @@ START_TEST(test_sigterm_kills_the_job_and_exits_70)
 	worker = fork();
 	ck_assert_int_ge(worker, 0);
 	if (worker == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-		execl(getenv("SBXLOOP_WORKER"), "sbxloop-worker", "run",
-		      "--heartbeat", "0", "--job", path_in("job.json"),
-		      "--events", path_in("ev.jsonl"), "--result",
-		      path_in("res.json"), (char *)NULL);
-		_exit(127);
+		exec_worker_quietly();
 	}
 	while (read_pid("sleeper") <= 0)
 		usleep(10000);
@@ -1194,16 +1213,7 @@ START_TEST(test_script_stopped_during_its_pause_takes_no_side_effect)
 	worker = fork();
 	ck_assert_int_ge(worker, 0);
 	if (worker == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-		execl(getenv("SBXLOOP_WORKER"), "sbxloop-worker", "run",
-		      "--heartbeat", "0", "--job", path_in("job.json"),
-		      "--events", path_in("ev.jsonl"), "--result",
-		      path_in("res.json"), "--cwd", path_in("work"),
-		      (char *)NULL);
-		_exit(127);
+		exec_worker_quietly();
 	}
 	/* the worker is in its pause once it has taken the reply */
 	while (access(path_in("scenario.json.cursor"), F_OK) < 0 &&
@@ -1353,18 +1363,7 @@ START_TEST(test_job_processes_cannot_open_the_workers_stdout)
 	put("job.json", "%s", job);
 	ck_assert_int_eq(chmod(path_in("scenario.json"), 0644), 0);
 	ck_assert_int_eq(chmod(path_in("job.json"), 0644), 0);
-	argv[n++] = getenv("SBXLOOP_WORKER");
-	argv[n++] = "run";
-	argv[n++] = "--heartbeat";
-	argv[n++] = "0";
-	argv[n++] = "--job";
-	argv[n++] = path_in("job.json");
-	argv[n++] = "--events";
-	argv[n++] = path_in("ev.jsonl");
-	argv[n++] = "--result";
-	argv[n++] = path_in("res.json");
-	argv[n++] = "--cwd";
-	argv[n++] = path_in("work");
+	n = worker_argv(argv);
 	argv[n] = NULL;
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -1865,16 +1864,7 @@ START_TEST(test_worker_dies_with_its_parent)
 		pid_t w = fork();
 
 		if (w == 0) {
-			int devnull = open("/dev/null", O_WRONLY);
-
-			dup2(devnull, 1);
-			dup2(devnull, 2);
-			execl(getenv("SBXLOOP_WORKER"), "sbxloop-worker",
-			      "run", "--heartbeat", "0", "--job",
-			      path_in("job.json"), "--events",
-			      path_in("ev.jsonl"), "--result",
-			      path_in("res.json"), (char *)NULL);
-			_exit(127);
+			exec_worker_quietly();
 		}
 		put("worker.pid", "%d\n", (int)w);
 		/* wait until the job runs, then vanish */
