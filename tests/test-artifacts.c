@@ -22,11 +22,11 @@
 #include <sbxloop/sandbox.h>
 #include <sbxloop/store.h>
 
-#include "../core/artifacts.h"
-#include "../core/core.h"
-#include "../core/events.h"
-#include "../core/proc.h"
-#include "../core/util.h"
+#include "engine/artifacts.h"
+#include "host/core.h"
+#include "host/events.h"
+#include "common/proc.h"
+#include "common/util.h"
 
 static char dir[256];
 static char cfg_path[512];

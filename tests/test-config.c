@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../core/conf.h"
-#include "../core/core.h"
-#include "../core/util.h"
+#include "config/conf.h"
+#include "host/core.h"
+#include "common/util.h"
 #include "testutil.h"
 
 static char *dir;

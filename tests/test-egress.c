@@ -19,12 +19,12 @@
 
 #include <sbxloop/policy.h>
 
-#include "../core/conf.h"
-#include "../core/core.h"
-#include "../core/egress.h"
-#include "../core/guard.h"
-#include "../core/policy_patterns.h"
-#include "../core/util.h"
+#include "config/conf.h"
+#include "host/core.h"
+#include "engine/egress.h"
+#include "engine/guard.h"
+#include "config/policy_patterns.h"
+#include "common/util.h"
 
 /* ------------------------------------------------------------ fixture */
 

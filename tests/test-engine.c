@@ -22,9 +22,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "dag.h"
-#include "ids.h"
-#include "prompt.h"
+#include "engine/dag.h"
+#include "engine/ids.h"
+#include "phases/prompt.h"
 #include "runtest.h"
 
 static char dir[4096];

@@ -24,10 +24,10 @@
 #include <sbxloop/sink.h>
 #include <sbxloop/store.h>
 
-#include "../core/core.h"
-#include "../core/events.h"
-#include "../core/redact.h"
-#include "../core/util.h"
+#include "host/core.h"
+#include "host/events.h"
+#include "host/redact.h"
+#include "common/util.h"
 
 /* ------------------------------------------------------------ fixture */
 

@@ -13,9 +13,9 @@
 #include <sbxloop/sandbox.h>
 #include <sbxloop/sink.h>
 
-#include "../core/cli.h"
-#include "../core/core.h"
-#include "../core/loader.h"
+#include "cli/cli.h"
+#include "host/core.h"
+#include "host/loader.h"
 #include "testutil.h"
 
 static char *abi_dir;

@@ -7,8 +7,8 @@
  */
 #include "config.h"
 
-#include "core.h"
-#include "loader.h"
+#include "host/core.h"
+#include "host/loader.h"
 
 #include <sbxloop/policy.h>
 #include <sbxloop/sandbox.h>

@@ -1,7 +1,7 @@
 /*
  * What leaves sbxloop: secrets and terminal control text. Units for the
- * terminal escaping (core/termsafe.c), the JSON form of a secret and the
- * store guard (core/store_guard.c) in front of a recording store; end to
+ * terminal escaping (common/termsafe.c), the JSON form of a secret and the
+ * store guard (core/host/store_guard.c) in front of a recording store; end to
  * end, the real binary runs a scenario whose agent echoes the tokens or
  * writes escape sequences, and every byte the run leaves (stdout,
  * stderr, `status`, `logs`, `artifacts`, every file of the state
@@ -21,12 +21,12 @@
 
 #include <sbxloop/store.h>
 
-#include "core.h"
-#include "redact.h"
+#include "host/core.h"
+#include "host/redact.h"
 #include "runtest.h"
-#include "store_guard.h"
-#include "termsafe.h"
-#include "util.h"
+#include "host/store_guard.h"
+#include "common/termsafe.h"
+#include "common/util.h"
 
 /* ------------------------------------------------ terminal escaping */
 

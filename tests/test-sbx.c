@@ -25,10 +25,10 @@
 #include <sbxloop/secret.h>
 #include <sbxloop/store.h>
 
-#include "core.h"
-#include "proc.h"
-#include "redact.h"
-#include "util.h"
+#include "host/core.h"
+#include "common/proc.h"
+#include "host/redact.h"
+#include "common/util.h"
 
 #include "testutil.h"
 

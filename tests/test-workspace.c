@@ -16,8 +16,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "../core/util.h"
-#include "../core/workspace.h"
+#include "common/util.h"
+#include "engine/workspace.h"
 
 static char dir[256];
 static char src[512];

@@ -290,7 +290,7 @@ static int cmd_run(int argc, char **argv)
 	 * Not dumpable: a job's processes (same uid, not root) can then
 	 * neither open /proc/<worker>/fd/1 to forge event lines nor read
 	 * the worker's memory or environment. The host still refuses host
-	 * event types from any worker line (core/events.c).
+	 * event types from any worker line (core/host/events.c).
 	 */
 	prctl(PR_SET_DUMPABLE, 0);
 #endif

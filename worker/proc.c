@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "common/launch.h"
 #include "worker.h"
 
 void wk_buf_init(struct wk_buf *b, size_t head_cap, size_t tail_cap)
@@ -139,7 +139,7 @@ static void feed_lines(struct wk_proc *p, struct line_acc *la,
 /*
  * Start p->argv in a session of its own (so it leads a process group)
  * with stdin on /dev/null, stdout/stderr on the pipes, the signals the
- * worker handles back at their defaults, in p->cwd (core/launch.c). 0 or
+ * worker handles back at their defaults, in p->cwd (common/launch.c). 0 or
  * an errno value.
  */
 static int spawn_child(const struct wk_proc *p, int out_w, int err_w,

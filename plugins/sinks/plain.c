@@ -4,7 +4,7 @@
  * one-line form of every event that `sbxloop logs` prints. This file is
  * the one place that knows the dense line (UPSTREAM 6.5 and 12.6) and
  * the transcript rules (12.4). Every line is made terminal-safe
- * (core/termsafe.c) as it is written. Called only through
+ * (common/termsafe.c) as it is written. Called only through
  * sinks_plain_ops.
  */
 #include "config.h"
@@ -21,9 +21,9 @@
 
 #include "sinks.h"
 /* macros only: the one place each event type is spelled */
-#include "../../core/event_types.h"
+#include "host/event_types.h"
 /* compiled into this module too (libc only) */
-#include "../../core/termsafe.h"
+#include "common/termsafe.h"
 
 #define SUMMARY_MAX 160
 #define ARGS_MAX 120

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the config loader (sbx_config_load, core/conf.c):
+ * libFuzzer target for the config loader (sbx_config_load, core/config/conf.c):
  * the input is the text of an sbxloop.yaml, loaded as the project file
  * with no user file and no environment. It must not crash or leak; a
  * load that fails must say why, one that succeeds must render as JSON.
@@ -14,8 +14,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "conf.h"
-#include "util.h"
+#include "config/conf.h"
+#include "common/util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

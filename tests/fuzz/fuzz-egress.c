@@ -26,10 +26,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "conf.h"
-#include "egress.h"
-#include "policy_patterns.h"
-#include "util.h"
+#include "config/conf.h"
+#include "engine/egress.h"
+#include "config/policy_patterns.h"
+#include "common/util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

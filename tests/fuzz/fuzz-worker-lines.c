@@ -1,7 +1,7 @@
 /*
  * libFuzzer target for the host's relay of worker stdout lines
- * (sbx_bus_relay_worker_line, core/events.c): every input line goes
- * through the bus with enrichment, as core/worker_client.c relays a
+ * (sbx_bus_relay_worker_line, core/host/events.c): every input line goes
+ * through the bus with enrichment, as core/phases/worker_client.c relays a
  * worker's output, with a secret registered. It must not crash or leak,
  * and every envelope a sink receives must be a JSON object whose data is
  * an object, with the secret masked.
@@ -17,10 +17,10 @@
 
 #include <sbxloop/sink.h>
 
-#include "core.h"
-#include "events.h"
-#include "redact.h"
-#include "util.h"
+#include "host/core.h"
+#include "host/events.h"
+#include "host/redact.h"
+#include "common/util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,0 +1,500 @@
+/*
+ * `sbxloop run OUTCOME` and `sbxloop resume RUN`: wire the store, the
+ * event bus, the sinks and the sandbox provider together, rehydrate a
+ * resumed run's config, drive the engine on its own thread while the
+ * main thread watches for SIGINT/SIGTERM, and print the summary.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sbxloop/sandbox.h>
+#include <sbxloop/store.h>
+
+#include "cli/cli.h"
+#include "engine/engine.h"
+#include "host/events.h"
+#include "engine/ids.h"
+#include "host/redact.h"
+#include "common/util.h"
+
+#define QUIESCE_S 3.0
+#define MAX_SINKS 8
+
+static volatile sig_atomic_t signals_seen;
+
+static void on_signal(int sig)
+{
+	static const char msg[] = "\nforced exit; if sandboxes were left "
+				  "behind: sbxloop sandbox prune --force\n";
+
+	(void)sig;
+	if (++signals_seen >= 2) {
+		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
+			/* nothing left to try */
+		}
+		_exit(SBX_EXIT_INTERRUPTED);
+	}
+}
+
+struct session {
+	struct sbx_cli *cli;
+	struct sbx_core *core;
+	struct sbx_instance store;
+	struct sbx_instance sinks[MAX_SINKS];
+	size_t n_sinks;
+	struct sbx_bus *bus;
+	struct sbx_engine *engine;
+	const char *verb; /* "run" or "resume" */
+	char run_id[32];
+	const char *outcome;
+	int resume;
+	int no_tui;
+	/* engine thread */
+	struct sbxloop_error err;
+	int rc;
+	atomic_int done;
+};
+
+static void *engine_main(void *arg)
+{
+	struct session *s = arg;
+
+	if (s->resume)
+		s->rc = sbx_engine_resume(s->engine, s->run_id, &s->err);
+	else
+		s->rc = sbx_engine_start(s->engine, s->run_id, s->outcome,
+					 &s->err);
+	atomic_store(&s->done, 1);
+	return NULL;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static int set_override(struct sbx_core *core, const char *key,
+			const char *json_value)
+{
+	char *error = NULL;
+
+	if (sbx_config_set(core->cfg, key, json_value, &error) < 0) {
+		sbx_cli_error("invalid option for '%s': %s", key,
+			      error ? error : "rejected");
+		free(error);
+		return -1;
+	}
+	return 0;
+}
+
+struct stored_cfg {
+	char *config_json;
+	int found;
+};
+
+static int stored_cfg_cb(void *user, const struct sbxloop_run_row *run)
+{
+	struct stored_cfg *sc = user;
+
+	sc->found = 1;
+	sc->config_json = sbx_xstrdup(run->config_json);
+	return 0;
+}
+
+/*
+ * Adopt the run's persisted config except the resume-time choices, and
+ * report what differed from the current one as run.config_drift.
+ */
+static int rehydrate(struct session *s)
+{
+	static const char *const own[] = {"state_dir", "keep_sandboxes",
+					  "keep_on_failure"};
+	const struct sbxloop_store_ops *st = s->store.ops;
+	struct sbxloop_error err = {0, ""};
+	struct stored_cfg sc = {NULL, 0};
+	struct sbx_buf diff = SBX_BUF_INIT;
+	char *cur_text = NULL;
+	cJSON *stored = NULL, *cur = NULL, *it;
+	int rc;
+
+	rc = st->run_get(s->store.ctx, s->run_id, stored_cfg_cb, &sc, &err);
+	if (rc == SBXLOOP_ENOTFOUND || (rc == 0 && !sc.found)) {
+		sbx_cli_error("unknown run %s", s->run_id);
+		rc = -1;
+		goto out;
+	}
+	if (rc < 0) {
+		sbx_cli_error("resume failed: %s", err.message);
+		goto out;
+	}
+	sbx_core_set_run(s->core, s->run_id);
+	stored = sc.config_json ? cJSON_Parse(sc.config_json) : NULL;
+	if (!cJSON_IsObject(stored)) {
+		cJSON *d = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(
+			d, "message",
+			"the run's stored config is unreadable; "
+			"resuming with the current config");
+		sbx_emit(s->core, SBX_EV_RUN_CONFIG_DRIFT, NULL, d);
+		rc = 0;
+		goto out;
+	}
+	cur_text = sbx_config_to_json(s->core->cfg);
+	cur = cJSON_Parse(cur_text);
+	cJSON_ArrayForEach (it, stored) {
+		const cJSON *now =
+			cJSON_GetObjectItemCaseSensitive(cur, it->string);
+		char *a, *b = NULL, *error = NULL;
+		size_t k;
+		int skip = 0;
+
+		for (k = 0; k < SBX_ARRAY_SIZE(own); k++)
+			if (strcmp(own[k], it->string) == 0)
+				skip = 1;
+		if (skip || !now)
+			continue;
+		a = cJSON_PrintUnformatted(it);
+		b = cJSON_PrintUnformatted(now);
+		if (strcmp(a, b) != 0) {
+			if (diff.len)
+				sbx_buf_adds(&diff, ", ");
+			sbx_buf_addf(&diff, "%s (run: %s, current: %s)",
+				     it->string, a, b);
+			if (!cJSON_IsNull(it) &&
+			    sbx_config_set(s->core->cfg, it->string, a,
+					   &error) < 0)
+				sbx_log(SBXLOOP_LOG_WARN,
+					"cannot restore '%s' from the run's "
+					"config: %s",
+					it->string,
+					error ? error : "rejected");
+			free(error);
+		}
+		free(a);
+		free(b);
+	}
+	if (diff.len) {
+		cJSON *d = cJSON_CreateObject();
+		char *msg = sbx_xasprintf("resuming with the run's original "
+					  "config; the current config "
+					  "differs: %s",
+					  sbx_buf_str(&diff));
+
+		cJSON_AddStringToObject(d, "message", msg);
+		free(msg);
+		sbx_emit(s->core, SBX_EV_RUN_CONFIG_DRIFT, NULL, d);
+	}
+	rc = 0;
+out:
+	sbx_buf_release(&diff);
+	cJSON_Delete(stored);
+	cJSON_Delete(cur);
+	free(cur_text);
+	free(sc.config_json);
+	return rc;
+}
+
+static void open_sinks(struct session *s)
+{
+	size_t i, n = sbx_config_list_len(s->core->cfg, "plugins.sinks");
+	int have_plain = 0;
+
+	for (i = 0; i < n && s->n_sinks < MAX_SINKS; i++) {
+		const char *name =
+			sbx_config_list_item(s->core->cfg, "plugins.sinks", i);
+		struct sbxloop_error err = {0, ""};
+
+		if (s->no_tui && strcmp(name, "tui") == 0) {
+			if (have_plain)
+				continue;
+			name = "plain";
+		}
+		if (strcmp(name, "plain") == 0)
+			have_plain = 1;
+		if (sbx_core_instantiate(s->core, SBXLOOP_KIND_SINK, name,
+					 &s->sinks[s->n_sinks], &err) < 0) {
+			sbx_log(SBXLOOP_LOG_WARN,
+				"event sink '%s' is "
+				"unavailable: %s",
+				name, err.message);
+			continue;
+		}
+		sbx_bus_add_sink(s->bus, &s->sinks[s->n_sinks++]);
+	}
+}
+
+static int open_session(struct session *s)
+{
+	struct sbxloop_error err = {0, ""};
+	const char *name;
+
+	if (sbx_cli_open_core(s->cli) != 0)
+		return SBX_EXIT_USAGE;
+	s->core = s->cli->core;
+	name = sbx_config_str(s->core->cfg, "plugins.store");
+	if (sbx_core_instantiate(s->core, SBXLOOP_KIND_STORE,
+				 name ? name : "sqlite", &s->store,
+				 &err) < 0) {
+		sbx_cli_error("%s failed: %s", s->verb, err.message);
+		return SBX_EXIT_USAGE;
+	}
+	if (sbx_bus_open(s->core, &s->store, &s->bus, &err) < 0) {
+		sbx_cli_error("%s failed: %s", s->verb, err.message);
+		return SBX_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int open_provider(struct session *s)
+{
+	struct sbxloop_error err = {0, ""};
+	const char *name = sbx_config_str(s->core->cfg, "plugins.sandbox");
+
+	if (sbx_core_instantiate(s->core, SBXLOOP_KIND_SANDBOX,
+				 name ? name : "local", &s->core->sandbox,
+				 &err) < 0) {
+		sbx_cli_error("%s failed: %s", s->verb, err.message);
+		return SBX_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static void close_session(struct session *s)
+{
+	size_t i;
+
+	sbx_engine_free(s->engine);
+	s->engine = NULL;
+	if (s->core)
+		sbx_instance_destroy(&s->core->sandbox);
+	if (s->bus)
+		sbx_bus_close(s->bus);
+	for (i = 0; i < s->n_sinks; i++)
+		sbx_instance_destroy(&s->sinks[i]);
+	sbx_instance_destroy(&s->store);
+}
+
+/* Drive the engine on a thread; the main thread handles signals. */
+static int drive(struct session *s)
+{
+	struct sigaction sa, old_int, old_term;
+	pthread_t th;
+	double since = 0;
+	int interrupted = 0, code;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	s->engine = sbx_engine_new(s->core, &s->store);
+	if (pthread_create(&th, NULL, engine_main, s) != 0) {
+		sbx_cli_error("%s failed: cannot start the engine thread",
+			      s->verb);
+		return SBX_EXIT_USAGE;
+	}
+	while (!atomic_load(&s->done)) {
+		if (signals_seen && !interrupted) {
+			interrupted = 1;
+			since = sbx_monotonic();
+			sbx_engine_request_cancel(s->engine);
+			fprintf(stderr,
+				"interrupted: removing sandboxes (Ctrl+C "
+				"again to force quit)\n");
+		}
+		if (interrupted && sbx_monotonic() - since > QUIESCE_S) {
+			/* the job in flight dies with us (PDEATHSIG) */
+			sbx_engine_teardown(s->engine);
+			printf("run %s interrupted: resume with `sbxloop "
+			       "resume %s`\n",
+			       s->run_id, s->run_id);
+			fflush(stdout);
+			_exit(SBX_EXIT_INTERRUPTED);
+		}
+		sleep_ms(50);
+	}
+	pthread_join(th, NULL);
+	if (signals_seen && !interrupted)
+		interrupted = 1;
+	if (interrupted) {
+		sbx_engine_teardown(s->engine);
+		printf("run %s interrupted: resume with `sbxloop resume %s`\n",
+		       s->run_id, s->run_id);
+		code = SBX_EXIT_INTERRUPTED;
+	} else if (s->rc < 0) {
+		sbx_cli_error("%s failed: %s", s->verb, s->err.message);
+		if (s->rc != SBXLOOP_ESTATE && s->rc != SBXLOOP_ENOTFOUND)
+			sbx_cli_hint("the run can be resumed: sbxloop resume "
+				     "%s",
+				     s->run_id);
+		code = SBX_EXIT_USAGE;
+	} else {
+		sbx_engine_print_summary(s->engine, stdout);
+		code = strcmp(sbx_engine_state(s->engine), "completed") == 0
+			       ? SBX_EXIT_OK
+			       : SBX_EXIT_FAIL;
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return code;
+}
+
+static int parse_options(struct session *s, int argc, char **argv,
+			 int allow_run_opts, const char **positional,
+			 char ***overrides, size_t *n_over)
+{
+	enum { O_MODEL = 1, O_KEEP, O_NOKEEP, O_KOF, O_NOKOF, O_TUI, O_NOTUI };
+	static const struct option run_opts[] = {
+		{"model", required_argument, NULL, O_MODEL},
+		{"keep-sandboxes", no_argument, NULL, O_KEEP},
+		{"no-keep-sandboxes", no_argument, NULL, O_NOKEEP},
+		{"keep-on-failure", no_argument, NULL, O_KOF},
+		{"no-keep-on-failure", no_argument, NULL, O_NOKOF},
+		{"tui", no_argument, NULL, O_TUI},
+		{"no-tui", no_argument, NULL, O_NOTUI},
+		{NULL, 0, NULL, 0},
+	};
+	static const struct option resume_opts[] = {
+		{"tui", no_argument, NULL, O_TUI},
+		{"no-tui", no_argument, NULL, O_NOTUI},
+		{NULL, 0, NULL, 0},
+	};
+	char **ov = sbx_xcalloc(8, sizeof(*ov));
+	size_t n = 0;
+	int opt;
+
+	opterr = 0;
+	optind = 0; /* full reset: main() parsed with another optstring */
+	while ((opt = getopt_long(argc, argv, "",
+				  allow_run_opts ? run_opts : resume_opts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case O_MODEL: {
+			cJSON *q = cJSON_CreateString(optarg);
+
+			ov[n++] = sbx_xstrdup("model");
+			ov[n++] = cJSON_PrintUnformatted(q);
+			cJSON_Delete(q);
+			break;
+		}
+		case O_KEEP:
+		case O_NOKEEP:
+			ov[n++] = sbx_xstrdup("keep_sandboxes");
+			ov[n++] =
+				sbx_xstrdup(opt == O_KEEP ? "true" : "false");
+			break;
+		case O_KOF:
+		case O_NOKOF:
+			ov[n++] = sbx_xstrdup("keep_on_failure");
+			ov[n++] = sbx_xstrdup(opt == O_KOF ? "true" : "false");
+			break;
+		case O_TUI:
+			s->no_tui = 0;
+			break;
+		case O_NOTUI:
+			s->no_tui = 1;
+			break;
+		default:
+			sbx_cli_error("unknown option '%s'", argv[optind - 1]);
+			goto fail;
+		}
+		if (n + 2 > 8) {
+			sbx_cli_error("too many options");
+			goto fail;
+		}
+	}
+	if (optind != argc - 1 || !*argv[optind]) {
+		sbx_cli_error("%s needs exactly one %s", s->verb,
+			      allow_run_opts ? "OUTCOME" : "RUN");
+		goto fail;
+	}
+	*positional = argv[optind];
+	*overrides = ov;
+	*n_over = n;
+	return 0;
+fail:
+	while (n)
+		free(ov[--n]);
+	free(ov);
+	return -1;
+}
+
+static int command(struct sbx_cli *cli, int argc, char **argv, int resume)
+{
+	const struct sbx_command *cmd;
+	struct session s;
+	const char *pos = NULL;
+	char **ov = NULL;
+	size_t n_ov = 0, i;
+	int code;
+
+	memset(&s, 0, sizeof(s));
+	s.cli = cli;
+	s.resume = resume;
+	s.verb = resume ? "resume" : "run";
+	atomic_init(&s.done, 0);
+	if (parse_options(&s, argc, argv, !resume, &pos, &ov, &n_ov) < 0) {
+		for (cmd = sbx_commands; cmd->name; cmd++)
+			if (strcmp(cmd->name, s.verb) == 0)
+				sbx_cli_usage(cmd, 1);
+		return SBX_EXIT_USAGE;
+	}
+	code = open_session(&s);
+	if (code)
+		goto out;
+	if (resume) {
+		if (!sbx_run_id_valid(pos)) {
+			sbx_cli_error("unknown run %s", pos);
+			code = SBX_EXIT_USAGE;
+			goto out;
+		}
+		snprintf(s.run_id, sizeof(s.run_id), "%s", pos);
+		if (rehydrate(&s) < 0) {
+			code = SBX_EXIT_USAGE;
+			goto out;
+		}
+	} else {
+		sbx_run_id_new(s.run_id);
+		s.outcome = pos;
+	}
+	for (i = 0; i + 1 < n_ov; i += 2)
+		if (set_override(s.core, ov[i], ov[i + 1]) < 0) {
+			code = SBX_EXIT_USAGE;
+			goto out;
+		}
+	open_sinks(&s);
+	code = open_provider(&s);
+	if (code)
+		goto out;
+	code = drive(&s);
+out:
+	close_session(&s);
+	for (i = 0; i < n_ov; i++)
+		free(ov[i]);
+	free(ov);
+	return code;
+}
+
+int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
+{
+	return command(cli, argc, argv, 0);
+}
+
+int sbx_cmd_resume(struct sbx_cli *cli, int argc, char **argv)
+{
+	return command(cli, argc, argv, 1);
+}

@@ -1,0 +1,719 @@
+/*
+ * `sbxloop status`, `sbxloop logs` and `sbxloop cancel`: the commands
+ * that read (and, for cancel, mark) persisted runs through the store
+ * named by `plugins.store`. The dense event line belongs to the `plain`
+ * sink; `logs` instantiates it rather than formatting events itself.
+ * Called only from the command table in cli.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include <sbxloop/sink.h>
+#include <sbxloop/store.h>
+
+#include "cli/cli.h"
+#include "host/redact.h"
+#include "common/util.h"
+
+#define OUTCOME_CLIP 60
+#define FEEDBACK_CLIP 60
+#define FOLLOW_POLL_NS 300000000L
+#define STALE_AFTER_DEFAULT 10
+
+static const char *const terminal_states[] = {
+	"completed",
+	"failed",
+	"cancelled",
+	NULL,
+};
+
+static const char *const live_states[] = {
+	"created", "provisioning", "decomposing",
+	"running", "finalizing",   NULL,
+};
+
+static int is_terminal(const char *state)
+{
+	size_t i;
+
+	for (i = 0; state && terminal_states[i]; i++)
+		if (!strcmp(state, terminal_states[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * Open the core and the configured store; 0 or an exit code. `reader`:
+ * the command only reads it (a read-only state directory will do).
+ */
+static int open_store(struct sbx_cli *cli, struct sbx_instance *store,
+		      int reader)
+{
+	struct sbxloop_error err = {0, ""};
+	const char *name;
+	int rc = sbx_cli_open_core(cli);
+
+	if (rc)
+		return rc;
+	cli->core->state_read_only = reader;
+	name = sbx_config_str(cli->core->cfg, "plugins.store");
+	if (sbx_core_instantiate(cli->core, SBXLOOP_KIND_STORE,
+				 name ? name : "sqlite", store, &err)) {
+		sbx_cli_error("%s", err.message);
+		return SBX_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Report a store failure: unknown runs get the one common wording. */
+static int store_failed(const char *run_id, const struct sbxloop_error *err,
+			int rc)
+{
+	if (rc == SBXLOOP_ENOTFOUND && run_id) {
+		sbx_cli_error("unknown run '%s'", run_id);
+		sbx_cli_hint("`sbxloop status` lists the known runs");
+		return SBX_EXIT_USAGE;
+	}
+	sbx_cli_error("%s", err->message);
+	return rc == SBXLOOP_ECORRUPT ? SBX_EXIT_USAGE : SBX_EXIT_FAIL;
+}
+
+/* A copy of a run row that outlives the store's callback. */
+struct run_copy {
+	char *run_id;
+	char *state;
+	char *outcome;
+	char *reason;
+	double created_at;
+	double updated_at;
+	int tasks_done;
+	int tasks_total;
+	int attempts;
+};
+
+static void run_copy_free(struct run_copy *r)
+{
+	free(r->run_id);
+	free(r->state);
+	free(r->outcome);
+	free(r->reason);
+	memset(r, 0, sizeof(*r));
+}
+
+static int run_copy_cb(void *user, const struct sbxloop_run_row *row)
+{
+	struct run_copy *r = user;
+
+	run_copy_free(r);
+	r->run_id = sbx_xstrdup(row->run_id);
+	r->state = sbx_xstrdup(row->state);
+	r->outcome = sbx_xstrdup(row->outcome ? row->outcome : "");
+	r->reason =
+		row->reason && *row->reason ? sbx_xstrdup(row->reason) : NULL;
+	r->created_at = row->created_at;
+	r->updated_at = row->updated_at;
+	r->tasks_done = row->tasks_done;
+	r->tasks_total = row->tasks_total;
+	r->attempts = row->attempts;
+	return 0;
+}
+
+static int get_run(struct sbx_instance *store, const char *run_id,
+		   struct run_copy *out)
+{
+	const struct sbxloop_store_ops *ops = store->ops;
+	struct sbxloop_error err = {0, ""};
+	int rc;
+
+	rc = ops->run_get(store->ctx, run_id, run_copy_cb, out, &err);
+	if (rc)
+		return store_failed(run_id, &err, rc);
+	return 0;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+/* First `max` characters (UTF-8) of s on one line; caller frees. */
+static char *clip(const char *s, size_t max)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	size_t chars = 0;
+
+	for (; s && *s; s++) {
+		if (((unsigned char)*s & 0xc0) != 0x80 && chars++ == max) {
+			sbx_buf_adds(&b, "\xe2\x80\xa6");
+			break;
+		}
+		sbx_buf_addc(&b, *s == '\n' || *s == '\t' ? ' ' : *s);
+	}
+	return b.buf ? sbx_buf_detach(&b) : sbx_xstrdup("");
+}
+
+/* A table cell: clipped, secrets masked, controls escaped; caller frees. */
+static char *cell(const char *s, size_t max)
+{
+	char *c = clip(s, max);
+	char *shown = sbx_shown(c, 0);
+
+	free(c);
+	return shown;
+}
+
+/* Print text built for a terminal (several lines) safely. */
+static void print_shown(const char *text)
+{
+	char *shown = sbx_shown(text, SBX_TERM_KEEP_NL);
+
+	fputs(shown, stdout);
+	free(shown);
+}
+
+static void format_time(double ts, char *buf, size_t len)
+{
+	time_t t = (time_t)ts;
+	struct tm tm;
+
+	if (ts <= 0 || !localtime_r(&t, &tm) ||
+	    !strftime(buf, len, "%Y-%m-%d %H:%M", &tm))
+		snprintf(buf, len, "-");
+}
+
+static void format_duration(double secs, char *buf, size_t len)
+{
+	long s = secs > 0 ? (long)(secs + 0.5) : 0;
+
+	if (s >= 3600)
+		snprintf(buf, len, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
+	else if (s >= 60)
+		snprintf(buf, len, "%ldm%02lds", s / 60, s % 60);
+	else
+		snprintf(buf, len, "%lds", s);
+}
+
+/*
+ * Print JSON (consumed) on one line, redacted; what a terminal would act
+ * on (DEL, C1 controls) is written as the JSON escape of the same text.
+ */
+static void print_json(cJSON *root, int pretty)
+{
+	char *text = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
+	char *clean = sbx_shown(text ? text : "null",
+				SBX_TERM_JSON | SBX_TERM_KEEP_NL);
+
+	printf("%s\n", clean);
+	free(clean);
+	cJSON_free(text);
+	cJSON_Delete(root);
+}
+
+/* Parse options shared by the three commands; -1 on a usage error. */
+static int want_json(int argc, char **argv, const char **run_id)
+{
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{NULL, 0, NULL, 0},
+	};
+	int opt, json = 0;
+
+	optind = 0; /* glibc: forget the "+" mode main() parsed with */
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (opt != 'j')
+			return -1;
+		json = 1;
+	}
+	if (argc - optind > 1)
+		return -1;
+	*run_id = optind < argc ? argv[optind] : NULL;
+	return json;
+}
+
+static const struct sbx_command *command(const char *name)
+{
+	const struct sbx_command *c;
+
+	for (c = sbx_commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+/* ------------------------------------------------------------- status */
+
+struct run_list {
+	struct run_copy *runs;
+	size_t n;
+	size_t cap;
+};
+
+static int run_list_cb(void *user, const struct sbxloop_run_row *row)
+{
+	struct run_list *l = user;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 64;
+		l->runs = sbx_xrealloc(l->runs, l->cap * sizeof(*l->runs));
+	}
+	memset(&l->runs[l->n], 0, sizeof(l->runs[0]));
+	run_copy_cb(&l->runs[l->n], row);
+	l->n++;
+	return 0;
+}
+
+static cJSON *run_json(const struct run_copy *r)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "created_at", r->created_at);
+	cJSON_AddNumberToObject(o, "duration_s",
+				r->updated_at - r->created_at);
+	cJSON_AddStringToObject(o, "outcome", r->outcome);
+	if (r->reason)
+		cJSON_AddStringToObject(o, "reason", r->reason);
+	else
+		cJSON_AddNullToObject(o, "reason");
+	cJSON_AddStringToObject(o, "run_id", r->run_id);
+	cJSON_AddStringToObject(o, "state", r->state);
+	cJSON_AddNumberToObject(o, "tasks_done", r->tasks_done);
+	cJSON_AddNumberToObject(o, "tasks_total", r->tasks_total);
+	cJSON_AddNumberToObject(o, "updated_at", r->updated_at);
+	return o;
+}
+
+static int status_all(struct sbx_instance *store, int json)
+{
+	const struct sbxloop_store_ops *ops = store->ops;
+	struct sbxloop_error err = {0, ""};
+	struct run_list l = {NULL, 0, 0};
+	struct sbx_buf out = SBX_BUF_INIT;
+	size_t i;
+	int rc;
+
+	rc = ops->run_list(store->ctx, run_list_cb, &l, &err);
+	if (rc) {
+		rc = store_failed(NULL, &err, rc);
+		goto out;
+	}
+	if (json) {
+		cJSON *arr = cJSON_CreateArray();
+
+		for (i = 0; i < l.n; i++)
+			cJSON_AddItemToArray(arr, run_json(&l.runs[i]));
+		print_json(arr, 0);
+		goto out;
+	}
+	if (l.n == 0) {
+		printf("no runs yet\n");
+		goto out;
+	}
+	sbx_buf_addf(&out, "%-24s %-24s %-7s %-16s %-8s %s\n", "run", "state",
+		     "tasks", "started", "duration", "outcome");
+	for (i = 0; i < l.n; i++) {
+		struct run_copy *r = &l.runs[i];
+		char started[32], dur[32], tasks[32], *raw, *state, *outcome;
+		char *id;
+
+		format_time(r->created_at, started, sizeof(started));
+		format_duration(r->updated_at - r->created_at, dur,
+				sizeof(dur));
+		snprintf(tasks, sizeof(tasks), "%d/%d", r->tasks_done,
+			 r->tasks_total);
+		raw = r->reason ? sbx_xasprintf("%s \xe2\x80\x94 %s", r->state,
+						r->reason)
+				: sbx_xstrdup(r->state);
+		state = cell(raw, SIZE_MAX);
+		free(raw);
+		outcome = cell(r->outcome, OUTCOME_CLIP);
+		id = cell(r->run_id, SIZE_MAX);
+		sbx_buf_addf(&out, "%-24s %-24s %-7s %-16s %-8s %s\n", id,
+			     state, tasks, started, dur, outcome);
+		free(id);
+		free(state);
+		free(outcome);
+	}
+	print_shown(sbx_buf_str(&out));
+out:
+	for (i = 0; i < l.n; i++)
+		run_copy_free(&l.runs[i]);
+	free(l.runs);
+	sbx_buf_release(&out);
+	return rc;
+}
+
+/* Tasks of one run, collected as JSON objects in stored order. */
+static int task_cb(void *user, const struct sbxloop_task_row *t)
+{
+	cJSON *arr = user, *o = cJSON_CreateObject();
+	cJSON *spec = t->spec_json ? cJSON_Parse(t->spec_json) : NULL;
+	const char *title =
+		cJSON_GetStringValue(cJSON_GetObjectItem(spec, "title"));
+
+	cJSON_AddStringToObject(o, "last_feedback",
+				t->last_feedback ? t->last_feedback : "");
+	cJSON_AddNumberToObject(o, "replans", t->replans);
+	cJSON_AddNumberToObject(o, "revisions", t->revisions);
+	cJSON_AddStringToObject(o, "state", t->state ? t->state : "");
+	cJSON_AddStringToObject(o, "task_id", t->task_id);
+	cJSON_AddStringToObject(o, "title", title ? title : "");
+	cJSON_AddItemToArray(arr, o);
+	cJSON_Delete(spec);
+	return 0;
+}
+
+static const char *jstr(const cJSON *o, const char *key)
+{
+	const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
+
+	return s ? s : "";
+}
+
+static int jint(const cJSON *o, const char *key)
+{
+	return (int)cJSON_GetNumberValue(cJSON_GetObjectItem(o, key));
+}
+
+static int status_one(struct sbx_instance *store, const char *run_id, int json)
+{
+	const struct sbxloop_store_ops *ops = store->ops;
+	struct sbxloop_error err = {0, ""};
+	struct run_copy r;
+	struct sbx_buf out = SBX_BUF_INIT;
+	cJSON *tasks = cJSON_CreateArray(), *t;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	rc = get_run(store, run_id, &r);
+	if (rc)
+		goto out;
+	rc = ops->tasks_list(store->ctx, run_id, task_cb, tasks, &err);
+	if (rc) {
+		rc = store_failed(run_id, &err, rc);
+		goto out;
+	}
+	if (json) {
+		cJSON *root = cJSON_CreateObject();
+		cJSON *run = run_json(&r);
+
+		cJSON_AddNumberToObject(run, "attempts", r.attempts);
+		cJSON_AddItemToObject(root, "run", run);
+		cJSON_AddItemToObject(root, "tasks", tasks);
+		tasks = NULL;
+		print_json(root, 0);
+		goto out;
+	}
+	{
+		char *id = cell(r.run_id, SIZE_MAX);
+		char *state = cell(r.state, SIZE_MAX);
+		char *reason = r.reason ? cell(r.reason, SIZE_MAX) : NULL;
+		char *outcome = sbx_shown(r.outcome, 0);
+
+		sbx_buf_addf(&out, "run %s  state: %s\n", id, state);
+		if (reason)
+			sbx_buf_addf(&out, "reason: %s\n", reason);
+		sbx_buf_addf(&out, "outcome: %s\n", outcome);
+		free(id);
+		free(state);
+		free(reason);
+		free(outcome);
+	}
+	if (cJSON_GetArraySize(tasks) == 0) {
+		sbx_buf_adds(&out, "no tasks yet\n");
+	} else {
+		sbx_buf_addf(&out, "\n%-16s %-32s %-13s %-4s %-6s %s\n",
+			     "task", "title", "state", "rev", "replan",
+			     "last feedback");
+		cJSON_ArrayForEach (t, tasks) {
+			char *id = cell(jstr(t, "task_id"), SIZE_MAX);
+			char *title = cell(jstr(t, "title"), 32);
+			char *state = cell(jstr(t, "state"), SIZE_MAX);
+			char *fb =
+				cell(jstr(t, "last_feedback"), FEEDBACK_CLIP);
+
+			sbx_buf_addf(&out, "%-16s %-32s %-13s %-4d %-6d %s\n",
+				     id, title, state, jint(t, "revisions"),
+				     jint(t, "replans"), fb);
+			free(id);
+			free(title);
+			free(state);
+			free(fb);
+		}
+	}
+	sbx_buf_addf(&out, "\n%d phase attempts recorded\n", r.attempts);
+	print_shown(sbx_buf_str(&out));
+out:
+	cJSON_Delete(tasks);
+	run_copy_free(&r);
+	sbx_buf_release(&out);
+	return rc;
+}
+
+int sbx_cmd_status(struct sbx_cli *cli, int argc, char **argv)
+{
+	struct sbx_instance store;
+	const char *run_id = NULL;
+	int json = want_json(argc, argv, &run_id);
+	int rc;
+
+	memset(&store, 0, sizeof(store));
+	if (json < 0)
+		return sbx_cli_usage(command("status"), 1);
+	rc = open_store(cli, &store, 1);
+	if (rc)
+		return rc;
+	rc = run_id ? status_one(&store, run_id, json)
+		    : status_all(&store, json);
+	sbx_instance_destroy(&store);
+	return rc;
+}
+
+/* ------------------------------------------------------------- cancel */
+
+int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv)
+{
+	struct sbx_instance store;
+	struct sbxloop_run_update upd;
+	struct sbxloop_error err = {0, ""};
+	const struct sbxloop_store_ops *ops;
+	struct run_copy r;
+	const char *run_id = NULL;
+	char prev[64] = "";
+	int rc;
+
+	memset(&store, 0, sizeof(store));
+	memset(&r, 0, sizeof(r));
+	if (want_json(argc, argv, &run_id) != 0 || !run_id)
+		return sbx_cli_usage(command("cancel"), 1);
+	rc = open_store(cli, &store, 0);
+	if (rc)
+		return rc;
+	ops = store.ops;
+	memset(&upd, 0, sizeof(upd));
+	upd.struct_size = sizeof(upd);
+	upd.run_id = run_id;
+	upd.fields = SBXLOOP_RUN_STATE;
+	upd.state = "cancelled";
+	upd.reason = "cancelled by the user";
+	upd.only_if_state = live_states;
+	rc = ops->run_update(store.ctx, &upd, prev, sizeof(prev), &err);
+	if (rc == SBXLOOP_ESTATE) {
+		if (!prev[0] && get_run(&store, run_id, &r) == 0)
+			snprintf(prev, sizeof(prev), "%s", r.state);
+		sbx_cli_error("run %s is already %s; nothing to cancel",
+			      run_id, prev[0] ? prev : "finished");
+		rc = SBX_EXIT_USAGE;
+		goto out;
+	}
+	if (rc) {
+		rc = store_failed(run_id, &err, rc);
+		goto out;
+	}
+	printf("run %s cancelled\n", run_id);
+out:
+	run_copy_free(&r);
+	sbx_instance_destroy(&store);
+	return rc;
+}
+
+/* --------------------------------------------------------------- logs */
+
+struct logs {
+	struct sbx_instance *store;
+	struct sbx_instance sink; /* the plain sink, unless --json */
+	int json;
+	int64_t last_seq;
+	int failed;
+	struct sbxloop_error err;
+};
+
+static int logs_cb(void *user, const struct sbxloop_event *ev)
+{
+	struct logs *l = user;
+	const struct sbxloop_sink_ops *ops = l->sink.ops;
+
+	l->last_seq = ev->seq;
+	if (l->json) {
+		char *clean = sbx_shown(ev->json, SBX_TERM_JSON);
+
+		fputs(clean, stdout);
+		fputc('\n', stdout);
+		free(clean);
+		return 0;
+	}
+	/* the store guard masked secrets registered after the write too;
+	 * the plain sink escapes what a terminal would act on */
+	if (ops->event(l->sink.ctx, ev, &l->err))
+		l->failed = 1;
+	return l->failed;
+}
+
+static int logs_query(struct logs *l, const struct sbxloop_event_query *q0)
+{
+	const struct sbxloop_store_ops *ops = l->store->ops;
+	struct sbxloop_event_query q = *q0;
+	int rc;
+
+	q.after_seq = l->last_seq;
+	rc = ops->events_query(l->store->ctx, &q, logs_cb, l, &l->err);
+	fflush(stdout);
+	if (rc)
+		return store_failed(q.run_id, &l->err, rc);
+	if (l->failed) {
+		sbx_cli_error("%s", l->err.message);
+		return SBX_EXIT_FAIL;
+	}
+	return 0;
+}
+
+/* Wait for the run to end, printing what arrives; 0 or an exit code. */
+static int logs_follow(struct logs *l, const struct sbxloop_event_query *q,
+		       long stale_min)
+{
+	const struct sbxloop_store_ops *ops = l->store->ops;
+	struct timespec nap = {0, FOLLOW_POLL_NS};
+	struct run_copy r;
+	int rc = 0;
+
+	memset(&r, 0, sizeof(r));
+	for (;;) {
+		double last_ts = 0, active;
+		struct sbxloop_error err = {0, ""};
+
+		rc = get_run(l->store, q->run_id, &r);
+		if (rc)
+			break;
+		/* events before a transition are durable with it: read them */
+		rc = logs_query(l, q);
+		if (rc || is_terminal(r.state))
+			break;
+		if (stale_min > 0) {
+			if (ops->event_last_ts(l->store->ctx, q->run_id,
+					       &last_ts, &err) == 0) {
+				active = r.updated_at > last_ts ? r.updated_at
+								: last_ts;
+				if (sbx_now() - active > stale_min * 60.0) {
+					fprintf(stderr,
+						"warning: run %s has shown no "
+						"activity for over %ld "
+						"minutes; its process may be "
+						"dead\n",
+						q->run_id, stale_min);
+					sbx_cli_hint(
+						"resume it with `sbxloop "
+						"resume %s`, or keep waiting "
+						"with --stale-after 0",
+						q->run_id);
+					break;
+				}
+			}
+		}
+		nanosleep(&nap, NULL);
+	}
+	run_copy_free(&r);
+	return rc;
+}
+
+int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"type", required_argument, NULL, 't'},
+		{"task", required_argument, NULL, 'k'},
+		{"since", required_argument, NULL, 's'},
+		{"json", no_argument, NULL, 'j'},
+		{"follow", no_argument, NULL, 'f'},
+		{"stale-after", required_argument, NULL, 'a'},
+		{NULL, 0, NULL, 0},
+	};
+	const struct sbx_command *cmd = command("logs");
+	struct sbx_instance store;
+	struct sbxloop_event_query q;
+	struct logs l;
+	struct run_copy r;
+	long stale_min = STALE_AFTER_DEFAULT;
+	int follow = 0, opt, rc;
+	char *end, *cfg_err = NULL;
+
+	memset(&store, 0, sizeof(store));
+	memset(&l, 0, sizeof(l));
+	memset(&r, 0, sizeof(r));
+	memset(&q, 0, sizeof(q));
+	q.struct_size = sizeof(q);
+	optind = 0; /* glibc: forget the "+" mode main() parsed with */
+	while ((opt = getopt_long(argc, argv, "f", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 't':
+			q.type_prefix = optarg;
+			break;
+		case 'k':
+			q.task_id = optarg;
+			break;
+		case 's':
+			errno = 0;
+			l.last_seq = strtoll(optarg, &end, 10);
+			if (errno || *end || l.last_seq < 0) {
+				sbx_cli_error("--since wants a sequence "
+					      "number, not '%s'",
+					      optarg);
+				return SBX_EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			l.json = 1;
+			break;
+		case 'f':
+			follow = 1;
+			break;
+		case 'a':
+			errno = 0;
+			stale_min = strtol(optarg, &end, 10);
+			if (errno || *end || stale_min < 0) {
+				sbx_cli_error("--stale-after wants minutes, "
+					      "not '%s'",
+					      optarg);
+				return SBX_EXIT_USAGE;
+			}
+			break;
+		default:
+			return sbx_cli_usage(cmd, 1);
+		}
+	}
+	if (argc - optind != 1)
+		return sbx_cli_usage(cmd, 1);
+	q.run_id = argv[optind];
+	rc = open_store(cli, &store, 1);
+	if (rc)
+		return rc;
+	l.store = &store;
+	rc = get_run(&store, q.run_id, &r);
+	if (rc)
+		goto out;
+	if (!l.json) {
+		/* the plain sink owns the dense line; show every event */
+		if (sbx_config_set(cli->core->cfg, "plain.events", "all",
+				   &cfg_err) ||
+		    sbx_config_set(cli->core->cfg, "plain.color",
+				   cli->color ? "always" : "never",
+				   &cfg_err) ||
+		    sbx_core_instantiate(cli->core, SBXLOOP_KIND_SINK, "plain",
+					 &l.sink, &l.err)) {
+			sbx_cli_error("cannot print events: %s",
+				      cfg_err ? cfg_err : l.err.message);
+			rc = SBX_EXIT_FAIL;
+			goto out;
+		}
+	}
+	rc = follow ? logs_follow(&l, &q, stale_min) : logs_query(&l, &q);
+out:
+	free(cfg_err);
+	run_copy_free(&r);
+	sbx_instance_destroy(&l.sink);
+	sbx_instance_destroy(&store);
+	return rc;
+}

@@ -1,0 +1,1175 @@
+/*
+ * The sandbox housekeeping commands: `sbxloop sandbox ls|rm|prune`,
+ * `sbxloop shell`, `sbxloop secrets list|clean` and `sbxloop doctor`
+ * (UPSTREAM.md 1.7, 1.9, 1.11, 1.13, 8.8 and 15). They reach sandboxes
+ * through the configured provider's ops and runs through the store; only
+ * the checks that are about the sbx CLI itself (its version, policy
+ * answers, interactive shells) run `sbx` directly. Called only from the
+ * command table in cli.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sbxloop/sandbox.h>
+#include <sbxloop/secret.h>
+#include <sbxloop/store.h>
+
+#include "cli/cli.h"
+#include "engine/engine.h"
+#include "engine/ids.h"
+#include "common/proc.h"
+#include "host/redact.h"
+#include "common/util.h"
+
+#define PAIR_PREFIX "sbxloop-"
+#define MIN_AGE_HOURS 1.0
+#define AGENT_ENV "COPILOT_GITHUB_TOKEN"
+#define AGENT_HOST "api.github.com"
+
+static const struct sbx_command *command(const char *name)
+{
+	const struct sbx_command *c;
+
+	for (c = sbx_commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+/* ---------------------------------------------------------- plumbing */
+
+/* The configured provider (and the store when `store` is non-NULL). */
+static int open_provider(struct sbx_cli *cli, struct sbx_instance *box,
+			 struct sbx_instance *store)
+{
+	struct sbxloop_error err = {0, ""};
+	const char *name;
+	int rc = sbx_cli_open_core(cli);
+
+	if (rc)
+		return rc;
+	name = sbx_config_str(cli->core->cfg, "plugins.sandbox");
+	if (sbx_core_instantiate(cli->core, SBXLOOP_KIND_SANDBOX,
+				 name ? name : "local", box, &err)) {
+		sbx_cli_error("%s", err.message);
+		return SBX_EXIT_USAGE;
+	}
+	if (!store)
+		return 0;
+	name = sbx_config_str(cli->core->cfg, "plugins.store");
+	if (sbx_core_instantiate(cli->core, SBXLOOP_KIND_STORE,
+				 name ? name : "sqlite", store, &err)) {
+		sbx_cli_error("%s", err.message);
+		sbx_instance_destroy(box);
+		return SBX_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* One listed sandbox, copied out of the provider's callback. */
+struct box_row {
+	char *name;
+	char *status;
+	char *workspace;
+};
+
+struct box_list {
+	struct box_row *rows;
+	size_t n, cap;
+};
+
+static void box_list_cb(void *user, const struct sbxloop_sandbox_entry *e)
+{
+	struct box_list *l = user;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 8;
+		l->rows = sbx_xrealloc(l->rows, l->cap * sizeof(*l->rows));
+	}
+	l->rows[l->n].name = sbx_xstrdup(e->name);
+	l->rows[l->n].status = sbx_xstrdup(e->status ? e->status : "");
+	l->rows[l->n].workspace =
+		sbx_xstrdup(e->workspace ? e->workspace : "");
+	l->n++;
+}
+
+static void box_list_free(struct box_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++) {
+		free(l->rows[i].name);
+		free(l->rows[i].status);
+		free(l->rows[i].workspace);
+	}
+	free(l->rows);
+	memset(l, 0, sizeof(*l));
+}
+
+static int list_boxes(struct sbx_instance *box, struct box_list *l,
+		      struct sbxloop_error *err)
+{
+	const struct sbxloop_sandbox_ops *ops = box->ops;
+
+	memset(l, 0, sizeof(*l));
+	return ops->list(box->ctx, PAIR_PREFIX, box_list_cb, l, err);
+}
+
+static int box_listed(const struct box_list *l, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (!strcmp(l->rows[i].name, name))
+			return 1;
+	return 0;
+}
+
+/*
+ * Split `sbxloop-<run>-<role>` into run and role; 0 when the name
+ * follows the pair scheme with a valid run id.
+ */
+static int pair_name(const char *name, char *run, size_t run_size,
+		     const char **role)
+{
+	const char *rest, *dash;
+	size_t n;
+
+	if (!sbx_starts_with(name, PAIR_PREFIX))
+		return -1;
+	rest = name + strlen(PAIR_PREFIX);
+	dash = strrchr(rest, '-');
+	if (!dash || (strcmp(dash + 1, "agent") && strcmp(dash + 1, "github")))
+		return -1;
+	n = (size_t)(dash - rest);
+	if (n + 1 > run_size)
+		return -1;
+	memcpy(run, rest, n);
+	run[n] = '\0';
+	if (!sbx_run_id_valid(run))
+		return -1;
+	*role = dash + 1;
+	return 0;
+}
+
+/*
+ * Take a removed sandbox's secret registrations back through every
+ * configured strategy (sbx leaves name-scoped registrations behind, and
+ * a later sandbox of the same name would inherit them).
+ */
+static void revoke_secrets(struct sbx_core *core, const char *name,
+			   const char *role)
+{
+	size_t i, n = sbx_config_list_len(core->cfg, "plugins.secrets");
+
+	for (i = 0; i < n; i++) {
+		const char *sname =
+			sbx_config_list_item(core->cfg, "plugins.secrets", i);
+		const struct sbxloop_secret_ops *ops;
+		struct sbxloop_secret_req req;
+		struct sbxloop_error err = {0, ""};
+		struct sbx_instance inst;
+		int github = role && !strcmp(role, "github");
+
+		if (sbx_core_instantiate(core, SBXLOOP_KIND_SECRET, sname,
+					 &inst, &err))
+			continue;
+		ops = inst.ops;
+		memset(&req, 0, sizeof(req));
+		req.struct_size = sizeof(req);
+		req.sandbox = name;
+		req.role = github ? "github" : "agent";
+		req.env_name = github ? "GH_TOKEN" : AGENT_ENV;
+		req.value = "";
+		req.bind_host = github ? NULL : AGENT_HOST;
+		req.service = github ? "github" : NULL;
+		ops->revoke(inst.ctx, &req, &err);
+		sbx_instance_destroy(&inst);
+	}
+}
+
+/* ------------------------------------------------------- sandbox ls */
+
+static int sandbox_ls(struct sbx_cli *cli)
+{
+	struct sbxloop_error err = {0, ""};
+	struct sbx_instance box;
+	struct box_list l;
+	size_t i;
+	int rc;
+
+	rc = open_provider(cli, &box, NULL);
+	if (rc)
+		return rc;
+	rc = list_boxes(&box, &l, &err);
+	if (rc) {
+		sbx_cli_error("cannot list sandboxes: %s", err.message);
+		rc = SBX_EXIT_USAGE;
+		goto out;
+	}
+	if (!l.n) {
+		printf("no sbxloop sandboxes\n");
+		goto out;
+	}
+	printf("%-34s %-10s %s\n", "NAME", "STATUS", "WORKSPACE");
+	for (i = 0; i < l.n; i++)
+		printf("%-34s %-10s %s\n", l.rows[i].name, l.rows[i].status,
+		       l.rows[i].workspace);
+out:
+	box_list_free(&l);
+	sbx_instance_destroy(&box);
+	return rc;
+}
+
+/* ------------------------------------------------------- sandbox rm */
+
+static void add_target(char ***targets, size_t *n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (!strcmp((*targets)[i], name))
+			return;
+	*targets = sbx_xrealloc(*targets, (*n + 1) * sizeof(**targets));
+	(*targets)[(*n)++] = sbx_xstrdup(name);
+}
+
+static int sandbox_rm(struct sbx_cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"run", required_argument, NULL, 'r'},
+		{"all", no_argument, NULL, 'a'},
+		{NULL, 0, NULL, 0},
+	};
+	const struct sbxloop_sandbox_ops *ops;
+	struct sbxloop_error err = {0, ""};
+	struct sbx_instance box;
+	struct box_list l;
+	char **targets = NULL, *name;
+	const char *run = NULL, *role;
+	char run_buf[64];
+	size_t n = 0, i;
+	int opt, all = 0, rc;
+
+	memset(&l, 0, sizeof(l));
+	/* a fresh scan that permutes: options may follow operands */
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (opt == 'r')
+			run = optarg;
+		else if (opt == 'a')
+			all = 1;
+		else
+			return sbx_cli_usage(command("sandbox"), 1);
+	}
+	for (; optind < argc; optind++)
+		add_target(&targets, &n, argv[optind]);
+	if (run) {
+		name = sbx_xasprintf(PAIR_PREFIX "%s-agent", run);
+		add_target(&targets, &n, name);
+		free(name);
+		name = sbx_xasprintf(PAIR_PREFIX "%s-github", run);
+		add_target(&targets, &n, name);
+		free(name);
+	}
+	rc = open_provider(cli, &box, NULL);
+	if (rc)
+		goto out;
+	ops = box.ops;
+	if (list_boxes(&box, &l, &err)) {
+		sbx_cli_error("cannot list sandboxes: %s", err.message);
+		rc = SBX_EXIT_USAGE;
+		goto out_box;
+	}
+	for (i = 0; all && i < l.n; i++)
+		add_target(&targets, &n, l.rows[i].name);
+	if (!n) {
+		sbx_cli_error("nothing to remove: pass a NAME, --run, or "
+			      "--all");
+		rc = SBX_EXIT_USAGE;
+		goto out_box;
+	}
+	for (i = 0; i < n; i++) {
+		if (sbx_starts_with(targets[i], PAIR_PREFIX) &&
+		    !box_listed(&l, targets[i])) {
+			printf("skip %s: no such sandbox\n", targets[i]);
+			continue;
+		}
+		if (ops->sandbox_remove(box.ctx, targets[i], &err)) {
+			printf("skip %s: %s\n", targets[i], err.message);
+			continue;
+		}
+		if (pair_name(targets[i], run_buf, sizeof(run_buf), &role) ==
+		    0)
+			revoke_secrets(cli->core, targets[i], role);
+		printf("removed %s\n", targets[i]);
+	}
+out_box:
+	sbx_instance_destroy(&box);
+out:
+	box_list_free(&l);
+	for (i = 0; i < n; i++)
+		free(targets[i]);
+	free(targets);
+	return rc;
+}
+
+/* ---------------------------------------------------- sandbox prune */
+
+struct run_info {
+	int known;
+	char state[32];
+	char kept[16];
+	double updated_at;
+};
+
+static int run_info_cb(void *user, const struct sbxloop_run_row *row)
+{
+	struct run_info *ri = user;
+
+	ri->known = 1;
+	snprintf(ri->state, sizeof(ri->state), "%s",
+		 row->state ? row->state : "");
+	snprintf(ri->kept, sizeof(ri->kept), "%s",
+		 row->kept_reason ? row->kept_reason : "");
+	ri->updated_at = row->updated_at;
+	return 0;
+}
+
+static int is_terminal(const char *state)
+{
+	return !strcmp(state, "completed") || !strcmp(state, "failed") ||
+	       !strcmp(state, "cancelled");
+}
+
+static void format_age(double age, char *buf, size_t size)
+{
+	if (age < 0)
+		snprintf(buf, size, "?");
+	else if (age < 3600)
+		snprintf(buf, size, "%dm", (int)(age / 60));
+	else if (age < 48 * 3600)
+		snprintf(buf, size, "%.1fh", age / 3600);
+	else
+		snprintf(buf, size, "%.1fd", age / 86400);
+}
+
+enum verdict { KEEP, ORPHAN, UNTOUCHED };
+
+struct prune_row {
+	enum verdict verdict;
+	char run[64];
+	const char *role;
+	char state[32];
+	char age[16];
+	char reason[128];
+	int kept;
+};
+
+/* Classify one listed sandbox against the store (UPSTREAM.md 8.8). */
+static void classify(struct sbx_instance *store, const char *name,
+		     double min_age_s, int include_kept, struct prune_row *pr)
+{
+	const struct sbxloop_store_ops *st = store->ops;
+	struct sbxloop_error err = {0, ""};
+	struct run_info ri;
+	double last = 0, age;
+
+	memset(pr, 0, sizeof(*pr));
+	snprintf(pr->age, sizeof(pr->age), "?");
+	snprintf(pr->state, sizeof(pr->state), "-");
+	if (sbx_starts_with(name, PAIR_PREFIX "daemon-github-") ||
+	    sbx_starts_with(name, PAIR_PREFIX "concierge-")) {
+		pr->verdict = UNTOUCHED;
+		snprintf(pr->reason, sizeof(pr->reason), "daemon-owned");
+		return;
+	}
+	if (pair_name(name, pr->run, sizeof(pr->run), &pr->role)) {
+		pr->verdict = UNTOUCHED;
+		snprintf(pr->run, sizeof(pr->run), "-");
+		snprintf(pr->reason, sizeof(pr->reason),
+			 "unrecognized naming scheme");
+		return;
+	}
+	memset(&ri, 0, sizeof(ri));
+	if (st->run_get(store->ctx, pr->run, run_info_cb, &ri, &err) ||
+	    !ri.known) {
+		pr->verdict = ORPHAN;
+		snprintf(pr->reason, sizeof(pr->reason),
+			 "run unknown here (may belong to another working "
+			 "copy)");
+		return;
+	}
+	snprintf(pr->state, sizeof(pr->state), "%s", ri.state);
+	pr->kept = ri.kept[0] != '\0';
+	st->event_last_ts(store->ctx, pr->run, &last, &err);
+	if (last < ri.updated_at)
+		last = ri.updated_at;
+	age = last > 0 ? sbx_now() - last : -1;
+	format_age(age, pr->age, sizeof(pr->age));
+	if (pr->kept && !include_kept) {
+		pr->verdict = KEEP;
+		snprintf(pr->reason, sizeof(pr->reason), "kept (%s)", ri.kept);
+		return;
+	}
+	if (is_terminal(ri.state)) {
+		pr->verdict = age >= min_age_s ? ORPHAN : KEEP;
+		snprintf(pr->reason, sizeof(pr->reason), "%s",
+			 pr->verdict == ORPHAN ? "run finished"
+					       : "younger than --min-age");
+	} else {
+		pr->verdict = age >= min_age_s ? ORPHAN : KEEP;
+		if (pr->verdict == ORPHAN)
+			snprintf(pr->reason, sizeof(pr->reason),
+				 "silent for %s", pr->age);
+		else
+			snprintf(pr->reason, sizeof(pr->reason),
+				 "possibly live");
+	}
+}
+
+/* Count orphan candidates with the defaults (doctor); -1 on failure. */
+static int count_orphans(struct sbx_instance *box, struct sbx_instance *store)
+{
+	struct sbxloop_error err = {0, ""};
+	struct prune_row pr;
+	struct box_list l;
+	size_t i;
+	int n = 0;
+
+	if (list_boxes(box, &l, &err))
+		return -1;
+	for (i = 0; i < l.n; i++) {
+		classify(store, l.rows[i].name, MIN_AGE_HOURS * 3600, 0, &pr);
+		n += pr.verdict == ORPHAN;
+	}
+	box_list_free(&l);
+	return n;
+}
+
+static int sandbox_prune(struct sbx_cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"include-kept", no_argument, NULL, 'k'},
+		{"dry-run", no_argument, NULL, 'n'},
+		{"force", no_argument, NULL, 'f'},
+		{"yes", no_argument, NULL, 'f'},
+		{"min-age", required_argument, NULL, 'm'},
+		{NULL, 0, NULL, 0},
+	};
+	const struct sbxloop_sandbox_ops *ops;
+	const struct sbxloop_store_ops *st;
+	struct sbxloop_error err = {0, ""};
+	struct sbx_instance box, store;
+	struct prune_row pr;
+	struct box_list l;
+	double min_age = MIN_AGE_HOURS;
+	char *end;
+	size_t i;
+	int opt, include_kept = 0, dry = 0, force = 0, rc, orphans = 0;
+
+	memset(&l, 0, sizeof(l));
+	/* a fresh scan that permutes: options may follow operands */
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'k':
+			include_kept = 1;
+			break;
+		case 'n':
+			dry = 1;
+			break;
+		case 'f':
+			force = 1;
+			break;
+		case 'm':
+			errno = 0;
+			min_age = strtod(optarg, &end);
+			if (errno || *end || min_age < 0) {
+				sbx_cli_error("--min-age must be a number of "
+					      "hours, not '%s'",
+					      optarg);
+				return SBX_EXIT_USAGE;
+			}
+			break;
+		default:
+			return sbx_cli_usage(command("sandbox"), 1);
+		}
+	}
+	if (dry)
+		force = 0;
+	rc = open_provider(cli, &box, &store);
+	if (rc)
+		return rc;
+	ops = box.ops;
+	st = store.ops;
+	if (list_boxes(&box, &l, &err)) {
+		sbx_cli_error("cannot list sandboxes: %s", err.message);
+		rc = SBX_EXIT_USAGE;
+		goto out;
+	}
+	if (!l.n) {
+		printf("no sbxloop sandboxes\n");
+		goto out;
+	}
+	printf("%-34s %-10s %-12s %-7s %s\n", "SANDBOX", "RUN", "RUN STATE",
+	       "AGE", "VERDICT");
+	for (i = 0; i < l.n; i++) {
+		classify(&store, l.rows[i].name, min_age * 3600, include_kept,
+			 &pr);
+		printf("%-34s %-10s %-12s %-7s %s - %s\n", l.rows[i].name,
+		       pr.run, pr.state, pr.age,
+		       pr.verdict == ORPHAN ? "orphan" : "keep", pr.reason);
+		if (pr.verdict != ORPHAN)
+			continue;
+		orphans++;
+		if (!force)
+			continue;
+		if (ops->sandbox_remove(box.ctx, l.rows[i].name, &err)) {
+			sbx_cli_error("cannot remove '%s': %s", l.rows[i].name,
+				      err.message);
+			rc = SBX_EXIT_FAIL;
+			continue;
+		}
+		revoke_secrets(cli->core, l.rows[i].name, pr.role);
+		if (pr.kept) {
+			struct sbxloop_run_update u;
+
+			memset(&u, 0, sizeof(u));
+			u.struct_size = sizeof(u);
+			u.run_id = pr.run;
+			u.fields = SBXLOOP_RUN_KEPT;
+			u.kept_reason = NULL;
+			st->run_update(store.ctx, &u, NULL, 0, &err);
+		}
+		printf("removed %s\n", l.rows[i].name);
+	}
+	printf("note: runs are looked up in this working copy's state "
+	       "database only\n");
+	if (!force && orphans)
+		printf("dry run: %d orphan(s); pass --force to remove them\n",
+		       orphans);
+out:
+	box_list_free(&l);
+	sbx_instance_destroy(&store);
+	sbx_instance_destroy(&box);
+	return rc;
+}
+
+int sbx_cmd_sandbox(struct sbx_cli *cli, int argc, char **argv)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+
+	if (!sub)
+		return sbx_cli_usage(command("sandbox"), 1);
+	if (!strcmp(sub, "ls"))
+		return argc > 2 ? sbx_cli_usage(command("sandbox"), 1)
+				: sandbox_ls(cli);
+	if (!strcmp(sub, "rm"))
+		return sandbox_rm(cli, argc - 1, argv + 1);
+	if (!strcmp(sub, "prune"))
+		return sandbox_prune(cli, argc - 1, argv + 1);
+	sbx_cli_error("unknown sandbox command '%s'", sub);
+	return sbx_cli_usage(command("sandbox"), 1);
+}
+
+/* -------------------------------------------------------------- shell */
+
+static void print_line(void *user, const char *line, size_t len)
+{
+	FILE *f = user;
+
+	fwrite(line, 1, len, f);
+	fputc('\n', f);
+	fflush(f);
+}
+
+static void print_err_line(void *user, const char *line, size_t len)
+{
+	(void)user;
+	print_line(stderr, line, len);
+}
+
+static int run_known(struct sbx_instance *store, const char *run)
+{
+	const struct sbxloop_store_ops *st = store->ops;
+	struct sbxloop_error err = {0, ""};
+	struct run_info ri;
+
+	memset(&ri, 0, sizeof(ri));
+	return st->run_get(store->ctx, run, run_info_cb, &ri, &err) == 0 &&
+	       ri.known;
+}
+
+int sbx_cmd_shell(struct sbx_cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"role", required_argument, NULL, 'r'},
+		{"command", required_argument, NULL, 'c'},
+		{NULL, 0, NULL, 0},
+	};
+	const struct sbxloop_sandbox_ops *ops;
+	struct sbxloop_error err = {0, ""};
+	struct sbx_instance box, store;
+	const char *role = "agent", *cmd = NULL, *run, *provider;
+	char *name = NULL;
+	struct box_list l;
+	int opt, rc;
+
+	memset(&l, 0, sizeof(l));
+	/* a fresh scan that permutes: options may follow operands */
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "c:", longopts, NULL)) != -1) {
+		if (opt == 'r')
+			role = optarg;
+		else if (opt == 'c')
+			cmd = optarg;
+		else
+			return sbx_cli_usage(command("shell"), 1);
+	}
+	if (optind + 1 != argc)
+		return sbx_cli_usage(command("shell"), 1);
+	run = argv[optind];
+	if (strcmp(role, "agent") && strcmp(role, "github")) {
+		sbx_cli_error("--role must be agent or github, not '%s'",
+			      role);
+		return SBX_EXIT_USAGE;
+	}
+	rc = open_provider(cli, &box, &store);
+	if (rc)
+		return rc;
+	ops = box.ops;
+	if (!run_known(&store, run)) {
+		sbx_cli_error("unknown run '%s'", run);
+		sbx_cli_hint("`sbxloop status` lists the known runs");
+		rc = SBX_EXIT_USAGE;
+		goto out;
+	}
+	name = sbx_xasprintf(PAIR_PREFIX "%s-%s", run, role);
+	if (list_boxes(&box, &l, &err)) {
+		sbx_cli_error("cannot list sandboxes: %s", err.message);
+		rc = SBX_EXIT_USAGE;
+		goto out;
+	}
+	if (!box_listed(&l, name)) {
+		sbx_cli_error("sandbox '%s' does not exist", name);
+		sbx_cli_hint("sandboxes are removed when a run ends unless "
+			     "kept (keep_sandboxes, keep_on_failure)");
+		rc = SBX_EXIT_USAGE;
+		goto out;
+	}
+	if (cmd) {
+		const char *sh[] = {"sh", "-lc", cmd, NULL};
+		struct sbxloop_exec_spec spec;
+		struct sbxloop_proc_result res;
+
+		memset(&spec, 0, sizeof(spec));
+		spec.struct_size = sizeof(spec);
+		spec.argv = sh;
+		spec.on_stdout_line = print_line;
+		spec.on_stderr_line = print_err_line;
+		spec.user = stdout;
+		memset(&res, 0, sizeof(res));
+		rc = ops->exec(box.ctx, name, &spec, &res, &err);
+		if (rc) {
+			sbx_cli_error("%s", err.message);
+			rc = SBX_EXIT_FAIL;
+		} else {
+			rc = res.exit_code < 0 ? SBX_EXIT_FAIL : res.exit_code;
+		}
+		sbx_proc_result_clear(&res);
+		goto out;
+	}
+	provider = sbx_config_str(cli->core->cfg, "plugins.sandbox");
+	if (!provider || strcmp(provider, "sbx")) {
+		sbx_cli_error("an interactive shell needs the sbx provider "
+			      "(this config uses '%s')",
+			      provider ? provider : "local");
+		sbx_cli_hint("pass -c CMD to run one command instead");
+		rc = SBX_EXIT_USAGE;
+		goto out;
+	}
+	{
+		/* the terminal belongs to the shell: exec sbx in place */
+		const char *app = sbx_config_str(cli->core->cfg, "app_name");
+		const char *args[12];
+		size_t n = 0;
+
+		args[n++] = "sbx";
+		if (app && *app) {
+			args[n++] = "--app-name";
+			args[n++] = app;
+		}
+		args[n++] = "exec";
+		args[n++] = "-it";
+		args[n++] = name;
+		args[n++] = "sh";
+		args[n++] = "-c";
+		args[n++] = "command -v bash >/dev/null && exec bash -l; "
+			    "exec sh -l";
+		args[n] = NULL;
+		fflush(NULL);
+		execvp("sbx", (char *const *)args);
+		sbx_cli_error("cannot run sbx: %s", strerror(errno));
+		rc = SBX_EXIT_USAGE;
+	}
+out:
+	free(name);
+	box_list_free(&l);
+	sbx_instance_destroy(&store);
+	sbx_instance_destroy(&box);
+	return rc;
+}
+
+/* ------------------------------------------------------------ secrets */
+
+struct reg_row {
+	char *env;
+	char *scope;
+	char *hosts;
+};
+
+struct reg_list {
+	struct reg_row *rows;
+	size_t n, cap;
+};
+
+static void reg_cb(void *user, const char *env, const char *scope,
+		   const char *detail)
+{
+	struct reg_list *l = user;
+
+	/* the one secret sbxloop registers itself; services stay alone */
+	if (strcmp(env, AGENT_ENV))
+		return;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 8;
+		l->rows = sbx_xrealloc(l->rows, l->cap * sizeof(*l->rows));
+	}
+	l->rows[l->n].env = sbx_xstrdup(env);
+	l->rows[l->n].scope = sbx_xstrdup(scope);
+	l->rows[l->n].hosts = sbx_xstrdup(detail ? detail : "");
+	l->n++;
+}
+
+static void reg_list_free(struct reg_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++) {
+		free(l->rows[i].env);
+		free(l->rows[i].scope);
+		free(l->rows[i].hosts);
+	}
+	free(l->rows);
+	memset(l, 0, sizeof(*l));
+}
+
+/* ok / stale / foreign for one registration (UPSTREAM.md 8.6). */
+static const char *assess(const struct reg_row *r, const struct box_list *l,
+			  const char **note)
+{
+	int canonical = strstr(r->hosts, AGENT_HOST) != NULL;
+
+	if (sbx_starts_with(r->scope, PAIR_PREFIX)) {
+		if (!box_listed(l, r->scope)) {
+			*note = "its sandbox is gone";
+			return "stale";
+		}
+		*note = canonical ? "live sandbox" : "bound to another host";
+		return canonical ? "ok" : "stale";
+	}
+	if (!strcmp(r->scope, "global")) {
+		*note = canonical ? "global registration"
+				  : "global, bound to another host";
+		return canonical ? "ok" : "stale";
+	}
+	*note = "not registered by sbxloop";
+	return "foreign";
+}
+
+int sbx_cmd_secrets(struct sbx_cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"apply", no_argument, NULL, 'a'},
+		{"all", no_argument, NULL, 'A'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *sub = argc > 1 ? argv[1] : NULL;
+	const struct sbxloop_secret_ops *sops;
+	struct sbxloop_error err = {0, ""};
+	struct sbx_instance box, proxy;
+	struct reg_list regs;
+	struct box_list l;
+	size_t i;
+	int opt, apply = 0, all = 0, rc, clean;
+
+	memset(&regs, 0, sizeof(regs));
+	memset(&l, 0, sizeof(l));
+	memset(&proxy, 0, sizeof(proxy));
+	if (!sub || (strcmp(sub, "list") && strcmp(sub, "clean")))
+		return sbx_cli_usage(command("secrets"), 1);
+	clean = !strcmp(sub, "clean");
+	argc--;
+	argv++;
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (opt == 'a' && clean)
+			apply = 1;
+		else if (opt == 'A' && clean)
+			all = 1;
+		else
+			return sbx_cli_usage(command("secrets"), 1);
+	}
+	if (optind != argc)
+		return sbx_cli_usage(command("secrets"), 1);
+	rc = open_provider(cli, &box, NULL);
+	if (rc)
+		return rc;
+	if (sbx_core_instantiate(cli->core, SBXLOOP_KIND_SECRET, "sbx-proxy",
+				 &proxy, &err)) {
+		sbx_cli_error("%s", err.message);
+		rc = SBX_EXIT_USAGE;
+		goto out;
+	}
+	sops = proxy.ops;
+	if (!sops->list || sops->list(proxy.ctx, reg_cb, &regs, &err) ||
+	    list_boxes(&box, &l, &err)) {
+		sbx_cli_error("cannot inspect sbx secrets: %s",
+			      err.message[0] ? err.message
+					     : "listing unsupported");
+		rc = SBX_EXIT_USAGE;
+		goto out;
+	}
+	if (!clean) {
+		printf("%-22s %-34s %-8s %s\n", "ENV", "SCOPE", "STATUS",
+		       "NOTE");
+		printf("%-22s %-34s %-8s %s\n", AGENT_ENV,
+		       "(expected: custom @ " AGENT_HOST ", per-run scope)",
+		       "", "");
+		for (i = 0; i < regs.n; i++) {
+			const char *note = "";
+			const char *status = assess(&regs.rows[i], &l, &note);
+
+			printf("%-22s %-34s %-8s %s\n", regs.rows[i].env,
+			       regs.rows[i].scope, status, note);
+		}
+		if (!regs.n)
+			printf("no registrations\n");
+		goto out;
+	}
+	for (i = 0; i < regs.n; i++) {
+		const char *note = "";
+		const char *status = assess(&regs.rows[i], &l, &note);
+		struct sbxloop_secret_req req;
+
+		if (!strcmp(status, "foreign") ||
+		    (!strcmp(status, "ok") && !all))
+			continue;
+		if (!apply) {
+			printf("would remove %s in scope %s (%s)\n",
+			       regs.rows[i].env, regs.rows[i].scope, note);
+			continue;
+		}
+		memset(&req, 0, sizeof(req));
+		req.struct_size = sizeof(req);
+		req.sandbox = regs.rows[i].scope;
+		req.env_name = regs.rows[i].env;
+		req.value = "";
+		req.bind_host = AGENT_HOST;
+		if (sops->revoke(proxy.ctx, &req, &err)) {
+			sbx_cli_error("cannot remove %s in scope %s: %s",
+				      req.env_name, req.sandbox, err.message);
+			rc = SBX_EXIT_FAIL;
+			continue;
+		}
+		printf("removed %s in scope %s\n", req.env_name, req.sandbox);
+	}
+	if (!apply)
+		printf("dry run; pass --apply to remove\n");
+out:
+	reg_list_free(&regs);
+	box_list_free(&l);
+	sbx_instance_destroy(&proxy);
+	sbx_instance_destroy(&box);
+	return rc;
+}
+
+/* ------------------------------------------------------------- doctor */
+
+struct doctor {
+	int hard_failures;
+};
+
+static void row(struct doctor *d, const char *check, const char *status,
+		const char *fmt, ...) SBXLOOP_PRINTF(4, 5);
+
+static void row(struct doctor *d, const char *check, const char *status,
+		const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!strcmp(status, "FAIL"))
+		d->hard_failures++;
+	printf("%-30s %-5s ", check, status);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+/* Run `sbx [--app-name X] ARGS`; 0 when it ran. */
+static int run_sbx(struct sbx_core *core, const char *const *args,
+		   struct sbxloop_proc_result *res)
+{
+	const char *app = sbx_config_str(core->cfg, "app_name");
+	struct sbxloop_proc_spec spec;
+	struct sbxloop_error err = {0, ""};
+	const char *argv[16];
+	size_t n = 0, i;
+
+	argv[n++] = "sbx";
+	if (app && *app) {
+		argv[n++] = "--app-name";
+		argv[n++] = app;
+	}
+	for (i = 0; args[i] && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.argv = argv;
+	spec.timeout_s = 120;
+	memset(res, 0, sizeof(*res));
+	res->struct_size = sizeof(*res);
+	return sbx_proc_run(&spec, res, &err);
+}
+
+static void first_line(const char *s, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	while (s && s[n] && s[n] != '\n' && n + 1 < size) {
+		buf[n] = s[n];
+		n++;
+	}
+	buf[n] = '\0';
+}
+
+static void check_policy(struct doctor *d, struct sbx_core *core,
+			 const char *host)
+{
+	const char *args[] = {"policy", "check", "network", host, NULL};
+	struct sbxloop_proc_result res;
+	char label[64], line[160];
+
+	snprintf(label, sizeof(label), "policy: %s", host);
+	if (run_sbx(core, args, &res) == 0) {
+		const char *all = res.out ? res.out : "";
+		int denied = strstr(all, "deny") || strstr(all, "denied") ||
+			     strstr(all, "block") ||
+			     (res.err && (strstr(res.err, "deny") ||
+					  strstr(res.err, "block")));
+
+		if (res.exit_code == 0 && !denied)
+			row(d, label, "ok", "allowed");
+		else if (denied)
+			row(d, label, "warn",
+			    "blocked; run `sbx policy init balanced` or `sbx "
+			    "policy allow network %s`",
+			    host);
+		else {
+			first_line(res.err_len ? res.err : res.out, line,
+				   sizeof(line));
+			row(d, label, "warn",
+			    "errored (not a policy answer): %s", line);
+		}
+	} else {
+		row(d, label, "warn", "errored (not a policy answer)");
+	}
+	sbx_proc_result_clear(&res);
+}
+
+static void check_worker(struct doctor *d, struct sbx_core *core)
+{
+	char *path = sbx_worker_path(core);
+	const char *argv[] = {path, "version", NULL};
+	struct sbxloop_proc_spec spec;
+	struct sbxloop_proc_result res;
+	struct sbxloop_error err = {0, ""};
+	char line[128];
+	const char *ver;
+
+	if (access(path, X_OK) < 0) {
+		row(d, "worker binary", "FAIL",
+		    "'%s' is missing: set worker_path or install "
+		    "sbxloop-worker",
+		    path);
+		free(path);
+		return;
+	}
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.argv = argv;
+	spec.timeout_s = 30;
+	memset(&res, 0, sizeof(res));
+	if (sbx_proc_run(&spec, &res, &err) || res.exit_code) {
+		row(d, "worker binary", "FAIL", "'%s version' failed", path);
+		goto out;
+	}
+	first_line(res.out, line, sizeof(line));
+	ver = strrchr(line, ' ');
+	ver = ver ? ver + 1 : line;
+	if (strcmp(ver, PACKAGE_VERSION))
+		row(d, "worker binary", "FAIL",
+		    "'%s' is version %s, sbxloop is %s", path, ver,
+		    PACKAGE_VERSION);
+	else
+		row(d, "worker binary", "ok", "%s (%s)", path, ver);
+out:
+	sbx_proc_result_clear(&res);
+	free(path);
+}
+
+static void check_state_dir(struct doctor *d, struct sbx_core *core)
+{
+	const char *dir = sbx_core_state_dir(core);
+	char *probe;
+	FILE *f;
+
+	if (!dir) {
+		row(d, "state dir", "FAIL", "cannot create '%s'",
+		    sbx_config_str(core->cfg, "state_dir"));
+		return;
+	}
+	probe = sbx_xasprintf("%s/.doctor-probe-%ld", dir, (long)getpid());
+	f = fopen(probe, "w");
+	if (!f || fputs("ok\n", f) < 0) {
+		row(d, "state dir", "FAIL", "'%s' is not writable: %s", dir,
+		    strerror(errno));
+	} else {
+		row(d, "state dir", "ok", "%s", dir);
+	}
+	if (f)
+		fclose(f);
+	unlink(probe);
+	free(probe);
+}
+
+int sbx_cmd_doctor(struct sbx_cli *cli, int argc, char **argv)
+{
+	struct doctor d = {0};
+	struct sbx_instance box, store;
+	struct sbxloop_proc_result res;
+	const char *provider, *repo, *app;
+	int rc, have_sbx = 0, logged_in = 0;
+	char line[160];
+
+	(void)argv;
+	if (argc > 1)
+		return sbx_cli_usage(command("doctor"), 1);
+	rc = sbx_cli_open_core(cli);
+	if (rc)
+		return rc;
+	provider = sbx_config_str(cli->core->cfg, "plugins.sandbox");
+	app = sbx_config_str(cli->core->cfg, "app_name");
+	printf("%-30s %-5s %s\n", "CHECK", "STATUS", "DETAIL");
+
+	if (provider && !strcmp(provider, "sbx")) {
+		const char *version[] = {"version", NULL};
+		const char *help[] = {"secret", "set-custom", "--help", NULL};
+
+		if (run_sbx(cli->core, version, &res) == 0 &&
+		    res.exit_code == 0) {
+			have_sbx = 1;
+			first_line(res.out, line, sizeof(line));
+			row(&d, "sbx binary", "ok", "%s%s", line,
+			    strstr(line, "0.38") ? "" : " (tested with 0.38)");
+		} else {
+			row(&d, "sbx binary", "FAIL",
+			    "`sbx version` failed: install Docker Sandboxes "
+			    "and put `sbx` on PATH");
+		}
+		sbx_proc_result_clear(&res);
+		if (have_sbx) {
+			const char *ls[] = {"ls", NULL};
+
+			if (run_sbx(cli->core, ls, &res) == 0 &&
+			    res.exit_code == 0) {
+				logged_in = 1;
+				row(&d, "sbx login", "ok", "`sbx ls` works");
+			} else {
+				row(&d, "sbx login", "FAIL",
+				    "`sbx ls` failed: run `sbx%s%s login`",
+				    app && *app ? " --app-name " : "",
+				    app && *app ? app : "");
+			}
+			sbx_proc_result_clear(&res);
+		}
+		if (logged_in && open_provider(cli, &box, &store) == 0) {
+			int n = count_orphans(&box, &store);
+
+			if (n < 0)
+				row(&d, "orphaned sandboxes", "warn",
+				    "cannot list sandboxes");
+			else if (n)
+				row(&d, "orphaned sandboxes", "warn",
+				    "%d orphan candidate(s): see `sbxloop "
+				    "sandbox prune`",
+				    n);
+			else
+				row(&d, "orphaned sandboxes", "ok", "none");
+			sbx_instance_destroy(&store);
+			sbx_instance_destroy(&box);
+		}
+		if (logged_in) {
+			check_policy(&d, cli->core, "api.githubcopilot.com");
+			check_policy(&d, cli->core, "api.github.com");
+		}
+		if (have_sbx) {
+			if (run_sbx(cli->core, help, &res) == 0 && res.out &&
+			    strstr(res.out, "stdin"))
+				row(&d, "secret value on stdin", "ok",
+				    "sbx accepts custom secrets on stdin");
+			else
+				row(&d, "secret value on stdin", "warn",
+				    "argv-only: `sbx secret set-custom` takes "
+				    "the model token on its command line, "
+				    "visible to local `ps`; sbxloop masks it "
+				    "everywhere it writes");
+			sbx_proc_result_clear(&res);
+		}
+	} else {
+		row(&d, "sandbox provider", "ok", "%s (no sbx checks)",
+		    provider ? provider : "local");
+	}
+
+	if (getenv(AGENT_ENV) && *getenv(AGENT_ENV))
+		row(&d, AGENT_ENV, "ok", "set");
+	else
+		row(&d, AGENT_ENV, "FAIL",
+		    "not set: create a fine-grained PAT with \"Copilot "
+		    "Requests\" and export it");
+	repo = sbx_config_str(cli->core->cfg, "github.repo");
+	if (repo && *repo) {
+		if ((getenv("GH_TOKEN") && *getenv("GH_TOKEN")) ||
+		    (getenv("GITHUB_TOKEN") && *getenv("GITHUB_TOKEN")))
+			row(&d, "GH_TOKEN/GITHUB_TOKEN", "ok", "set");
+		else
+			row(&d, "GH_TOKEN/GITHUB_TOKEN", "FAIL",
+			    "not set, but github.repo is '%s'", repo);
+	} else {
+		row(&d, "github integration", "ok",
+		    "disabled (github.repo unset)");
+	}
+	check_state_dir(&d, cli->core);
+	check_worker(&d, cli->core);
+	return d.hard_failures ? SBX_EXIT_FAIL : SBX_EXIT_OK;
+}

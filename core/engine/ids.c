@@ -1,0 +1,85 @@
+/*
+ * Random identifiers for runs and jobs. Entropy comes from getrandom();
+ * when the kernel cannot provide it, a time-and-pid mix keeps ids unique
+ * enough for a single host. Called by the engine and the run command.
+ * Also the check of task ids (phases.c, DECOMPOSE).
+ */
+#include "config.h"
+
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/ids.h"
+
+static const char alphabet[] = "0123456789abcdefghjkmnpqrstvwxyz";
+
+static void fill_random(unsigned char *p, size_t n)
+{
+	ssize_t got = getrandom(p, n, 0);
+	struct timespec ts;
+	size_t i;
+
+	if (got == (ssize_t)n)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	for (i = 0; i < n; i++)
+		p[i] = (unsigned char)((unsigned long)ts.tv_nsec >> (i % 24) ^
+				       (unsigned long)getpid() * (i + 7));
+}
+
+void sbx_id_new(char *buf, char prefix, size_t n)
+{
+	unsigned char raw[32];
+	size_t i;
+
+	if (n > sizeof(raw))
+		n = sizeof(raw);
+	fill_random(raw, n);
+	buf[0] = prefix;
+	for (i = 0; i < n; i++)
+		buf[i + 1] = alphabet[raw[i] & 31];
+	buf[n + 1] = '\0';
+}
+
+void sbx_run_id_new(char buf[SBX_RUN_ID_LEN + 1])
+{
+	sbx_id_new(buf, 'r', SBX_RUN_ID_LEN - 1);
+}
+
+void sbx_job_id_new(char buf[SBX_JOB_ID_LEN + 1])
+{
+	sbx_id_new(buf, 'j', SBX_JOB_ID_LEN - 1);
+}
+
+int sbx_run_id_valid(const char *s)
+{
+	size_t i;
+
+	if (!s || s[0] != 'r' || strlen(s) != SBX_RUN_ID_LEN)
+		return 0;
+	for (i = 1; s[i]; i++)
+		if (!strchr(alphabet, s[i]))
+			return 0;
+	return 1;
+}
+
+int sbx_task_id_valid(const char *s)
+{
+	size_t i;
+
+	if (!s || !*s || *s == '.' || *s == '-')
+		return 0;
+	for (i = 0; s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (i >= SBX_TASK_ID_MAX)
+			return 0;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '-'))
+			return 0;
+	}
+	return 1;
+}

@@ -1,0 +1,799 @@
+/*
+ * Provisioning of a run's sandbox pair (UPSTREAM.md 8.4, 8.5, 8.7). Owns
+ * the token check that comes before any sandbox, the creation of the
+ * agent sandbox and of the github sandbox (only when github.repo is
+ * set), the walk of the secret strategy chain that hands each sandbox
+ * its own token and nothing else, and the teardown and rollback that
+ * revoke every provided secret and remove both sandboxes. The engine is
+ * its only caller; sbx_chain_names() also serves the engine's policy
+ * granter chain.
+ *
+ * Credential split: the model token is provided to the agent sandbox
+ * only (bound to its token-exchange host), the GitHub token to the
+ * github sandbox only (sbx's `github` service). No token value goes into
+ * an event, a log line or an error; the tokens are registered for
+ * redaction at startup (redact.c) and again by the strategies.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sbxloop/sandbox.h>
+#include <sbxloop/secret.h>
+
+#include "engine/provision.h"
+#include "engine/egress.h"
+#include "engine/engine.h"
+#include "host/events.h"
+#include "phases/phases.h"
+#include "common/proc.h"
+#include "host/redact.h"
+#include "common/util.h"
+
+#define ROLE_AGENT 0
+#define ROLE_GITHUB 1
+#define MAX_PROVIDED 4
+
+/* Not a chain index: the core's own env file (no strategy configured). */
+#define WORKER_ENV SIZE_MAX
+#define WORKER_ENV_NAME "worker-env"
+
+/*
+ * The model token each agent preset reads and the host its requests go
+ * to (a proxy binds the token there). The script backend replays the
+ * preset's sessions, so it names the same token.
+ */
+static const struct model_token {
+	const char *preset;
+	const char *env;
+	const char *host;
+	const char *advice;
+} model_tokens[] = {
+	{"copilot", "COPILOT_GITHUB_TOKEN", "api.github.com",
+	 "a fine-grained personal access token with the \"Copilot "
+	 "Requests\" permission"},
+	{"claude", "ANTHROPIC_API_KEY", "api.anthropic.com",
+	 "an Anthropic API key"},
+	{"codex", "OPENAI_API_KEY", "api.openai.com", "an OpenAI API key"},
+	{"gemini", "GEMINI_API_KEY", "generativelanguage.googleapis.com",
+	 "a Gemini API key"},
+};
+
+/* GitHub: gh and the GitHub API read either; GH_TOKEN wins. */
+#define GH_ENV "GH_TOKEN"
+#define GH_ENV_ALT "GITHUB_TOKEN"
+#define GH_SERVICE "github"
+
+struct box {
+	char name[SBXLOOP_NAME_MAX];
+	const char *role;
+	struct sbxloop_sandbox_info info;
+	int created;
+};
+
+/* One secret a strategy (or the core's env file) took; for revoke. */
+struct provided {
+	size_t strategy; /* index in the chain, or WORKER_ENV */
+	int box;
+	const char *env; /* static strings */
+	const char *bind_host;
+	const char *service;
+};
+
+struct sbx_pair {
+	struct sbx_core *core;
+	char run_id[32];
+	pthread_mutex_t lock;
+	const char **chain_names;
+	struct sbx_instance *chain;
+	size_t n_chain;
+	struct box boxes[2];
+	size_t n_boxes;
+	struct provided provided[MAX_PROVIDED];
+	size_t n_provided;
+	/* the tokens, copied at the check and wiped on free */
+	int checked;
+	const struct model_token *model; /* of agent.preset, or NULL */
+	const char *model_skip;          /* why none is handed in */
+	char *model_value;               /* NULL: none is handed in */
+	char *gh_value;
+	const char *repo;
+};
+
+/* ------------------------------------------------------------ chains */
+
+/* Does module `m` also provide a sandbox provider? */
+static int module_has_provider(const struct sbx_module *m)
+{
+	size_t i;
+
+	for (i = 0; m && m->desc && i < m->desc->n_components; i++)
+		if (m->desc->components[i].kind == SBXLOOP_KIND_SANDBOX)
+			return 1;
+	return 0;
+}
+
+const char **sbx_chain_names(const struct sbx_core *core, const char *path,
+			     enum sbxloop_kind kind, int warn, size_t *n)
+{
+	const struct sbx_config_value *v = sbx_config_get(core->cfg, path);
+	size_t len = sbx_config_list_len(core->cfg, path), i, k = 0;
+	const char **names = sbx_xcalloc(len + 1, sizeof(*names));
+	const struct sbx_module *own = core->sandbox.module;
+
+	for (i = 0; i < len; i++) {
+		const char *name = sbx_config_list_item(core->cfg, path, i);
+		const struct sbx_module *m = NULL;
+
+		/* a provider's own strategies act on its sandboxes only */
+		if (sbx_registry_find(&core->reg, kind, name, &m) && own &&
+		    m != own && module_has_provider(m)) {
+			if (warn && v && v->source != SBX_SRC_DEFAULT)
+				sbx_log(SBXLOOP_LOG_WARN,
+					"%s: '%s' of module '%s' works only "
+					"with that module's sandbox provider; "
+					"skipped with provider '%s'",
+					path, name, m->name, own->name);
+			continue;
+		}
+		names[k++] = name;
+	}
+	names[k] = NULL;
+	*n = k;
+	return names;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+struct sbx_pair *sbx_pair_new(struct sbx_core *core)
+{
+	struct sbx_pair *p = sbx_xcalloc(1, sizeof(*p));
+
+	p->core = core;
+	pthread_mutex_init(&p->lock, NULL);
+	return p;
+}
+
+static void wipe_free(char *s)
+{
+	if (s) {
+		volatile char *v = s;
+
+		while (*v)
+			*v++ = '\0';
+	}
+	free(s);
+}
+
+static void chain_close(struct sbx_pair *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_chain; i++)
+		sbx_instance_destroy(&p->chain[i]);
+	free(p->chain);
+	free(p->chain_names);
+	p->chain = NULL;
+	p->chain_names = NULL;
+	p->n_chain = 0;
+}
+
+void sbx_pair_free(struct sbx_pair *p)
+{
+	if (!p)
+		return;
+	chain_close(p);
+	wipe_free(p->model_value);
+	wipe_free(p->gh_value);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+static int cancelled(const volatile sig_atomic_t *cancel)
+{
+	return cancel && *cancel;
+}
+
+/* ------------------------------------------------------------ tokens */
+
+static const char *env_value(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+int sbx_pair_check_tokens(struct sbx_pair *p, struct sbxloop_error *err)
+{
+	const struct sbx_config *cfg = p->core->cfg;
+	const char *preset = sbx_config_str(cfg, "agent.preset");
+	const char *backend = sbx_config_str(cfg, "agent.backend");
+	const char **names;
+	size_t i, n;
+
+	wipe_free(p->model_value);
+	wipe_free(p->gh_value);
+	p->model_value = p->gh_value = NULL;
+	p->model = NULL;
+	p->model_skip = NULL;
+	p->checked = 0;
+
+	for (i = 0; i < SBX_ARRAY_SIZE(model_tokens); i++)
+		if (preset && !strcmp(preset, model_tokens[i].preset))
+			p->model = &model_tokens[i];
+	/* with nothing to hand it over and no agent CLI, none is needed */
+	names = sbx_chain_names(p->core, "plugins.secrets",
+				SBXLOOP_KIND_SECRET, 0, &n);
+	free(names);
+	if (n == 0 && backend && strcmp(backend, "command") != 0) {
+		p->model_skip = "the script backend needs no model token and "
+				"no secret strategy of plugins.secrets works "
+				"with this provider";
+	} else if (!p->model) {
+		p->model_skip = "the agent preset names no model token "
+				"sbxloop knows; the agent CLI must find its "
+				"own credentials";
+		sbx_log(SBXLOOP_LOG_WARN,
+			"agent preset '%s' names no model token sbxloop "
+			"knows; none is handed to the agent sandbox",
+			preset ? preset : "");
+	} else if (!env_value(p->model->env)) {
+		return sbx_error(err, SBXLOOP_EINVAL,
+				 "%s is not set: the agent sandbox needs the "
+				 "model token of agent preset '%s' (%s); set "
+				 "it in the environment or in .env",
+				 p->model->env, p->model->preset,
+				 p->model->advice);
+	} else {
+		p->model_value = sbx_xstrdup(env_value(p->model->env));
+		sbx_secret_register(p->model_value);
+	}
+
+	p->repo = sbx_config_str(cfg, "github.repo");
+	if (p->repo && !*p->repo)
+		p->repo = NULL;
+	if (p->repo) {
+		const char *v = env_value(GH_ENV);
+
+		if (!v)
+			v = env_value(GH_ENV_ALT);
+		if (!v) {
+			wipe_free(p->model_value);
+			p->model_value = NULL;
+			return sbx_error(
+				err, SBXLOOP_EINVAL,
+				"%s (or %s) is not set: github.repo "
+				"is '%s', so the github sandbox needs "
+				"a GitHub token; set it in the "
+				"environment or in .env, or unset "
+				"github.repo",
+				GH_ENV, GH_ENV_ALT, p->repo);
+		}
+		p->gh_value = sbx_xstrdup(v);
+		sbx_secret_register(p->gh_value);
+	}
+	p->checked = 1;
+	return 0;
+}
+
+/* ------------------------------------------------------------ events */
+
+static void emit_box(struct sbx_pair *p, const char *type, const struct box *b,
+		     int with_info)
+{
+	cJSON *d = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(d, "name", b->name);
+	cJSON_AddStringToObject(d, "role", b->role);
+	if (with_info) {
+		cJSON_AddStringToObject(d, "workdir", b->info.workdir);
+		cJSON_AddBoolToObject(d, "mounted", b->info.mounted);
+	}
+	sbx_emit(p->core, type, NULL, d);
+}
+
+/* sandbox.secret: which strategy took which variable; never the value. */
+static void emit_secret(struct sbx_pair *p, const struct box *b,
+			const char *env, const char *strategy, int never_in,
+			const char *message)
+{
+	cJSON *d = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(d, "name", b->name);
+	cJSON_AddStringToObject(d, "role", b->role);
+	cJSON_AddStringToObject(d, "env", env);
+	cJSON_AddStringToObject(d, "strategy", strategy);
+	cJSON_AddBoolToObject(d, "never_in_sandbox", never_in);
+	cJSON_AddStringToObject(d, "message", message);
+	sbx_emit(p->core, SBX_EV_SANDBOX_SECRET, NULL, d);
+}
+
+/* ------------------------------------------------------ the core's env */
+
+/* 'value' for sh, with embedded quotes closed and reopened. */
+static void add_quoted(struct sbx_buf *b, const char *value)
+{
+	sbx_buf_addc(b, '\'');
+	for (; *value; value++) {
+		if (*value == '\'')
+			sbx_buf_adds(b, "'\\''");
+		else
+			sbx_buf_addc(b, *value);
+	}
+	sbx_buf_addc(b, '\'');
+}
+
+/*
+ * With no strategy configured the core writes the env file the worker
+ * loads by default ($HOME/.sbxloop/env.sh, mode 0600) itself: the value
+ * travels on the exec's standard input, never in its argv.
+ */
+static int worker_env(struct sbx_pair *p, const struct box *b,
+		      const char *const *names, const char *value,
+		      struct sbxloop_error *err)
+{
+	static const char write_sh[] =
+		"umask 077 && mkdir -p \"$HOME/.sbxloop\" && "
+		"cat > \"$HOME/.sbxloop/env.sh\" && "
+		"chmod 600 \"$HOME/.sbxloop/env.sh\"";
+	static const char rm_sh[] = "rm -f \"$HOME/.sbxloop/env.sh\"";
+	const struct sbxloop_sandbox_ops *ops = p->core->sandbox.ops;
+	const char *argv[] = {"sh", "-c", value ? write_sh : rm_sh, NULL};
+	struct sbxloop_exec_spec spec;
+	struct sbxloop_proc_result res;
+	struct sbx_buf text = SBX_BUF_INIT;
+	size_t i;
+	int rc;
+
+	sbx_buf_adds(&text, "# written by sbxloop (no secret strategy)\n");
+	for (i = 0; value && names[i]; i++) {
+		sbx_buf_addf(&text, "export %s=", names[i]);
+		add_quoted(&text, value);
+		sbx_buf_addc(&text, '\n');
+	}
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.argv = argv;
+	spec.stdin_data = value ? sbx_buf_str(&text) : NULL;
+	spec.stdin_len = value ? text.len : 0;
+	spec.timeout_s = 120;
+	memset(&res, 0, sizeof(res));
+	res.struct_size = sizeof(res);
+	rc = ops->exec(p->core->sandbox.ctx, b->name, &spec, &res, err);
+	if (rc == 0 && res.exit_code != 0)
+		rc = sbx_error(err, SBXLOOP_EINFRA,
+			       "cannot %s the env file in sandbox '%s' "
+			       "(exit %d)",
+			       value ? "write" : "remove", b->name,
+			       res.exit_code);
+	sbx_proc_result_clear(&res);
+	if (text.buf)
+		memset(text.buf, 0, text.len);
+	sbx_buf_release(&text);
+	return rc;
+}
+
+/* ------------------------------------------------------------ secrets */
+
+static void request(struct sbxloop_secret_req *req, const struct box *b,
+		    const char *env, const char *value, const char *bind_host,
+		    const char *service)
+{
+	memset(req, 0, sizeof(*req));
+	req->struct_size = sizeof(*req);
+	req->sandbox = b->name;
+	req->role = b->role;
+	req->env_name = env;
+	req->value = value;
+	req->bind_host = bind_host;
+	req->service = service;
+}
+
+static void remember(struct sbx_pair *p, size_t strategy, int box,
+		     const char *env, const char *bind_host,
+		     const char *service)
+{
+	struct provided *pv;
+
+	if (p->n_provided == MAX_PROVIDED)
+		return; /* two sandboxes, one token each: cannot happen */
+	pv = &p->provided[p->n_provided++];
+	pv->strategy = strategy;
+	pv->box = box;
+	pv->env = env;
+	pv->bind_host = bind_host;
+	pv->service = service;
+}
+
+static int open_chain(struct sbx_pair *p, struct sbxloop_error *err)
+{
+	size_t n, i;
+	int rc;
+
+	if (p->chain_names)
+		return 0;
+	p->chain_names = sbx_chain_names(p->core, "plugins.secrets",
+					 SBXLOOP_KIND_SECRET, 1, &n);
+	p->chain = sbx_xcalloc(n ? n : 1, sizeof(*p->chain));
+	for (i = 0; i < n; i++) {
+		rc = sbx_core_instantiate(p->core, SBXLOOP_KIND_SECRET,
+					  p->chain_names[i], &p->chain[i],
+					  err);
+		if (rc < 0)
+			return rc;
+		p->n_chain++;
+	}
+	return 0;
+}
+
+/*
+ * A strategy failed with another one after it: say so (warning and a
+ * sandbox.secret_env_fallback event) before handing over.
+ */
+static void fall_back(struct sbx_pair *p, const struct box *b, const char *env,
+		      size_t failed, const char *why)
+{
+	const char *next = p->chain_names[failed + 1];
+	char *msg =
+		sbx_xasprintf("secret strategy %s failed to hand %s to "
+			      "sandbox '%s': %s; trying %s",
+			      p->chain_names[failed], env, b->name, why, next);
+	cJSON *d = cJSON_CreateObject();
+
+	sbx_log(SBXLOOP_LOG_WARN, "%s", msg);
+	cJSON_AddStringToObject(d, "name", b->name);
+	cJSON_AddStringToObject(d, "role", b->role);
+	cJSON_AddStringToObject(d, "env", env);
+	cJSON_AddStringToObject(d, "strategy", p->chain_names[failed]);
+	cJSON_AddStringToObject(d, "next", next);
+	cJSON_AddStringToObject(d, "message", msg);
+	sbx_emit(p->core, SBX_EV_SANDBOX_SECRET_FALLBACK, NULL, d);
+	free(msg);
+}
+
+/*
+ * Hand `value` to sandbox `box` as `env`: the first strategy of the
+ * chain that works takes it. SBXLOOP_EUNSUPPORTED passes to the next
+ * one quietly (the strategy explained itself); any other failure passes
+ * with a warning and an event, except SBXLOOP_ESTATE: a strategy that
+ * refuses in this state (sbx-proxy's strict verdict, or a visibility
+ * probe with no clean answer) stops provisioning rather than downgrade.
+ */
+static int provide(struct sbx_pair *p, int box, const char *env,
+		   const char *value, const char *bind_host,
+		   const char *service, struct sbxloop_error *err)
+{
+	const struct box *b = &p->boxes[box];
+	struct sbxloop_secret_req req;
+	struct sbxloop_error serr = {0, ""};
+	char last[SBXLOOP_ERROR_MAX] = "";
+	size_t i;
+	int rc;
+
+	if (p->n_chain == 0) {
+		const char *names[] = {env, NULL, NULL};
+		char *msg;
+
+		if (service && !strcmp(env, GH_ENV))
+			names[1] = GH_ENV_ALT;
+		rc = worker_env(p, b, names, value, err);
+		if (rc < 0)
+			return rc;
+		remember(p, WORKER_ENV, box, env, bind_host, service);
+		msg = sbx_xasprintf("no secret strategy of plugins.secrets "
+				    "works with this provider: %s is in the "
+				    "env file the worker loads "
+				    "($HOME/.sbxloop/env.sh, mode 0600) and "
+				    "reaches the agent through its "
+				    "environment; the provider has no proxy "
+				    "to keep it outside",
+				    env);
+		emit_secret(p, b, env, WORKER_ENV_NAME, 0, msg);
+		free(msg);
+		return 0;
+	}
+	request(&req, b, env, value, bind_host, service);
+	for (i = 0; i < p->n_chain; i++) {
+		const struct sbxloop_secret_ops *ops = p->chain[i].ops;
+		struct sbxloop_secret_outcome out;
+
+		memset(&out, 0, sizeof(out));
+		out.struct_size = sizeof(out);
+		serr.code = 0;
+		serr.message[0] = '\0';
+		rc = ops->provide(p->chain[i].ctx, &req, &out, &serr);
+		if (rc == SBXLOOP_EUNSUPPORTED) {
+			snprintf(last, sizeof(last), "%s: %s",
+				 p->chain_names[i], serr.message);
+			continue;
+		}
+		if (rc < 0 && rc != SBXLOOP_ESTATE && i + 1 < p->n_chain) {
+			fall_back(p, b, env, i, serr.message);
+			snprintf(last, sizeof(last), "%s: %s",
+				 p->chain_names[i], serr.message);
+			continue;
+		}
+		if (rc < 0)
+			return sbx_error(err, rc,
+					 "cannot hand %s to sandbox '%s' "
+					 "(secret strategy %s): %s",
+					 env, b->name, p->chain_names[i],
+					 serr.message);
+		remember(p, i, box, env, bind_host, service);
+		emit_secret(p, b, env,
+			    *out.strategy ? out.strategy : p->chain_names[i],
+			    out.never_in_sandbox, out.detail);
+		return 0;
+	}
+	return sbx_error(err, SBXLOOP_EUNSUPPORTED,
+			 "no secret strategy of plugins.secrets could hand "
+			 "%s to sandbox '%s' (last: %s)",
+			 env, b->name, last);
+}
+
+static void revoke_one(struct sbx_pair *p, const struct provided *pv)
+{
+	const struct box *b = &p->boxes[pv->box];
+	struct sbxloop_secret_req req;
+	struct sbxloop_error err = {0, ""};
+	const char *strategy;
+	cJSON *d;
+	int rc;
+
+	if (pv->strategy == WORKER_ENV) {
+		const char *none[] = {NULL};
+
+		strategy = WORKER_ENV_NAME;
+		rc = worker_env(p, b, none, NULL, &err);
+	} else {
+		const struct sbxloop_secret_ops *ops =
+			p->chain[pv->strategy].ops;
+
+		strategy = p->chain_names[pv->strategy];
+		/* revoke needs no value: none is passed back in */
+		request(&req, b, pv->env, "", pv->bind_host, pv->service);
+		rc = ops->revoke(p->chain[pv->strategy].ctx, &req, &err);
+	}
+	if (rc < 0)
+		sbx_log(SBXLOOP_LOG_WARN,
+			"cannot revoke %s in sandbox '%s' (%s): %s", pv->env,
+			b->name, strategy, err.message);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "name", b->name);
+	cJSON_AddStringToObject(d, "role", b->role);
+	cJSON_AddStringToObject(d, "env", pv->env);
+	cJSON_AddStringToObject(d, "strategy", strategy);
+	if (rc < 0)
+		cJSON_AddStringToObject(d, "error", err.message);
+	sbx_emit(p->core, SBX_EV_SANDBOX_SECRET_REVOKED, NULL, d);
+}
+
+/* ------------------------------------------------------------ sandboxes */
+
+/*
+ * The files the script backend's jobs share with the host: the scenario
+ * and its cursor (created here so it can be bound), never the directory
+ * holding them, which may hold the config and the state dir too. Fills
+ * out[0..1] (caller frees) with another backend left NULL.
+ */
+static void script_files(const struct sbx_core *core, char *out[2])
+{
+	const char *backend = sbx_config_str(core->cfg, "agent.backend");
+	char *path;
+	int fd;
+
+	out[0] = out[1] = NULL;
+	if (!backend || strcmp(backend, "script") != 0)
+		return;
+	path = sbx_phase_script_path(core);
+	if (!path || path[0] != '/') {
+		free(path);
+		return;
+	}
+	out[0] = path;
+	out[1] = sbx_xasprintf("%s.cursor", path);
+	fd = open(out[1], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * The critics (SCRUTINIZE, VALIDATE) run with the workspace read-only
+ * where the provider can; one that cannot is said so once, as a warning
+ * and a sandbox.critics_unconfined event.
+ */
+static void warn_unconfined_critics(struct sbx_pair *p, const struct box *b)
+{
+	const char *provider = sbx_config_str(p->core->cfg, "plugins.sandbox");
+	const char *why = "the sandbox provider cannot make the workspace "
+			  "read-only for one job";
+	cJSON *d;
+
+	if (b->info.capabilities & SBXLOOP_CAP_WORKSPACE_READ_ONLY)
+		return;
+	sbx_log(SBXLOOP_LOG_WARN,
+		"critics are not confined: sandbox provider '%s' cannot make "
+		"the workspace read-only for a job, so scrutinize and "
+		"validate could change it%s",
+		provider ? provider : "?",
+		provider && strcmp(provider, "local") == 0
+			? " (local.isolation: bwrap can)"
+			: "");
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "name", b->name);
+	cJSON_AddStringToObject(d, "role", b->role);
+	cJSON_AddStringToObject(d, "provider", provider ? provider : "");
+	cJSON_AddStringToObject(d, "message", why);
+	sbx_emit(p->core, SBX_EV_SANDBOX_CRITICS_UNCONFINED, NULL, d);
+}
+
+static int box_create(struct sbx_pair *p, int box, const char *workspace,
+		      const char *worker, struct sbxloop_error *err)
+{
+	const struct sbxloop_sandbox_ops *ops = p->core->sandbox.ops;
+	struct box *b = &p->boxes[box];
+	struct sbxloop_sandbox_spec spec;
+	struct sbxloop_error ignored = {0, ""};
+	char **seed, *shared[3] = {NULL, NULL, NULL};
+	int rc;
+
+	b->role = box == ROLE_AGENT ? "agent" : "github";
+	snprintf(b->name, sizeof(b->name), "sbxloop-%s-%s", p->run_id,
+		 b->role);
+	seed = box == ROLE_AGENT ? sbx_egress_agent_seed(p->core->cfg)
+				 : sbx_egress_github_seed(p->core->cfg);
+	if (box == ROLE_AGENT)
+		script_files(p->core, shared);
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.name = b->name;
+	spec.role = b->role;
+	spec.run_id = p->run_id;
+	spec.workspace = workspace;
+	spec.worker_path = worker;
+	spec.allow_domains = (const char *const *)seed;
+	spec.shared_dirs = (const char *const *)shared;
+	memset(&b->info, 0, sizeof(b->info));
+	b->info.struct_size = sizeof(b->info);
+	emit_box(p, SBX_EV_SANDBOX_PROVISION_START, b, 0);
+	/* a sandbox left by a killed process is never reused */
+	ops->sandbox_remove(p->core->sandbox.ctx, b->name, &ignored);
+	rc = ops->sandbox_create(p->core->sandbox.ctx, &spec, &b->info, err);
+	sbx_egress_list_free(seed);
+	free(shared[0]);
+	free(shared[1]);
+	if (rc < 0) {
+		char msg[SBXLOOP_ERROR_MAX];
+
+		snprintf(msg, sizeof(msg), "%s", err->message);
+		return sbx_error(err, rc, "cannot create sandbox '%s': %s",
+				 b->name, msg);
+	}
+	b->created = 1;
+	if (box == ROLE_AGENT)
+		warn_unconfined_critics(p, b);
+	return 0;
+}
+
+/* Revoke, then remove; the caller holds the lock. */
+static void down_locked(struct sbx_pair *p)
+{
+	const struct sbxloop_sandbox_ops *ops = p->core->sandbox.ops;
+	size_t i;
+
+	while (p->n_provided > 0)
+		revoke_one(p, &p->provided[--p->n_provided]);
+	for (i = 0; i < p->n_boxes; i++) {
+		struct box *b = &p->boxes[i];
+		struct sbxloop_error err = {0, ""};
+		cJSON *d;
+
+		if (!b->created)
+			continue;
+		b->created = 0;
+		if (ops->sandbox_remove(p->core->sandbox.ctx, b->name, &err) <
+		    0) {
+			sbx_log(SBXLOOP_LOG_WARN,
+				"cannot remove sandbox '%s': %s", b->name,
+				err.message);
+			continue;
+		}
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "name", b->name);
+		cJSON_AddStringToObject(d, "role", b->role);
+		sbx_emit(p->core, SBX_EV_SANDBOX_REMOVED, NULL, d);
+	}
+}
+
+static int provide_role(struct sbx_pair *p, int box, struct sbxloop_error *err)
+{
+	const struct box *b = &p->boxes[box];
+
+	if (box == ROLE_GITHUB)
+		return provide(p, box, GH_ENV, p->gh_value, NULL, GH_SERVICE,
+			       err);
+	if (!p->model_value) {
+		emit_secret(p, b, p->model ? p->model->env : "", "none", 1,
+			    p->model_skip);
+		return 0;
+	}
+	return provide(p, box, p->model->env, p->model_value, p->model->host,
+		       NULL, err);
+}
+
+int sbx_pair_up(struct sbx_pair *p, const char *run_id, const char *workspace,
+		const volatile sig_atomic_t *cancel, struct sbxloop_error *err)
+{
+	char *worker = NULL;
+	int rc = 0, box;
+
+	pthread_mutex_lock(&p->lock);
+	snprintf(p->run_id, sizeof(p->run_id), "%s", run_id);
+	if (!p->core->sandbox.ops) {
+		rc = sbx_error(err, SBXLOOP_EINFRA,
+			       "no sandbox provider is active");
+		goto out;
+	}
+	if (!p->checked) {
+		rc = sbx_pair_check_tokens(p, err);
+		if (rc < 0)
+			goto out;
+	}
+	/* a strategy that cannot start fails before any sandbox exists */
+	rc = open_chain(p, err);
+	if (rc < 0)
+		goto out;
+	worker = sbx_worker_path(p->core);
+	p->n_boxes = p->repo ? 2 : 1;
+	for (box = 0; box < (int)p->n_boxes; box++) {
+		if (cancelled(cancel)) {
+			rc = sbx_error(err, SBXLOOP_ECANCELLED,
+				       "provisioning was interrupted");
+			break;
+		}
+		rc = box_create(p, box, workspace, worker, err);
+		if (rc < 0)
+			break;
+		rc = provide_role(p, box, err);
+		if (rc < 0)
+			break;
+		emit_box(p, SBX_EV_SANDBOX_READY, &p->boxes[box], 1);
+	}
+	if (rc < 0)
+		down_locked(p);
+out:
+	pthread_mutex_unlock(&p->lock);
+	free(worker);
+	return rc;
+}
+
+void sbx_pair_down(struct sbx_pair *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	down_locked(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
+const struct sbxloop_sandbox_info *sbx_pair_agent(const struct sbx_pair *p)
+{
+	return p && p->n_boxes && p->boxes[ROLE_AGENT].created
+		       ? &p->boxes[ROLE_AGENT].info
+		       : NULL;
+}
+
+size_t sbx_pair_names(const struct sbx_pair *p, const char *names[2])
+{
+	size_t i, n = 0;
+
+	for (i = 0; p && i < p->n_boxes; i++)
+		if (p->boxes[i].created)
+			names[n++] = p->boxes[i].name;
+	return n;
+}

@@ -1,0 +1,51 @@
+/*
+ * Workspace resolution and isolation for fresh runs (UPSTREAM 8.3):
+ * which host directory a run works on, and the per-run git clone that
+ * keeps the operator's checkout untouched.
+ */
+#ifndef SBX_WORKSPACE_H
+#define SBX_WORKSPACE_H
+
+#include <cjson/cJSON.h>
+
+#include <sbxloop/plugin.h>
+
+#include "config/conf.h"
+
+/* What the resolution chose; release with sbx_workspace_clear. */
+struct sbx_workspace {
+	char *path;   /* the workspace the run uses (absolute) */
+	int cloned;   /* a per-run clone (new or reused) */
+	char *branch; /* "sbxloop/<run>" when cloned */
+	/* data of a sandbox.workspace_clone event, or NULL (caller emits) */
+	cJSON *clone_event;
+	/* for the summary: the command that brings the work back */
+	char *fetch_cmd;
+	/* a warning to print (dirty tree under `clone`), or NULL */
+	char *warning;
+};
+
+/*
+ * Resolve the workspace of fresh run `run_id` from `source` (NULL =
+ * unset) and `mode` ("auto", "clone" or "in-place"); the clone goes to
+ * <state_dir>/runs/<run>/workspace. Refusals (a dirty tree under auto,
+ * a subtree, a repository without commits, clone without a checkout)
+ * are SBXLOOP_EINVAL with the message to print. The source checkout is
+ * only ever read.
+ */
+int sbx_workspace_isolate(const char *source, const char *mode,
+			  const char *state_dir, const char *run_id,
+			  struct sbx_workspace *ws, struct sbxloop_error *err);
+
+/* The same from sandbox.workspace and sandbox.workspace_isolation. */
+int sbx_workspace_resolve(const struct sbx_config *cfg, const char *state_dir,
+			  const char *run_id, struct sbx_workspace *ws,
+			  struct sbxloop_error *err);
+
+void sbx_workspace_clear(struct sbx_workspace *ws);
+
+/* A scheme URL without userinfo ("https://tok@h/r" -> "https://h/r");
+ * scp-style and local URLs unchanged. Caller frees. */
+char *sbx_url_strip_userinfo(const char *url);
+
+#endif

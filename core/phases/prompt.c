@@ -1,0 +1,134 @@
+/*
+ * Prompt template loading and strict `$name` substitution. Owned by the
+ * phase runners (phases.c); nothing else renders prompts.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "phases/prompt.h"
+#include "common/util.h"
+
+#define PROMPT_MAX (1u << 20)
+
+const char *sbx_prompt_dir(const struct sbx_config *cfg)
+{
+	const char *dir = cfg ? sbx_config_str(cfg, "prompts_dir") : NULL;
+
+	if (dir && *dir)
+		return dir;
+	dir = getenv("SBXLOOP_PROMPTS_DIR");
+	if (dir && *dir)
+		return dir;
+	return SBXLOOP_PKGDATADIR "/prompts";
+}
+
+/* Skip a leading `<!-- ... -->` block and the blank lines after it. */
+static const char *skip_header(const char *text)
+{
+	const char *p = text, *end;
+
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	if (strncmp(p, "<!--", 4) != 0)
+		return text;
+	end = strstr(p + 4, "-->");
+	if (!end)
+		return text;
+	p = end + 3;
+	while (*p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+static int name_char(int c, int first)
+{
+	return c == '_' || isalpha(c) || (!first && isdigit(c));
+}
+
+int sbx_prompt_render_text(const char *text, const cJSON *vars, char **out,
+			   struct sbxloop_error *err)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	const char *p = skip_header(text);
+	int rc = 0;
+
+	*out = NULL;
+	while (*p) {
+		const char *dollar = strchr(p, '$');
+		const cJSON *v;
+		size_t n;
+		char *name;
+
+		if (!dollar) {
+			sbx_buf_adds(&b, p);
+			break;
+		}
+		sbx_buf_add(&b, p, (size_t)(dollar - p));
+		p = dollar + 1;
+		if (*p == '$') {
+			sbx_buf_addc(&b, '$');
+			p++;
+			continue;
+		}
+		for (n = 0; p[n] && name_char((unsigned char)p[n], n == 0);
+		     n++)
+			;
+		if (n == 0) {
+			rc = sbx_error(
+				err, SBXLOOP_EINVAL,
+				"invalid placeholder at '$%.10s' (write "
+				"'$$' for a dollar)",
+				p);
+			goto out;
+		}
+		name = sbx_xstrndup(p, n);
+		v = cJSON_GetObjectItemCaseSensitive(vars, name);
+		if (!cJSON_IsString(v)) {
+			rc = sbx_error(err, SBXLOOP_EINVAL,
+				       "prompt variable '%s' is not set",
+				       name);
+			free(name);
+			goto out;
+		}
+		free(name);
+		sbx_buf_adds(&b, v->valuestring);
+		p += n;
+	}
+	*out = sbx_buf_detach(&b);
+	if (!*out)
+		*out = sbx_xstrdup("");
+out:
+	sbx_buf_release(&b);
+	return rc;
+}
+
+int sbx_prompt_render(const char *dir, const char *name, const cJSON *vars,
+		      char **out, struct sbxloop_error *err)
+{
+	char *path = sbx_xasprintf("%s/%s.md", dir, name);
+	char *text = sbx_read_file(path, NULL, PROMPT_MAX);
+	int rc;
+
+	*out = NULL;
+	if (!text) {
+		rc = sbx_error(err, SBXLOOP_EINVAL,
+			       "cannot read prompt template '%s': %s", path,
+			       strerror(errno));
+		goto out;
+	}
+	rc = sbx_prompt_render_text(text, vars, out, err);
+	if (rc < 0) {
+		char msg[SBXLOOP_ERROR_MAX];
+
+		snprintf(msg, sizeof(msg), "%s", err->message);
+		sbx_error(err, rc, "template '%s': %s", path, msg);
+	}
+out:
+	free(text);
+	free(path);
+	return rc;
+}

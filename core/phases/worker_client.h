@@ -1,0 +1,43 @@
+/*
+ * Submitting one job to the sbxloop-worker inside the active sandbox and
+ * collecting its JobResult. Used by the phase runners.
+ */
+#ifndef SBX_WORKER_CLIENT_H
+#define SBX_WORKER_CLIENT_H
+
+#include <cjson/cJSON.h>
+
+#include <sbxloop/sandbox.h>
+
+#include "host/core.h"
+
+struct sbx_job_tags {
+	const char *role;    /* "agent" */
+	const char *persona; /* "planner", "executor", ..., or NULL */
+	const char *task_id; /* or NULL */
+};
+
+/*
+ * The data of the newest sandbox.resources event any job relayed
+ * (borrowed; NULL before the first), and a way to drop it.
+ */
+const cJSON *sbx_worker_last_resources(void);
+void sbx_worker_forget_resources(void);
+
+/* Does `job` ask for a read-only workspace (permission_mode)? */
+int sbx_worker_job_read_only(const cJSON *job);
+
+/*
+ * Run `job` (borrowed; v, job_id and run_id are filled in here) in the
+ * sandbox described by `info`. Every stdout line of the worker is relayed
+ * to the event bus. On 0, *result (caller frees) is the JobResult object,
+ * whatever its status. A job that produced no usable result is
+ * SBXLOOP_EINFRA (or SBXLOOP_ETIMEDOUT past the host deadline) with the
+ * diagnostics in `err`.
+ */
+int sbx_worker_submit(struct sbx_core *core,
+		      const struct sbxloop_sandbox_info *info, cJSON *job,
+		      const struct sbx_job_tags *tags, cJSON **result,
+		      struct sbxloop_error *err);
+
+#endif
