@@ -71,7 +71,7 @@ static char *find_program(const char *name, const char *path)
 }
 
 /* The attributes and file actions of `sp`; 0 or an errno value. */
-static int spawn_setup(const struct sbx_launch *sp, posix_spawnattr_t *at,
+static int spawn_setup(const struct sl_launch *sp, posix_spawnattr_t *at,
 		       posix_spawn_file_actions_t *fa)
 {
 	sigset_t dfl;
@@ -103,7 +103,7 @@ static int spawn_setup(const struct sbx_launch *sp, posix_spawnattr_t *at,
 	return rc;
 }
 
-int sbx_launch(const struct sbx_launch *sp, pid_t *pid)
+int sl_launch(const struct sl_launch *sp, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;

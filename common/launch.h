@@ -8,7 +8,7 @@
 
 #include <sys/types.h>
 
-struct sbx_launch {
+struct sl_launch {
 	char *const *argv;  /* argv[0] is searched in PATH unless it has a / */
 	char *const *envp;  /* NULL: the caller's environment */
 	const char *cwd;    /* NULL: the caller's */
@@ -23,6 +23,6 @@ struct sbx_launch {
  * Start `sp` and set `*pid`: 0, or an errno value (ENOENT or EACCES when
  * no executable file matches argv[0]) with no child left behind.
  */
-int sbx_launch(const struct sbx_launch *sp, pid_t *pid);
+int sl_launch(const struct sl_launch *sp, pid_t *pid);
 
 #endif

@@ -23,14 +23,14 @@
 
 struct stream {
 	int fd;
-	struct sbx_buf line; /* current partial line */
-	struct sbx_buf tail; /* bounded tail */
+	struct sl_buf line; /* current partial line */
+	struct sl_buf tail; /* bounded tail */
 	void (*cb)(void *user, const char *line, size_t len);
 };
 
-static void tail_add(struct sbx_buf *tail, size_t max, const char *s, size_t n)
+static void tail_add(struct sl_buf *tail, size_t max, const char *s, size_t n)
 {
-	sbx_buf_add(tail, s, n);
+	sl_buf_add(tail, s, n);
 	if (tail->len > max * 2) {
 		memmove(tail->buf, tail->buf + tail->len - max, max);
 		tail->len = max;
@@ -49,23 +49,23 @@ static void stream_feed(struct stream *st, void *user, size_t max,
 	for (i = 0; i < n; i++) {
 		if (data[i] != '\n')
 			continue;
-		sbx_buf_add(&st->line, data + start, i - start);
-		st->cb(user, sbx_buf_str(&st->line), st->line.len);
-		sbx_buf_reset(&st->line);
+		sl_buf_add(&st->line, data + start, i - start);
+		st->cb(user, sl_buf_str(&st->line), st->line.len);
+		sl_buf_reset(&st->line);
 		start = i + 1;
 	}
 	if (start < n)
-		sbx_buf_add(&st->line, data + start, n - start);
+		sl_buf_add(&st->line, data + start, n - start);
 }
 
 static void stream_finish(struct stream *st, void *user)
 {
 	if (st->cb && st->line.len)
-		st->cb(user, sbx_buf_str(&st->line), st->line.len);
-	sbx_buf_release(&st->line);
+		st->cb(user, sl_buf_str(&st->line), st->line.len);
+	sl_buf_release(&st->line);
 }
 
-static char *tail_take(struct sbx_buf *tail, size_t max, size_t *len)
+static char *tail_take(struct sl_buf *tail, size_t max, size_t *len)
 {
 	char *s;
 
@@ -75,7 +75,7 @@ static char *tail_take(struct sbx_buf *tail, size_t max, size_t *len)
 		tail->buf[max] = '\0';
 	}
 	*len = tail->len;
-	s = sbx_buf_detach(tail);
+	s = sl_buf_detach(tail);
 	return s;
 }
 
@@ -87,7 +87,7 @@ static int spawn_child(const struct sbxloop_proc_spec *spec, int in_fd,
 		       int out_fd, int err_fd, pid_t *pid)
 {
 	static const int dfl[] = {SIGPIPE, 0};
-	struct sbx_launch sp = {
+	struct sl_launch sp = {
 		.argv = (char *const *)spec->argv,
 		.envp = (char *const *)spec->envp,
 		.cwd = spec->cwd,
@@ -97,11 +97,11 @@ static int spawn_child(const struct sbxloop_proc_spec *spec, int in_fd,
 		.signals = dfl,
 	};
 
-	return sbx_launch(&sp, pid);
+	return sl_launch(&sp, pid);
 }
 
-int sbx_proc_run(const struct sbxloop_proc_spec *spec,
-		 struct sbxloop_proc_result *res, struct sbxloop_error *err)
+int sl_proc_run(const struct sbxloop_proc_spec *spec,
+		struct sbxloop_proc_result *res, struct sbxloop_error *err)
 {
 	int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
 	struct stream streams[2];
@@ -115,11 +115,11 @@ int sbx_proc_run(const struct sbxloop_proc_spec *spec,
 	res->struct_size = sizeof(*res);
 	memset(streams, 0, sizeof(streams));
 	if (!spec->argv || !spec->argv[0])
-		return sbx_error(err, SBXLOOP_EINVAL, "empty command line");
+		return sl_error(err, SBXLOOP_EINVAL, "empty command line");
 	if (pipe2(in_p, O_CLOEXEC) < 0 || pipe2(out_p, O_CLOEXEC) < 0 ||
 	    pipe2(err_p, O_CLOEXEC) < 0) {
-		rc = sbx_error(err, SBXLOOP_ERR, "cannot create pipes: %s",
-			       strerror(errno));
+		rc = sl_error(err, SBXLOOP_ERR, "cannot create pipes: %s",
+			      strerror(errno));
 		goto out;
 	}
 	child_errno = spawn_child(spec, in_p[0], out_p[1], err_p[1], &pid);
@@ -128,11 +128,11 @@ int sbx_proc_run(const struct sbxloop_proc_spec *spec,
 	close(err_p[1]);
 	in_p[0] = out_p[1] = err_p[1] = -1;
 	if (child_errno) {
-		rc = sbx_error(err,
-			       child_errno == ENOENT ? SBXLOOP_ENOTFOUND
-						     : SBXLOOP_ERR,
-			       "cannot run '%s': %s", spec->argv[0],
-			       strerror(child_errno));
+		rc = sl_error(err,
+			      child_errno == ENOENT ? SBXLOOP_ENOTFOUND
+						    : SBXLOOP_ERR,
+			      "cannot run '%s': %s", spec->argv[0],
+			      strerror(child_errno));
 		res->exit_code = 127;
 		goto out;
 	}
@@ -148,7 +148,7 @@ int sbx_proc_run(const struct sbxloop_proc_spec *spec,
 	streams[1].fd = err_p[0];
 	streams[1].cb = spec->on_stderr_line;
 	if (spec->timeout_s > 0)
-		deadline = sbx_monotonic() + spec->timeout_s;
+		deadline = sl_monotonic() + spec->timeout_s;
 
 	for (;;) {
 		struct pollfd pfd[3];
@@ -170,7 +170,7 @@ int sbx_proc_run(const struct sbxloop_proc_spec *spec,
 		if (nfds == 0)
 			break;
 		if (deadline > 0) {
-			double now = sbx_monotonic();
+			double now = sl_monotonic();
 			double next = term_sent ? kill_at : deadline;
 
 			if (now >= next) {
@@ -258,12 +258,12 @@ out:
 		if (err_p[0] >= 0)
 			close(err_p[0]);
 	}
-	sbx_buf_release(&streams[0].tail);
-	sbx_buf_release(&streams[1].tail);
+	sl_buf_release(&streams[0].tail);
+	sl_buf_release(&streams[1].tail);
 	return rc;
 }
 
-void sbx_proc_result_clear(struct sbxloop_proc_result *res)
+void sl_proc_result_clear(struct sbxloop_proc_result *res)
 {
 	if (!res)
 		return;

@@ -3,14 +3,14 @@
  * every plugin): argv only, never a shell; streamed line callbacks; a
  * bounded tail of each stream; timeouts that kill the whole process group.
  */
-#ifndef SBX_PROC_H
-#define SBX_PROC_H
+#ifndef SL_PROC_H
+#define SL_PROC_H
 
 #include <sbxloop/plugin.h>
 
 /* 0 when the process ran (whatever its exit), else a negative code. */
-int sbx_proc_run(const struct sbxloop_proc_spec *spec,
-		 struct sbxloop_proc_result *res, struct sbxloop_error *err);
-void sbx_proc_result_clear(struct sbxloop_proc_result *res);
+int sl_proc_run(const struct sbxloop_proc_spec *spec,
+		struct sbxloop_proc_result *res, struct sbxloop_error *err);
+void sl_proc_result_clear(struct sbxloop_proc_result *res);
 
 #endif

@@ -68,7 +68,7 @@ static int is_bidi_control(uint32_t cp)
 static int needs_escape(uint32_t cp, unsigned flags)
 {
 	if (cp == '\n' || cp == '\t')
-		return !(flags & SBX_TERM_KEEP_NL);
+		return !(flags & SL_TERM_KEEP_NL);
 	if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f))
 		return 1;
 	return cp == 0x2028 || cp == 0x2029 || is_bidi_control(cp);
@@ -77,7 +77,7 @@ static int needs_escape(uint32_t cp, unsigned flags)
 /* The escape of one character into buf (at least 7 bytes); its length. */
 static size_t escape_cp(uint32_t cp, unsigned flags, char *buf)
 {
-	if (flags & SBX_TERM_JSON)
+	if (flags & SL_TERM_JSON)
 		return (size_t)snprintf(buf, 7, "\\u%04x", (unsigned)cp);
 	if (cp == '\n' || cp == '\r' || cp == '\t') {
 		buf[0] = '\\';
@@ -91,7 +91,7 @@ static size_t escape_cp(uint32_t cp, unsigned flags, char *buf)
 
 static size_t escape_byte(unsigned char c, unsigned flags, char *buf)
 {
-	if (flags & SBX_TERM_JSON) {
+	if (flags & SL_TERM_JSON) {
 		memcpy(buf, "\\ufffd", 6);
 		return 6;
 	}
@@ -132,7 +132,7 @@ static size_t walk(const char *text, size_t len, unsigned flags, char *out,
 	return o;
 }
 
-int sbx_term_is_safe(const char *text, size_t len, unsigned flags)
+int sl_term_is_safe(const char *text, size_t len, unsigned flags)
 {
 	int changed;
 
@@ -140,7 +140,7 @@ int sbx_term_is_safe(const char *text, size_t len, unsigned flags)
 	return !changed;
 }
 
-char *sbx_term_safe_n(const char *text, size_t len, unsigned flags)
+char *sl_term_safe_n(const char *text, size_t len, unsigned flags)
 {
 	int changed;
 	size_t size = walk(text, len, flags, NULL, &changed);
@@ -153,9 +153,9 @@ char *sbx_term_safe_n(const char *text, size_t len, unsigned flags)
 	return out;
 }
 
-char *sbx_term_safe(const char *text, unsigned flags)
+char *sl_term_safe(const char *text, unsigned flags)
 {
 	if (!text)
 		return NULL;
-	return sbx_term_safe_n(text, strlen(text), flags);
+	return sl_term_safe_n(text, strlen(text), flags);
 }

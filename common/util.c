@@ -22,7 +22,7 @@ static void out_of_memory(size_t n)
 	abort();
 }
 
-void *sbx_xmalloc(size_t n)
+void *sl_xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);
 
@@ -31,7 +31,7 @@ void *sbx_xmalloc(size_t n)
 	return p;
 }
 
-void *sbx_xcalloc(size_t n, size_t size)
+void *sl_xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);
 
@@ -40,7 +40,7 @@ void *sbx_xcalloc(size_t n, size_t size)
 	return p;
 }
 
-void *sbx_xrealloc(void *p, size_t n)
+void *sl_xrealloc(void *p, size_t n)
 {
 	void *q = realloc(p, n ? n : 1);
 
@@ -49,34 +49,34 @@ void *sbx_xrealloc(void *p, size_t n)
 	return q;
 }
 
-char *sbx_xstrdup(const char *s)
+char *sl_xstrdup(const char *s)
 {
-	return s ? sbx_xstrndup(s, strlen(s)) : NULL;
+	return s ? sl_xstrndup(s, strlen(s)) : NULL;
 }
 
-char *sbx_xstrndup(const char *s, size_t n)
+char *sl_xstrndup(const char *s, size_t n)
 {
-	char *p = sbx_xmalloc(n + 1);
+	char *p = sl_xmalloc(n + 1);
 
 	memcpy(p, s, n);
 	p[n] = '\0';
 	return p;
 }
 
-char *sbx_xasprintf(const char *fmt, ...)
+char *sl_xasprintf(const char *fmt, ...)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	va_list ap;
 
 	va_start(ap, fmt);
-	sbx_buf_vaddf(&b, fmt, ap);
+	sl_buf_vaddf(&b, fmt, ap);
 	va_end(ap);
 	if (!b.buf)
-		return sbx_xstrdup("");
-	return sbx_buf_detach(&b);
+		return sl_xstrdup("");
+	return sl_buf_detach(&b);
 }
 
-static void buf_grow(struct sbx_buf *b, size_t extra)
+static void buf_grow(struct sl_buf *b, size_t extra)
 {
 	size_t need = b->len + extra + 1;
 
@@ -86,11 +86,11 @@ static void buf_grow(struct sbx_buf *b, size_t extra)
 		need = b->cap * 2;
 	if (need < 64)
 		need = 64;
-	b->buf = sbx_xrealloc(b->buf, need);
+	b->buf = sl_xrealloc(b->buf, need);
 	b->cap = need;
 }
 
-void sbx_buf_add(struct sbx_buf *b, const char *s, size_t n)
+void sl_buf_add(struct sl_buf *b, const char *s, size_t n)
 {
 	buf_grow(b, n);
 	if (n)
@@ -99,17 +99,17 @@ void sbx_buf_add(struct sbx_buf *b, const char *s, size_t n)
 	b->buf[b->len] = '\0';
 }
 
-void sbx_buf_adds(struct sbx_buf *b, const char *s)
+void sl_buf_adds(struct sl_buf *b, const char *s)
 {
-	sbx_buf_add(b, s, strlen(s));
+	sl_buf_add(b, s, strlen(s));
 }
 
-void sbx_buf_addc(struct sbx_buf *b, char c)
+void sl_buf_addc(struct sl_buf *b, char c)
 {
-	sbx_buf_add(b, &c, 1);
+	sl_buf_add(b, &c, 1);
 }
 
-void sbx_buf_vaddf(struct sbx_buf *b, const char *fmt, va_list ap)
+void sl_buf_vaddf(struct sl_buf *b, const char *fmt, va_list ap)
 {
 	va_list cp;
 	int n;
@@ -124,59 +124,59 @@ void sbx_buf_vaddf(struct sbx_buf *b, const char *fmt, va_list ap)
 	b->len += (size_t)n;
 }
 
-void sbx_buf_addf(struct sbx_buf *b, const char *fmt, ...)
+void sl_buf_addf(struct sl_buf *b, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	sbx_buf_vaddf(b, fmt, ap);
+	sl_buf_vaddf(b, fmt, ap);
 	va_end(ap);
 }
 
-const char *sbx_buf_str(const struct sbx_buf *b)
+const char *sl_buf_str(const struct sl_buf *b)
 {
 	return b->buf ? b->buf : "";
 }
 
-char *sbx_buf_detach(struct sbx_buf *b)
+char *sl_buf_detach(struct sl_buf *b)
 {
-	char *p = b->buf ? b->buf : sbx_xstrdup("");
+	char *p = b->buf ? b->buf : sl_xstrdup("");
 
 	b->buf = NULL;
 	b->len = b->cap = 0;
 	return p;
 }
 
-void sbx_buf_reset(struct sbx_buf *b)
+void sl_buf_reset(struct sl_buf *b)
 {
 	b->len = 0;
 	if (b->buf)
 		b->buf[0] = '\0';
 }
 
-void sbx_buf_release(struct sbx_buf *b)
+void sl_buf_release(struct sl_buf *b)
 {
 	free(b->buf);
 	b->buf = NULL;
 	b->len = b->cap = 0;
 }
 
-int sbx_starts_with(const char *s, const char *prefix)
+int sl_starts_with(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-int sbx_ends_with(const char *s, const char *suffix)
+int sl_ends_with(const char *s, const char *suffix)
 {
 	size_t ls = strlen(s), lx = strlen(suffix);
 
 	return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
 }
 
-size_t sbx_levenshtein(const char *a, const char *b)
+size_t sl_levenshtein(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b), i, j;
-	size_t *row = sbx_xcalloc(lb + 1, sizeof(*row));
+	size_t *row = sl_xcalloc(lb + 1, sizeof(*row));
 	size_t result;
 
 	for (j = 0; j <= lb; j++)
@@ -203,7 +203,7 @@ size_t sbx_levenshtein(const char *a, const char *b)
 	return result;
 }
 
-double sbx_now(void)
+double sl_now(void)
 {
 	struct timespec ts;
 
@@ -211,7 +211,7 @@ double sbx_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-double sbx_monotonic(void)
+double sl_monotonic(void)
 {
 	struct timespec ts;
 
@@ -219,9 +219,9 @@ double sbx_monotonic(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int sbx_mkdirs(const char *path, unsigned mode)
+int sl_mkdirs(const char *path, unsigned mode)
 {
-	char *p = sbx_xstrdup(path);
+	char *p = sl_xstrdup(path);
 	char *s;
 	int rc = 0;
 
@@ -242,9 +242,9 @@ out:
 	return rc;
 }
 
-char *sbx_read_file(const char *path, size_t *len, size_t max)
+char *sl_read_file(const char *path, size_t *len, size_t max)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	char chunk[8192];
 	FILE *f = fopen(path, "rb");
 	size_t n;
@@ -254,30 +254,30 @@ char *sbx_read_file(const char *path, size_t *len, size_t max)
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
 		if (max && b.len + n > max) {
 			fclose(f);
-			sbx_buf_release(&b);
+			sl_buf_release(&b);
 			errno = EFBIG;
 			return NULL;
 		}
-		sbx_buf_add(&b, chunk, n);
+		sl_buf_add(&b, chunk, n);
 	}
 	if (ferror(f)) {
 		int e = errno;
 
 		fclose(f);
-		sbx_buf_release(&b);
+		sl_buf_release(&b);
 		errno = e;
 		return NULL;
 	}
 	fclose(f);
 	if (len)
 		*len = b.len;
-	return sbx_buf_detach(&b);
+	return sl_buf_detach(&b);
 }
 
-int sbx_write_file_atomic(const char *path, const char *data, size_t len,
-			  unsigned mode)
+int sl_write_file_atomic(const char *path, const char *data, size_t len,
+			 unsigned mode)
 {
-	char *tmp = sbx_xasprintf("%s.tmp.%ld", path, (long)getpid());
+	char *tmp = sl_xasprintf("%s.tmp.%ld", path, (long)getpid());
 	int fd, rc = 0;
 	size_t off = 0;
 
@@ -313,7 +313,7 @@ out:
 	return rc;
 }
 
-int sbx_error(struct sbxloop_error *err, int code, const char *fmt, ...)
+int sl_error(struct sbxloop_error *err, int code, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -16,14 +16,14 @@
 
 static void print_main_help(FILE *f)
 {
-	const struct sbx_command *c;
+	const struct sl_command *c;
 
 	fprintf(f, "usage: sbxloop [--config FILE] [--version] [--help] "
 		   "COMMAND [ARGS]\n\n"
 		   "Drive AI coding agents through a supervised loop in "
 		   "isolated sandboxes.\n\n"
 		   "commands:\n");
-	for (c = sbx_commands; c->name; c++)
+	for (c = sl_commands; c->name; c++)
 		fprintf(f, "  %-10s %s\n", c->name, c->summary);
 	fprintf(f,
 		"\nglobal options:\n"
@@ -43,8 +43,8 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct sbx_cli cli;
-	const struct sbx_command *cmd;
+	struct sl_cli cli;
+	const struct sl_command *cmd;
 	char *dotenv_err = NULL;
 	const char *nc = getenv("NO_COLOR");
 	int opt, rc;
@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 	memset(&cli, 0, sizeof(cli));
 	cli.color = isatty(STDOUT_FILENO) && !(nc && *nc);
 	if (getenv("SBXLOOP_DEBUG"))
-		sbx_log_set_level(SBXLOOP_LOG_DEBUG);
+		sl_log_set_level(SBXLOOP_LOG_DEBUG);
 
 	/* options before the command only */
 	while ((opt = getopt_long(argc, argv, "+hc:", longopts, NULL)) != -1) {
@@ -62,39 +62,39 @@ int main(int argc, char **argv)
 			break;
 		case 'V':
 			printf("sbxloop %s\n", PACKAGE_VERSION);
-			return SBX_EXIT_OK;
+			return SL_EXIT_OK;
 		case 'h':
 			print_main_help(stdout);
-			return SBX_EXIT_OK;
+			return SL_EXIT_OK;
 		default:
 			print_main_help(stderr);
-			return SBX_EXIT_USAGE;
+			return SL_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
 		print_main_help(stdout);
-		return SBX_EXIT_OK;
+		return SL_EXIT_OK;
 	}
-	for (cmd = sbx_commands; cmd->name; cmd++)
+	for (cmd = sl_commands; cmd->name; cmd++)
 		if (strcmp(cmd->name, argv[optind]) == 0)
 			break;
 	if (!cmd->name) {
-		sbx_cli_error("unknown command '%s'", argv[optind]);
-		sbx_cli_hint("run `sbxloop --help` for the list of commands");
-		return SBX_EXIT_USAGE;
+		sl_cli_error("unknown command '%s'", argv[optind]);
+		sl_cli_hint("run `sbxloop --help` for the list of commands");
+		return SL_EXIT_USAGE;
 	}
-	if (sbx_dotenv_load(".env", &dotenv_err) < 0)
-		sbx_cli_error("cannot read '.env'; ignoring it");
+	if (sl_dotenv_load(".env", &dotenv_err) < 0)
+		sl_cli_error("cannot read '.env'; ignoring it");
 	free(dotenv_err);
-	sbx_secret_register_env();
+	sl_secret_register_env();
 
 	argc -= optind;
 	argv += optind;
-	if (sbx_cli_wants_help(argc, argv) && strcmp(cmd->name, "config"))
-		return sbx_cli_usage(cmd, 0);
+	if (sl_cli_wants_help(argc, argv) && strcmp(cmd->name, "config"))
+		return sl_cli_usage(cmd, 0);
 	optind = 1;
 	rc = cmd->run(&cli, argc, argv);
-	sbx_core_close(cli.core);
-	sbx_secret_clear();
+	sl_core_close(cli.core);
+	sl_secret_clear();
 	return rc;
 }

@@ -4,8 +4,8 @@
  * (<dir>/state/state.db): test-engine and test-policy-run. Failures are
  * Check assertions.
  */
-#ifndef SBX_TEST_RUNTEST_H
-#define SBX_TEST_RUNTEST_H
+#ifndef SL_TEST_RUNTEST_H
+#define SL_TEST_RUNTEST_H
 
 #include <sys/types.h>
 

@@ -36,22 +36,22 @@ static const char *const default_excludes[] = {
 	".git",  ".sbxloop", "node_modules", "__pycache__",
 	".venv", "venv",     "*.egg-info",   "target",
 };
-#define N_DEFAULT SBX_ARRAY_SIZE(default_excludes)
+#define N_DEFAULT SL_ARRAY_SIZE(default_excludes)
 
 static void sh(const char *fmt, ...) SBXLOOP_PRINTF(1, 2);
 
 static void sh(const char *fmt, ...)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	va_list ap;
 	int st;
 
 	va_start(ap, fmt);
-	sbx_buf_vaddf(&b, fmt, ap);
+	sl_buf_vaddf(&b, fmt, ap);
 	va_end(ap);
-	st = system(sbx_buf_str(&b));
-	ck_assert_msg(st == 0, "command failed (%d): %s", st, sbx_buf_str(&b));
-	sbx_buf_release(&b);
+	st = system(sl_buf_str(&b));
+	ck_assert_msg(st == 0, "command failed (%d): %s", st, sl_buf_str(&b));
+	sl_buf_release(&b);
 }
 
 static void setup(void)
@@ -84,12 +84,12 @@ static void teardown(void)
 /* Write `text` at root/rel, creating directories. */
 static void put(const char *root, const char *rel, const char *text)
 {
-	char *path = sbx_xasprintf("%s/%s", root, rel);
+	char *path = sl_xasprintf("%s/%s", root, rel);
 	char *slash = strrchr(path, '/');
 	FILE *f;
 
 	*slash = '\0';
-	ck_assert_int_eq(sbx_mkdirs(path, 0755), 0);
+	ck_assert_int_eq(sl_mkdirs(path, 0755), 0);
 	*slash = '/';
 	f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
@@ -98,7 +98,7 @@ static void put(const char *root, const char *rel, const char *text)
 	free(path);
 }
 
-static size_t tally(const struct sbx_artifact_scan *s, const char *key)
+static size_t tally(const struct sl_artifact_scan *s, const char *key)
 {
 	size_t i;
 
@@ -108,7 +108,7 @@ static size_t tally(const struct sbx_artifact_scan *s, const char *key)
 	return 0;
 }
 
-static int kept(const struct sbx_artifact_scan *s, const char *rel)
+static int kept(const struct sl_artifact_scan *s, const char *rel)
 {
 	size_t i;
 
@@ -142,9 +142,9 @@ START_TEST(test_exclusions_match_whole_path_components)
 	};
 	size_t i;
 
-	for (i = 0; i < SBX_ARRAY_SIZE(t); i++) {
-		const char *k = sbx_artifacts_match(
-			t[i].path, default_excludes, N_DEFAULT);
+	for (i = 0; i < SL_ARRAY_SIZE(t); i++) {
+		const char *k = sl_artifacts_match(t[i].path, default_excludes,
+						   N_DEFAULT);
 
 		if (t[i].key)
 			ck_assert_msg(k && !strcmp(k, t[i].key),
@@ -159,9 +159,9 @@ END_TEST
 
 START_TEST(test_scan_counts_every_excluded_file_by_key)
 {
-	struct sbx_artifact_scan s;
+	struct sl_artifact_scan s;
 	struct sbxloop_error err = {0, ""};
-	char *root = sbx_xasprintf("%s/ws", dir), *note;
+	char *root = sl_xasprintf("%s/ws", dir), *note;
 
 	put(root, "src/main.c", "int main(void) { return 0; }\n");
 	put(root, "README.md", "hello\n");
@@ -169,9 +169,9 @@ START_TEST(test_scan_counts_every_excluded_file_by_key)
 	put(root, "node_modules/b/c.js", "c");
 	put(root, "pkg.egg-info/PKG-INFO", "p");
 	put(root, "src/__pycache__/x.pyc", "x");
-	ck_assert_int_eq(sbx_artifacts_scan(root, default_excludes, N_DEFAULT,
-					    &s, &err),
-			 0);
+	ck_assert_int_eq(
+		sl_artifacts_scan(root, default_excludes, N_DEFAULT, &s, &err),
+		0);
 	ck_assert_int_eq((int)s.n_files, 2);
 	/* sorted */
 	ck_assert_str_eq(s.files[0].relpath, "README.md");
@@ -181,29 +181,29 @@ START_TEST(test_scan_counts_every_excluded_file_by_key)
 	ck_assert_int_eq((int)tally(&s, "*.egg-info"), 1);
 	ck_assert_int_eq((int)tally(&s, "__pycache__"), 1);
 	ck_assert_int_eq((int)s.excluded, 4);
-	note = sbx_artifacts_note(&s);
+	note = sl_artifacts_note(&s);
 	ck_assert_str_eq(note, "4 file(s) excluded (*.egg-info: 1, "
 			       "__pycache__: 1, node_modules: 2)");
 	free(note);
-	sbx_artifacts_scan_clear(&s);
+	sl_artifacts_scan_clear(&s);
 	free(root);
 }
 END_TEST
 
 START_TEST(test_nothing_excluded_means_no_note)
 {
-	struct sbx_artifact_scan s;
+	struct sl_artifact_scan s;
 	struct sbxloop_error err = {0, ""};
-	char *root = sbx_xasprintf("%s/ws", dir);
+	char *root = sl_xasprintf("%s/ws", dir);
 
 	put(root, "a.txt", "a");
-	ck_assert_int_eq(sbx_artifacts_scan(root, default_excludes, N_DEFAULT,
-					    &s, &err),
-			 0);
-	ck_assert_ptr_null(sbx_artifacts_note(&s));
-	sbx_artifacts_scan_clear(&s);
 	ck_assert_int_eq(
-		sbx_artifacts_scan("/nonexistent/sbx", NULL, 0, &s, &err),
+		sl_artifacts_scan(root, default_excludes, N_DEFAULT, &s, &err),
+		0);
+	ck_assert_ptr_null(sl_artifacts_note(&s));
+	sl_artifacts_scan_clear(&s);
+	ck_assert_int_eq(
+		sl_artifacts_scan("/nonexistent/sbx", NULL, 0, &s, &err),
 		SBXLOOP_ENOTFOUND);
 	free(root);
 }
@@ -211,9 +211,9 @@ END_TEST
 
 START_TEST(test_gitignored_files_are_counted_in_a_checkout)
 {
-	struct sbx_artifact_scan s;
+	struct sl_artifact_scan s;
 	struct sbxloop_error err = {0, ""};
-	char *root = sbx_xasprintf("%s/repo", dir);
+	char *root = sl_xasprintf("%s/repo", dir);
 
 	put(root, ".gitignore", "*.log\nbuild/\n");
 	put(root, "src/app.py", "print(1)\n");
@@ -225,26 +225,26 @@ START_TEST(test_gitignored_files_are_counted_in_a_checkout)
 	   root);
 	/* a GIT_DIR in the environment must not redirect the query */
 	setenv("GIT_DIR", "/nonexistent", 1);
-	ck_assert_int_eq(sbx_artifacts_scan(root, default_excludes, N_DEFAULT,
-					    &s, &err),
-			 0);
+	ck_assert_int_eq(
+		sl_artifacts_scan(root, default_excludes, N_DEFAULT, &s, &err),
+		0);
 	unsetenv("GIT_DIR");
 	ck_assert_int_eq((int)tally(&s, "gitignored"), 3);
 	ck_assert(kept(&s, "src/app.py"));
 	ck_assert(kept(&s, ".gitignore"));
 	ck_assert(!kept(&s, "debug.log"));
 	ck_assert(tally(&s, ".git") > 0);
-	sbx_artifacts_scan_clear(&s);
+	sl_artifacts_scan_clear(&s);
 	free(root);
 }
 END_TEST
 
 START_TEST(test_gitignore_without_checkout_not_parents)
 {
-	struct sbx_artifact_scan s;
+	struct sl_artifact_scan s;
 	struct sbxloop_error err = {0, ""};
-	char *parent = sbx_xasprintf("%s/outer", dir);
-	char *root = sbx_xasprintf("%s/outer/harvested", dir);
+	char *parent = sl_xasprintf("%s/outer", dir);
+	char *root = sl_xasprintf("%s/outer/harvested", dir);
 
 	/* the parent repository ignores *.txt; the root only *.tmp */
 	put(parent, ".gitignore", "*.txt\n");
@@ -252,13 +252,13 @@ START_TEST(test_gitignore_without_checkout_not_parents)
 	put(root, ".gitignore", "*.tmp\n");
 	put(root, "notes.txt", "kept");
 	put(root, "scratch.tmp", "gone");
-	ck_assert_int_eq(sbx_artifacts_scan(root, default_excludes, N_DEFAULT,
-					    &s, &err),
-			 0);
+	ck_assert_int_eq(
+		sl_artifacts_scan(root, default_excludes, N_DEFAULT, &s, &err),
+		0);
 	ck_assert(kept(&s, "notes.txt"));
 	ck_assert(!kept(&s, "scratch.tmp"));
 	ck_assert_int_eq((int)tally(&s, "gitignored"), 1);
-	sbx_artifacts_scan_clear(&s);
+	sl_artifacts_scan_clear(&s);
 	free(parent);
 	free(root);
 }
@@ -268,12 +268,12 @@ START_TEST(test_artifacts_dir_follows_the_workspace_mount)
 {
 	char *d;
 
-	ck_assert_ptr_null(sbx_artifacts_dir("/s", "rabc", NULL, 0));
-	ck_assert_ptr_null(sbx_artifacts_dir("/s", "rabc", "", 1));
-	d = sbx_artifacts_dir("/s", "rabc", "/work/ws", 1);
+	ck_assert_ptr_null(sl_artifacts_dir("/s", "rabc", NULL, 0));
+	ck_assert_ptr_null(sl_artifacts_dir("/s", "rabc", "", 1));
+	d = sl_artifacts_dir("/s", "rabc", "/work/ws", 1);
 	ck_assert_str_eq(d, "/work/ws");
 	free(d);
-	d = sbx_artifacts_dir("/s", "rabc", "/work/ws", 0);
+	d = sl_artifacts_dir("/s", "rabc", "/work/ws", 0);
 	ck_assert_str_eq(d, "/s/runs/rabc/artifacts");
 	free(d);
 }
@@ -281,14 +281,14 @@ END_TEST
 
 START_TEST(test_event_data_carries_counts_and_pressure)
 {
-	struct sbx_artifact_scan s;
+	struct sl_artifact_scan s;
 	cJSON *sample = cJSON_Parse("{\"level\":\"abort\","
 				    "\"disk_used_pct\":99.1}");
 	cJSON *d;
 
 	memset(&s, 0, sizeof(s));
-	sbx_artifacts_tally_add(&s, "node_modules", 3);
-	d = sbx_artifacts_event_data("/a", 0, &s, sample);
+	sl_artifacts_tally_add(&s, "node_modules", 3);
+	d = sl_artifacts_event_data("/a", 0, &s, sample);
 	ck_assert_str_eq(cJSON_GetObjectItem(d, "path")->valuestring, "/a");
 	ck_assert_int_eq(cJSON_GetObjectItem(d, "files")->valueint, 0);
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(d, "mounted")));
@@ -302,7 +302,7 @@ START_TEST(test_event_data_carries_counts_and_pressure)
 		"abort");
 	cJSON_Delete(d);
 	cJSON_Delete(sample);
-	sbx_artifacts_scan_clear(&s);
+	sl_artifacts_scan_clear(&s);
 }
 END_TEST
 
@@ -319,7 +319,7 @@ struct dirbox {
 
 static char *inside_path(struct dirbox *b, const char *p)
 {
-	return sbx_xasprintf("%s%s", b->root, p);
+	return sl_xasprintf("%s%s", b->root, p);
 }
 
 static int box_exec(void *ctx, const char *name,
@@ -355,7 +355,7 @@ static int box_exec(void *ctx, const char *name,
 	ps.on_stdout_line = spec->on_stdout_line;
 	ps.on_stderr_line = spec->on_stderr_line;
 	ps.user = spec->user;
-	rc = sbx_proc_run(&ps, res, err);
+	rc = sl_proc_run(&ps, res, err);
 	for (i = 0; i < n_owned; i++)
 		free(owned[i]);
 	free(cwd);
@@ -368,14 +368,14 @@ static int box_copy_out(void *ctx, const char *name, const char *from,
 	struct dirbox *b = ctx;
 	char *src = inside_path(b, from);
 	size_t len;
-	char *data = sbx_read_file(src, &len, 1u << 30);
+	char *data = sl_read_file(src, &len, 1u << 30);
 	int rc = 0;
 
 	(void)name;
 	if (!data)
-		rc = sbx_error(err, SBXLOOP_EINFRA, "no file '%s'", from);
-	else if (sbx_write_file_atomic(to, data, len, 0600))
-		rc = sbx_error(err, SBXLOOP_EINFRA, "cannot write '%s'", to);
+		rc = sl_error(err, SBXLOOP_EINFRA, "no file '%s'", from);
+	else if (sl_write_file_atomic(to, data, len, 0600))
+		rc = sl_error(err, SBXLOOP_EINFRA, "cannot write '%s'", to);
 	free(data);
 	free(src);
 	return rc;
@@ -390,15 +390,15 @@ static const struct sbxloop_sandbox_ops box_ops = {
 START_TEST(test_harvest_copies_the_workspace_minus_exclusions)
 {
 	struct dirbox box;
-	struct sbx_harvest h;
-	struct sbx_artifact_scan s;
+	struct sl_harvest h;
+	struct sl_artifact_scan s;
 	struct sbxloop_error err = {0, ""};
 	char *ws, *dest, *old;
 	struct stat st;
 
-	box.root = sbx_xasprintf("%s/box", dir);
+	box.root = sl_xasprintf("%s/box", dir);
 	box.fail_tar = 0;
-	ws = sbx_xasprintf("%s/home/agent/work", box.root);
+	ws = sl_xasprintf("%s/home/agent/work", box.root);
 	sh("mkdir -p '%s/home/agent/.sbxloop'", box.root);
 	put(ws, "src/lib.rs", "fn main() {}\n");
 	put(ws, "target/debug/app", "elf");
@@ -407,7 +407,7 @@ START_TEST(test_harvest_copies_the_workspace_minus_exclusions)
 	put(ws, ".gitignore", "*.log\n");
 	put(ws, "run.log", "log");
 	sh("ln -s /etc/passwd '%s/escape'", ws);
-	dest = sbx_xasprintf("%s/runs/rabc/artifacts", state);
+	dest = sl_xasprintf("%s/runs/rabc/artifacts", state);
 	/* a previous harvest is replaced whole */
 	put(dest, "stale.txt", "old");
 	memset(&h, 0, sizeof(h));
@@ -419,7 +419,7 @@ START_TEST(test_harvest_copies_the_workspace_minus_exclusions)
 	h.dest = dest;
 	h.exclude = default_excludes;
 	h.n_exclude = N_DEFAULT;
-	ck_assert_msg(sbx_artifacts_harvest(&h, &s, &err) == 0, "%s",
+	ck_assert_msg(sl_artifacts_harvest(&h, &s, &err) == 0, "%s",
 		      err.message);
 	ck_assert(kept(&s, "src/lib.rs"));
 	ck_assert(kept(&s, ".gitignore"));
@@ -428,29 +428,29 @@ START_TEST(test_harvest_copies_the_workspace_minus_exclusions)
 	ck_assert_int_eq((int)tally(&s, "node_modules"), 1);
 	ck_assert_int_eq((int)tally(&s, "gitignored"), 1);
 	ck_assert_int_eq((int)tally(&s, "links"), 1);
-	old = sbx_xasprintf("%s/stale.txt", dest);
+	old = sl_xasprintf("%s/stale.txt", dest);
 	ck_assert_int_ne(stat(old, &st), 0);
 	free(old);
-	old = sbx_xasprintf("%s/escape", dest);
+	old = sl_xasprintf("%s/escape", dest);
 	ck_assert_int_ne(lstat(old, &st), 0);
 	free(old);
-	old = sbx_xasprintf("%s/src/lib.rs", dest);
+	old = sl_xasprintf("%s/src/lib.rs", dest);
 	ck_assert_int_eq(stat(old, &st), 0);
 	free(old);
 	/* the tar file is gone on both sides */
-	old = sbx_xasprintf("%s/home/agent/.sbxloop/harvest.tar", box.root);
+	old = sl_xasprintf("%s/home/agent/.sbxloop/harvest.tar", box.root);
 	ck_assert_int_ne(stat(old, &st), 0);
 	free(old);
-	sbx_artifacts_scan_clear(&s);
+	sl_artifacts_scan_clear(&s);
 
 	/* a failing harvest leaves the previous copy alone */
 	box.fail_tar = 1;
-	ck_assert_int_ne(sbx_artifacts_harvest(&h, &s, &err), 0);
+	ck_assert_int_ne(sl_artifacts_harvest(&h, &s, &err), 0);
 	ck_assert_ptr_nonnull(strstr(err.message, "harvest"));
-	old = sbx_xasprintf("%s/src/lib.rs", dest);
+	old = sl_xasprintf("%s/src/lib.rs", dest);
 	ck_assert_int_eq(stat(old, &st), 0);
 	free(old);
-	sbx_artifacts_scan_clear(&s);
+	sl_artifacts_scan_clear(&s);
 	free(ws);
 	free(dest);
 	free(box.root);
@@ -459,34 +459,34 @@ END_TEST
 
 /* ----------------------------------------------- the real commands */
 
-static struct sbx_core *core;
-static struct sbx_instance store;
-static struct sbx_bus *bus;
+static struct sl_core *core;
+static struct sl_instance store;
+static struct sl_bus *bus;
 
 static void core_up(void)
 {
-	struct sbx_config_opts opts;
+	struct sl_config_opts opts;
 	struct sbxloop_error err = {0, ""};
 	char *errors = NULL;
 
 	memset(&opts, 0, sizeof(opts));
 	opts.config_file = cfg_path;
 	opts.no_user_file = 1;
-	ck_assert_msg(sbx_core_open(&core, &opts, &errors) == 0, "%s",
+	ck_assert_msg(sl_core_open(&core, &opts, &errors) == 0, "%s",
 		      errors ? errors : "");
-	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_STORE, "sqlite",
-					   &store, &err) == 0,
+	ck_assert_msg(sl_core_instantiate(core, SBXLOOP_KIND_STORE, "sqlite",
+					  &store, &err) == 0,
 		      "%s", err.message);
-	ck_assert_int_eq(sbx_bus_open(core, &store, &bus, &err), 0);
+	ck_assert_int_eq(sl_bus_open(core, &store, &bus, &err), 0);
 }
 
 static void core_down(void)
 {
 	if (!core)
 		return;
-	sbx_bus_close(bus);
-	sbx_instance_destroy(&store);
-	sbx_core_close(core);
+	sl_bus_close(bus);
+	sl_instance_destroy(&store);
+	sl_core_close(core);
 	core = NULL;
 }
 
@@ -516,7 +516,7 @@ static void make_run(const char *run_id, const char *state_name,
 	row.outcome = "do the thing";
 	row.state = state_name;
 	row.config_json = "{}";
-	row.created_at = sbx_now() - age_days * 86400;
+	row.created_at = sl_now() - age_days * 86400;
 	row.workspace = workspace;
 	row.mounted = mounted;
 	row.kept_reason = kept_reason;
@@ -529,9 +529,9 @@ static void emit_for(const char *run_id, const char *type, const char *json)
 {
 	struct sbxloop_error err = {0, ""};
 
-	sbx_core_set_run(core, run_id);
-	ck_assert_int_eq(sbx_emit(core, type, NULL, cJSON_Parse(json)), 0);
-	ck_assert_int_eq(sbx_bus_flush(core, &err), 0);
+	sl_core_set_run(core, run_id);
+	ck_assert_int_eq(sl_emit(core, type, NULL, cJSON_Parse(json)), 0);
+	ck_assert_int_eq(sl_bus_flush(core, &err), 0);
 }
 
 struct result {
@@ -549,16 +549,16 @@ static void result_free(struct result *r)
 static char *slurp(const char *path)
 {
 	size_t len;
-	char *s = sbx_read_file(path, &len, 64u << 20);
+	char *s = sl_read_file(path, &len, 64u << 20);
 
-	return s ? s : sbx_xstrdup("");
+	return s ? s : sl_xstrdup("");
 }
 
 static struct result run_sbxloop(const char *const *args)
 {
 	const char *bin = getenv("SBXLOOP_BIN");
-	char *out_path = sbx_xasprintf("%s/cmd.out", dir);
-	char *err_path = sbx_xasprintf("%s/cmd.err", dir);
+	char *out_path = sl_xasprintf("%s/cmd.out", dir);
+	char *err_path = sl_xasprintf("%s/cmd.err", dir);
 	const char *argv[32];
 	struct result r;
 	size_t n = 0;
@@ -609,7 +609,7 @@ static int dir_exists(const char *path)
 
 START_TEST(test_artifacts_lists_files_sizes_and_exclusions)
 {
-	char *ws = sbx_xasprintf("%s/ws", dir);
+	char *ws = sl_xasprintf("%s/ws", dir);
 	struct result r;
 
 	put(ws, "src/main.c", "int main(void) { return 0; }\n");
@@ -633,8 +633,8 @@ END_TEST
 
 START_TEST(test_artifacts_of_unmounted_run_reads_harvest)
 {
-	char *ws = sbx_xasprintf("%s/ws", dir);
-	char *adir = sbx_xasprintf("%s/runs/rbcdefghj/artifacts", state);
+	char *ws = sl_xasprintf("%s/ws", dir);
+	char *adir = sl_xasprintf("%s/runs/rbcdefghj/artifacts", state);
 	struct result r;
 
 	make_run("rbcdefghj", "failed", 0, ws, 0, NULL);
@@ -678,7 +678,7 @@ END_TEST
 
 START_TEST(test_gc_dry_run_removes_nothing)
 {
-	char *rd = sbx_xasprintf("%s/runs/rdefghjkm", state);
+	char *rd = sl_xasprintf("%s/runs/rdefghjkm", state);
 	struct result r;
 
 	put(rd, "artifacts/a.txt", "a");
@@ -711,8 +711,8 @@ static int gc_event_cb(void *user, const struct sbxloop_event *ev)
 START_TEST(test_gc_removes_old_finished_runs_and_records_it)
 {
 	const struct sbxloop_store_ops *ops;
-	char *old = sbx_xasprintf("%s/runs/refghjkmn", state);
-	char *ws = sbx_xasprintf("%s/workspace", old);
+	char *old = sl_xasprintf("%s/runs/refghjkmn", state);
+	char *ws = sl_xasprintf("%s/workspace", old);
 	struct sbxloop_event_query q;
 	struct sbxloop_error err = {0, ""};
 	struct gc_events g = {0, ""};
@@ -740,8 +740,7 @@ START_TEST(test_gc_removes_old_finished_runs_and_records_it)
 	ck_assert_ptr_nonnull(strstr(g.data, "\"bytes\":"));
 	/* a resume must now refuse the run */
 	ck_assert_int_eq(
-		sbx_gc_workspace_removed(ops, store.ctx, "refghjkmn", &err),
-		1);
+		sl_gc_workspace_removed(ops, store.ctx, "refghjkmn", &err), 1);
 	free(old);
 	free(ws);
 }
@@ -756,15 +755,15 @@ START_TEST(test_gc_never_removes_a_resumable_or_protected_run)
 	size_t i;
 	struct result r;
 
-	for (i = 0; i < SBX_ARRAY_SIZE(names); i++) {
-		char *d = sbx_xasprintf("%s/runs/%s", state, names[i]);
+	for (i = 0; i < SL_ARRAY_SIZE(names); i++) {
+		char *d = sl_xasprintf("%s/runs/%s", state, names[i]);
 
 		put(d, "x", "x");
 		free(d);
 	}
 	make_run("rfghjkmnp", "running", 60, NULL, 0, NULL);
-	ck_assert_int_eq(sbx_gc_workspace_removed(store.ops, store.ctx,
-						  "rfghjkmnp", &err),
+	ck_assert_int_eq(sl_gc_workspace_removed(store.ops, store.ctx,
+						 "rfghjkmnp", &err),
 			 0);
 	make_run("rghjkmnpq", "failed", 2, NULL, 0, NULL);
 	make_run("rhjkmnpqr", "completed", 60, NULL, 0, "manual");
@@ -783,8 +782,8 @@ START_TEST(test_gc_never_removes_a_resumable_or_protected_run)
 	ck_assert_ptr_nonnull(strstr(r.out, "not a run directory"));
 	ck_assert_ptr_nonnull(strstr(r.out, "unknown to this store"));
 	ck_assert_ptr_nonnull(strstr(r.out, "removed 0 run directories"));
-	for (i = 0; i < SBX_ARRAY_SIZE(names); i++) {
-		char *d = sbx_xasprintf("%s/runs/%s", state, names[i]);
+	for (i = 0; i < SL_ARRAY_SIZE(names); i++) {
+		char *d = sl_xasprintf("%s/runs/%s", state, names[i]);
 
 		ck_assert_msg(dir_exists(d), "%s was removed", names[i]);
 		free(d);

@@ -53,71 +53,69 @@ static void teardown(void)
 }
 
 /* Load `text` as the project file; returns the error text (or NULL). */
-static char *load_text(const char *text, struct sbx_config **cfg)
+static char *load_text(const char *text, struct sl_config **cfg)
 {
-	struct sbx_config_opts o = {0};
+	struct sl_config_opts o = {0};
 	char *errors = NULL;
 
 	tu_write(file, text);
 	o.config_file = file;
-	if (sbx_config_load(cfg, &o, &errors) == 0)
-		sbx_config_finish(*cfg, &errors);
+	if (sl_config_load(cfg, &o, &errors) == 0)
+		sl_config_finish(*cfg, &errors);
 	return errors;
 }
 
 static void assert_error(const char *text, const char *needle)
 {
-	struct sbx_config *cfg;
+	struct sl_config *cfg;
 	char *errors = load_text(text, &cfg);
 
 	ck_assert_msg(errors != NULL, "no error for:\n%s", text);
 	ck_assert_msg(strstr(errors, needle), "expected '%s' in:\n%s", needle,
 		      errors);
 	free(errors);
-	sbx_config_free(cfg);
+	sl_config_free(cfg);
 }
 
 START_TEST(test_defaults_apply_when_nothing_is_set)
 {
-	struct sbx_config *cfg;
+	struct sl_config *cfg;
 	char *errors = load_text("", &cfg);
 
 	ck_assert_ptr_null(errors);
-	ck_assert_int_eq(sbx_config_int(cfg, "budgets.max_tasks", 0), 20);
+	ck_assert_int_eq(sl_config_int(cfg, "budgets.max_tasks", 0), 20);
 	ck_assert_int_eq(
-		sbx_config_int(cfg, "budgets.max_revisions_per_task", -1), 2);
+		sl_config_int(cfg, "budgets.max_revisions_per_task", -1), 2);
 	ck_assert_double_eq(
-		sbx_config_double(cfg, "budgets.per_job_timeout_s", 0),
-		1800.0);
-	ck_assert_str_eq(sbx_config_str(cfg, "sandbox.workspace_isolation"),
+		sl_config_double(cfg, "budgets.per_job_timeout_s", 0), 1800.0);
+	ck_assert_str_eq(sl_config_str(cfg, "sandbox.workspace_isolation"),
 			 "auto");
-	ck_assert_uint_eq(sbx_config_list_len(cfg, "artifacts.exclude"), 17);
-	ck_assert_str_eq(sbx_config_list_item(cfg, "artifacts.exclude", 8),
+	ck_assert_uint_eq(sl_config_list_len(cfg, "artifacts.exclude"), 17);
+	ck_assert_str_eq(sl_config_list_item(cfg, "artifacts.exclude", 8),
 			 "*.egg-info");
-	ck_assert_ptr_null(sbx_config_str(cfg, "github.repo"));
-	ck_assert_int_eq(sbx_config_get(cfg, "model")->source,
-			 SBX_SRC_DEFAULT);
-	sbx_config_free(cfg);
+	ck_assert_ptr_null(sl_config_str(cfg, "github.repo"));
+	ck_assert_int_eq(sl_config_get(cfg, "model")->source, SL_SRC_DEFAULT);
+	sl_config_free(cfg);
 }
 END_TEST
 
 START_TEST(test_state_dir_expands_home_and_anchors_relative_paths)
 {
-	struct sbx_config *cfg;
+	struct sl_config *cfg;
 	char *want = NULL, *errors = load_text("", &cfg);
 
 	ck_assert_ptr_null(errors);
 	if (asprintf(&want, "%s/.sbxloop", dir) < 0)
 		abort();
-	ck_assert_str_eq(sbx_config_str(cfg, "state_dir"), want);
-	sbx_config_free(cfg);
+	ck_assert_str_eq(sl_config_str(cfg, "state_dir"), want);
+	sl_config_free(cfg);
 	free(want);
 	errors = load_text("state_dir: runs-here\n", &cfg);
 	ck_assert_ptr_null(errors);
 	if (asprintf(&want, "%s/runs-here", dir) < 0)
 		abort();
-	ck_assert_str_eq(sbx_config_str(cfg, "state_dir"), want);
-	sbx_config_free(cfg);
+	ck_assert_str_eq(sl_config_str(cfg, "state_dir"), want);
+	sl_config_free(cfg);
 	free(want);
 }
 END_TEST
@@ -198,22 +196,22 @@ END_TEST
 
 START_TEST(test_disabled_abort_threshold_needs_no_ordering)
 {
-	struct sbx_config *cfg;
+	struct sl_config *cfg;
 	char *errors =
 		load_text("limits:\n  disk_warn: 90\n  disk_abort: 0\n"
 			  "policy:\n  allow: [\"*\", \"*.Example.COM\"]\n",
 			  &cfg);
 
 	ck_assert_ptr_null(errors);
-	ck_assert_str_eq(sbx_config_list_item(cfg, "policy.allow", 1),
+	ck_assert_str_eq(sl_config_list_item(cfg, "policy.allow", 1),
 			 "*.example.com");
-	sbx_config_free(cfg);
+	sl_config_free(cfg);
 }
 END_TEST
 
 START_TEST(test_precedence_env_over_project_over_user_over_default)
 {
-	struct sbx_config *cfg;
+	struct sl_config *cfg;
 	char *user = NULL, *errors;
 
 	if (asprintf(&user, "%s/sbxloop", dir) < 0)
@@ -230,26 +228,25 @@ START_TEST(test_precedence_env_over_project_over_user_over_default)
 	errors = load_text("model: project-model\nbudgets:\n  max_tasks: 8\n",
 			   &cfg);
 	ck_assert_msg(errors == NULL, "%s", errors);
-	ck_assert_str_eq(sbx_config_str(cfg, "model"), "project-model");
-	ck_assert_int_eq(sbx_config_get(cfg, "model")->source,
-			 SBX_SRC_PROJECT);
-	ck_assert_int_eq(sbx_config_int(cfg, "budgets.max_tasks", 0), 9);
-	ck_assert_int_eq(sbx_config_get(cfg, "budgets.max_tasks")->source,
-			 SBX_SRC_ENV);
-	ck_assert_str_eq(sbx_config_get(cfg, "budgets.max_tasks")->origin,
+	ck_assert_str_eq(sl_config_str(cfg, "model"), "project-model");
+	ck_assert_int_eq(sl_config_get(cfg, "model")->source, SL_SRC_PROJECT);
+	ck_assert_int_eq(sl_config_int(cfg, "budgets.max_tasks", 0), 9);
+	ck_assert_int_eq(sl_config_get(cfg, "budgets.max_tasks")->source,
+			 SL_SRC_ENV);
+	ck_assert_str_eq(sl_config_get(cfg, "budgets.max_tasks")->origin,
 			 "SBXLOOP_BUDGETS__MAX_TASKS");
+	ck_assert_int_eq(sl_config_int(cfg, "budgets.max_replans_per_task", 0),
+			 4);
 	ck_assert_int_eq(
-		sbx_config_int(cfg, "budgets.max_replans_per_task", 0), 4);
-	ck_assert_int_eq(
-		sbx_config_get(cfg, "budgets.max_replans_per_task")->source,
-		SBX_SRC_USER);
-	ck_assert_uint_eq(sbx_config_list_len(cfg, "policy.allow"), 2);
-	ck_assert_str_eq(sbx_config_list_item(cfg, "policy.allow", 1),
+		sl_config_get(cfg, "budgets.max_replans_per_task")->source,
+		SL_SRC_USER);
+	ck_assert_uint_eq(sl_config_list_len(cfg, "policy.allow"), 2);
+	ck_assert_str_eq(sl_config_list_item(cfg, "policy.allow", 1),
 			 "*.npmjs.org");
 	ck_assert_str_eq(
-		sbx_config_list_item(cfg, "sandbox.extra_allow_domains", 1),
+		sl_config_list_item(cfg, "sandbox.extra_allow_domains", 1),
 		"b.org");
-	sbx_config_free(cfg);
+	sl_config_free(cfg);
 	free(user);
 }
 END_TEST
@@ -268,7 +265,7 @@ END_TEST
 
 START_TEST(test_tool_variables_are_not_config)
 {
-	struct sbx_config *cfg;
+	struct sl_config *cfg;
 	char *errors;
 
 	setenv("SBXLOOP_KEEP_MODULES", "1", 1);
@@ -276,7 +273,7 @@ START_TEST(test_tool_variables_are_not_config)
 	setenv("SBXLOOP_TEST_KILL_AFTER", "plan", 1);
 	errors = load_text("", &cfg);
 	ck_assert_msg(errors == NULL, "%s", errors);
-	sbx_config_free(cfg);
+	sl_config_free(cfg);
 	unsetenv("SBXLOOP_KEEP_MODULES");
 	unsetenv("SBXLOOP_FAKE_AGENT_REPLY");
 	unsetenv("SBXLOOP_TEST_KILL_AFTER");
@@ -318,14 +315,14 @@ START_TEST(test_every_variable_the_code_reads_is_known)
 		p = popen(cmd, "r");
 		ck_assert_ptr_nonnull(p);
 		while (fgets(line, sizeof(line), p)) {
-			struct sbx_config *cfg;
+			struct sl_config *cfg;
 			char *errors;
 
 			line[strcspn(line, "\n")] = '\0';
 			if (!*line)
 				continue;
 			seen++;
-			if (sbx_tool_variable(line))
+			if (sl_tool_variable(line))
 				continue;
 			/* a config key: any value, but never "unknown" */
 			setenv(line, "/tmp", 1);
@@ -336,7 +333,7 @@ START_TEST(test_every_variable_the_code_reads_is_known)
 				      "neither a tool variable nor a key: %s",
 				      line, errors);
 			free(errors);
-			sbx_config_free(cfg);
+			sl_config_free(cfg);
 		}
 		pclose(p);
 	}
@@ -354,17 +351,17 @@ END_TEST
 
 START_TEST(test_a_config_path_that_is_a_directory_says_so)
 {
-	struct sbx_config_opts o = {0};
-	struct sbx_config *cfg = NULL;
+	struct sl_config_opts o = {0};
+	struct sl_config *cfg = NULL;
 	char *errors = NULL, want[600];
 
 	o.config_file = dir;
-	ck_assert_int_ne(sbx_config_load(&cfg, &o, &errors), 0);
+	ck_assert_int_ne(sl_config_load(&cfg, &o, &errors), 0);
 	snprintf(want, sizeof(want), "cannot read config '%s': Is a directory",
 		 dir);
 	ck_assert_msg(errors && strstr(errors, want), "%s", errors);
 	free(errors);
-	sbx_config_free(cfg);
+	sl_config_free(cfg);
 }
 END_TEST
 
@@ -403,52 +400,52 @@ static void cap_cpu(rlim_t seconds)
 
 START_TEST(test_alias_expansion_is_capped_before_it_is_expanded)
 {
-	struct sbx_buf text = SBX_BUF_INIT;
+	struct sl_buf text = SL_BUF_INIT;
 	long before = maxrss_kib();
 	int i, j;
 
 	/* 11 levels of nine aliases each: 100 * 9^11 bytes expanded */
 	cap_cpu(30);
-	sbx_buf_addf(&text, "a0: &a0 [\"%0100d\"]\n", 0);
+	sl_buf_addf(&text, "a0: &a0 [\"%0100d\"]\n", 0);
 	for (i = 1; i < 12; i++) {
-		sbx_buf_addf(&text, "a%d: &a%d [", i, i);
+		sl_buf_addf(&text, "a%d: &a%d [", i, i);
 		for (j = 0; j < 9; j++)
-			sbx_buf_addf(&text, "%s*a%d", j ? "," : "", i - 1);
-		sbx_buf_adds(&text, "]\n");
+			sl_buf_addf(&text, "%s*a%d", j ? "," : "", i - 1);
+		sl_buf_adds(&text, "]\n");
 	}
-	assert_error(sbx_buf_str(&text),
+	assert_error(sl_buf_str(&text),
 		     "sbxloop.yaml:6:10: alias '*a4' expands the document "
 		     "past 1 MiB");
 	ck_assert_msg(maxrss_kib() - before < 64 * 1024,
 		      "loading grew the process by %ld KiB",
 		      maxrss_kib() - before);
-	sbx_buf_release(&text);
+	sl_buf_release(&text);
 }
 END_TEST
 
 START_TEST(test_a_hundred_thousand_keys_load_in_linear_time)
 {
-	struct sbx_buf text = SBX_BUF_INIT;
+	struct sl_buf text = SL_BUF_INIT;
 	int i;
 
 	/* quadratic duplicate checking took minutes here: SIGXCPU */
 	cap_cpu(45);
-	sbx_buf_adds(&text, "budgets:\n");
+	sl_buf_adds(&text, "budgets:\n");
 	for (i = 0; i < 100000; i++)
-		sbx_buf_addf(&text, "  k%d: 1\n", i);
-	sbx_buf_adds(&text, "  k5: 2\n");
-	assert_error(sbx_buf_str(&text),
+		sl_buf_addf(&text, "  k%d: 1\n", i);
+	sl_buf_adds(&text, "  k5: 2\n");
+	assert_error(sl_buf_str(&text),
 		     "sbxloop.yaml:100002:3: duplicate key 'budgets.k5' "
 		     "(first defined at line 7)");
-	sbx_buf_release(&text);
+	sl_buf_release(&text);
 }
 END_TEST
 
 START_TEST(test_starter_file_loads_back_to_exactly_the_defaults)
 {
-	struct sbx_config_opts o = {0};
-	struct sbx_core *core = NULL;
-	struct sbx_core *loaded = NULL;
+	struct sl_config_opts o = {0};
+	struct sl_core *core = NULL;
+	struct sl_core *loaded = NULL;
 	char *errors = NULL, *text;
 	const char *argv[] = {tu_env("SBXLOOP_BIN"), "init", NULL};
 	struct tu_run r;
@@ -472,31 +469,31 @@ START_TEST(test_starter_file_loads_back_to_exactly_the_defaults)
 	o.config_file = "/dev/null";
 	o.no_user_file = 1;
 	o.no_env = 1;
-	ck_assert_int_eq(sbx_core_open(&core, &o, &errors), 0);
+	ck_assert_int_eq(sl_core_open(&core, &o, &errors), 0);
 	o.config_file = file;
-	ck_assert_msg(sbx_core_open(&loaded, &o, &errors) == 0, "%s", errors);
-	for (i = 0; i < sbx_config_count(core->cfg); i++) {
-		const struct sbx_config_value *want =
-			sbx_config_at(core->cfg, i);
-		const struct sbx_config_value *got =
-			sbx_config_get(loaded->cfg, want->spec->path);
-		char *a = sbx_config_value_yaml(want);
-		char *b = sbx_config_value_yaml(got);
+	ck_assert_msg(sl_core_open(&loaded, &o, &errors) == 0, "%s", errors);
+	for (i = 0; i < sl_config_count(core->cfg); i++) {
+		const struct sl_config_value *want =
+			sl_config_at(core->cfg, i);
+		const struct sl_config_value *got =
+			sl_config_get(loaded->cfg, want->spec->path);
+		char *a = sl_config_value_yaml(want);
+		char *b = sl_config_value_yaml(got);
 
 		ck_assert_msg(strcmp(a, b) == 0, "%s: default %s, loaded %s",
 			      want->spec->path, a, b);
 		free(a);
 		free(b);
 	}
-	sbx_core_close(loaded);
-	sbx_core_close(core);
+	sl_core_close(loaded);
+	sl_core_close(core);
 }
 END_TEST
 
 START_TEST(test_plugin_keys_are_validated_like_core_keys)
 {
-	struct sbx_config_opts o = {0};
-	struct sbx_core *core = NULL;
+	struct sl_config_opts o = {0};
+	struct sl_core *core = NULL;
 	char *errors = NULL, *path = NULL;
 
 	if (asprintf(&path, "%s/tests/plugins/abi",
@@ -506,7 +503,7 @@ START_TEST(test_plugin_keys_are_validated_like_core_keys)
 	free(path);
 	tu_write(file, "testsink:\n  colr: red\n  depth: deep\n");
 	o.config_file = file;
-	ck_assert_int_eq(sbx_core_open(&core, &o, &errors), SBXLOOP_EINVAL);
+	ck_assert_int_eq(sl_core_open(&core, &o, &errors), SBXLOOP_EINVAL);
 	ck_assert_msg(strstr(errors, "sbxloop.yaml:2:3: unknown key "
 				     "'testsink.colr' (did you mean "
 				     "'color'?)"),
@@ -515,12 +512,12 @@ START_TEST(test_plugin_keys_are_validated_like_core_keys)
 				     "found 'deep'"),
 		      "%s", errors);
 	free(errors);
-	sbx_core_close(core);
+	sl_core_close(core);
 	tu_write(file, "testsink:\n  color: red\n");
-	ck_assert_int_eq(sbx_core_open(&core, &o, &errors), 0);
-	ck_assert_str_eq(sbx_config_str(core->cfg, "testsink.color"), "red");
-	ck_assert_int_eq(sbx_config_int(core->cfg, "testsink.depth", 0), 3);
-	sbx_core_close(core);
+	ck_assert_int_eq(sl_core_open(&core, &o, &errors), 0);
+	ck_assert_str_eq(sl_config_str(core->cfg, "testsink.color"), "red");
+	ck_assert_int_eq(sl_config_int(core->cfg, "testsink.depth", 0), 3);
+	sl_core_close(core);
 }
 END_TEST
 
@@ -559,13 +556,13 @@ START_TEST(test_dotenv_never_overrides_the_environment)
 {
 	char *err = NULL;
 
-	setenv("SBX_TEST_KEEP", "outer", 1);
-	unsetenv("SBX_TEST_NEW");
-	tu_write(".env", "# tokens\nexport SBX_TEST_KEEP=inner\n"
-			 "SBX_TEST_NEW=\"quoted value\"\n");
-	ck_assert_int_eq(sbx_dotenv_load(".env", &err), 0);
-	ck_assert_str_eq(getenv("SBX_TEST_KEEP"), "outer");
-	ck_assert_str_eq(getenv("SBX_TEST_NEW"), "quoted value");
+	setenv("SL_TEST_KEEP", "outer", 1);
+	unsetenv("SL_TEST_NEW");
+	tu_write(".env", "# tokens\nexport SL_TEST_KEEP=inner\n"
+			 "SL_TEST_NEW=\"quoted value\"\n");
+	ck_assert_int_eq(sl_dotenv_load(".env", &err), 0);
+	ck_assert_str_eq(getenv("SL_TEST_KEEP"), "outer");
+	ck_assert_str_eq(getenv("SL_TEST_NEW"), "quoted value");
 }
 END_TEST
 

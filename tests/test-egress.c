@@ -30,7 +30,7 @@
 
 static char dir[256];
 static char cfg_path[512];
-static struct sbx_config *cfg;
+static struct sl_config *cfg;
 
 static void setup(void)
 {
@@ -46,9 +46,9 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char *cmd = sbx_xasprintf("rm -rf '%s'", dir);
+	char *cmd = sl_xasprintf("rm -rf '%s'", dir);
 
-	sbx_config_free(cfg);
+	sl_config_free(cfg);
 	cfg = NULL;
 	if (system(cmd) != 0)
 		fprintf(stderr, "cannot remove '%s'\n", dir);
@@ -58,7 +58,7 @@ static void teardown(void)
 /* Load a config made of `yaml` (plus a state_dir). */
 static void load(const char *yaml)
 {
-	struct sbx_config_opts opts;
+	struct sl_config_opts opts;
 	char *errors = NULL;
 	FILE *f = fopen(cfg_path, "w");
 
@@ -69,9 +69,9 @@ static void load(const char *yaml)
 	opts.config_file = cfg_path;
 	opts.no_user_file = 1;
 	opts.no_env = 1;
-	sbx_config_free(cfg);
+	sl_config_free(cfg);
 	cfg = NULL;
-	ck_assert_msg(sbx_config_load(&cfg, &opts, &errors) == 0, "%s",
+	ck_assert_msg(sl_config_load(&cfg, &opts, &errors) == 0, "%s",
 		      errors ? errors : "");
 	free(errors);
 }
@@ -117,9 +117,9 @@ START_TEST(test_pattern_validity_table)
 	};
 	size_t i;
 
-	for (i = 0; i < SBX_ARRAY_SIZE(t); i++)
+	for (i = 0; i < SL_ARRAY_SIZE(t); i++)
 		ck_assert_msg(
-			sbx_pattern_valid(t[i].pattern, t[i].operator_star) ==
+			sl_pattern_valid(t[i].pattern, t[i].operator_star) ==
 				t[i].valid,
 			"pattern '%s' (operator %d): expected %d",
 			t[i].pattern, t[i].operator_star, t[i].valid);
@@ -150,8 +150,8 @@ START_TEST(test_pattern_coverage_table)
 	};
 	size_t i;
 
-	for (i = 0; i < SBX_ARRAY_SIZE(t); i++)
-		ck_assert_msg(sbx_pattern_covers(t[i].pattern, t[i].domain) ==
+	for (i = 0; i < SL_ARRAY_SIZE(t); i++)
+		ck_assert_msg(sl_pattern_covers(t[i].pattern, t[i].domain) ==
 				      t[i].covers,
 			      "'%s' covers '%s': expected %d", t[i].pattern,
 			      t[i].domain, t[i].covers);
@@ -194,12 +194,12 @@ START_TEST(test_pattern_overlap_table)
 	};
 	size_t i;
 
-	for (i = 0; i < SBX_ARRAY_SIZE(t); i++) {
-		ck_assert_msg(sbx_pattern_overlaps(t[i].a, t[i].b) ==
+	for (i = 0; i < SL_ARRAY_SIZE(t); i++) {
+		ck_assert_msg(sl_pattern_overlaps(t[i].a, t[i].b) ==
 				      t[i].overlaps,
 			      "'%s' overlaps '%s': expected %d", t[i].a,
 			      t[i].b, t[i].overlaps);
-		ck_assert_msg(sbx_pattern_overlaps(t[i].b, t[i].a) ==
+		ck_assert_msg(sl_pattern_overlaps(t[i].b, t[i].a) ==
 				      t[i].overlaps,
 			      "'%s' overlaps '%s' (swapped): expected %d",
 			      t[i].b, t[i].a, t[i].overlaps);
@@ -222,12 +222,12 @@ START_TEST(test_baseline_and_declarable_tiers_are_in_bounds)
 	char *why = NULL;
 
 	load("");
-	for (i = 0; i < SBX_ARRAY_SIZE(in); i++) {
-		ck_assert_msg(sbx_egress_check(cfg, in[i], &why) == 1,
-			      "%s: %s", in[i], why ? why : "");
+	for (i = 0; i < SL_ARRAY_SIZE(in); i++) {
+		ck_assert_msg(sl_egress_check(cfg, in[i], &why) == 1, "%s: %s",
+			      in[i], why ? why : "");
 		ck_assert_ptr_null(why);
 	}
-	ck_assert_int_eq(sbx_egress_check(cfg, "example.org", &why), 0);
+	ck_assert_int_eq(sl_egress_check(cfg, "example.org", &why), 0);
 	ck_assert_str_eq(why, "not covered by policy.allow in sbxloop.yaml");
 	free(why);
 }
@@ -240,17 +240,17 @@ START_TEST(test_deny_beats_the_baseline)
 
 	load("policy:\n  deny: [pypi.org, \"*.ubuntu.com\", "
 	     "\"*.github.com\"]\n  allow: [\"*\"]\n");
-	ck_assert_int_eq(sbx_egress_check(cfg, "pypi.org", &why), 0);
+	ck_assert_int_eq(sl_egress_check(cfg, "pypi.org", &why), 0);
 	ck_assert_str_eq(why, "matches policy.deny pattern 'pypi.org'");
 	free(why);
-	ck_assert_int_eq(sbx_egress_check(cfg, "archive.ubuntu.com", &why), 0);
+	ck_assert_int_eq(sl_egress_check(cfg, "archive.ubuntu.com", &why), 0);
 	ck_assert_str_eq(why, "matches policy.deny pattern '*.ubuntu.com'");
 	free(why);
 	/* deny even wins over an operator's '*' */
-	ck_assert_int_eq(sbx_egress_check(cfg, "api.github.com", NULL), 0);
-	ck_assert_int_eq(sbx_egress_check(cfg, "example.org", NULL), 1);
+	ck_assert_int_eq(sl_egress_check(cfg, "api.github.com", NULL), 0);
+	ck_assert_int_eq(sl_egress_check(cfg, "example.org", NULL), 1);
 
-	seed = sbx_egress_agent_seed(cfg);
+	seed = sl_egress_agent_seed(cfg);
 	ck_assert(!in_list(seed, "pypi.org"));
 	ck_assert(!in_list(seed, "archive.ubuntu.com"));
 	ck_assert(in_list(seed, "files.pythonhosted.org"));
@@ -258,18 +258,18 @@ START_TEST(test_deny_beats_the_baseline)
 	/* the agent's control plane is seeded whatever deny says */
 	ck_assert(in_list(seed, "api.github.com"));
 	ck_assert(in_list(seed, "api.githubcopilot.com"));
-	sbx_egress_list_free(seed);
+	sl_egress_list_free(seed);
 }
 END_TEST
 
 START_TEST(test_operator_star_and_allow_patterns_widen_the_bounds)
 {
 	load("policy:\n  allow: [\"*.example.com\"]\n");
-	ck_assert_int_eq(sbx_egress_check(cfg, "api.example.com", NULL), 1);
-	ck_assert_int_eq(sbx_egress_check(cfg, "*.cdn.example.com", NULL), 1);
-	ck_assert_int_eq(sbx_egress_check(cfg, "example.org", NULL), 0);
+	ck_assert_int_eq(sl_egress_check(cfg, "api.example.com", NULL), 1);
+	ck_assert_int_eq(sl_egress_check(cfg, "*.cdn.example.com", NULL), 1);
+	ck_assert_int_eq(sl_egress_check(cfg, "example.org", NULL), 0);
 	load("policy:\n  allow: [\"*\"]\n");
-	ck_assert_int_eq(sbx_egress_check(cfg, "example.org", NULL), 1);
+	ck_assert_int_eq(sl_egress_check(cfg, "example.org", NULL), 1);
 }
 END_TEST
 
@@ -280,17 +280,16 @@ START_TEST(test_extra_allow_domains_are_seeded_and_in_bounds)
 	load("sandbox:\n  extra_allow_domains: [mirror.corp.example, "
 	     "blocked.corp.example]\npolicy:\n  deny: "
 	     "[blocked.corp.example]\ngithub:\n  repo: o/r\n");
-	ck_assert_int_eq(sbx_egress_check(cfg, "mirror.corp.example", NULL),
-			 1);
-	seed = sbx_egress_agent_seed(cfg);
+	ck_assert_int_eq(sl_egress_check(cfg, "mirror.corp.example", NULL), 1);
+	seed = sl_egress_agent_seed(cfg);
 	ck_assert(in_list(seed, "mirror.corp.example"));
 	ck_assert(!in_list(seed, "blocked.corp.example"));
-	sbx_egress_list_free(seed);
-	gh = sbx_egress_github_seed(cfg);
+	sl_egress_list_free(seed);
+	gh = sl_egress_github_seed(cfg);
 	ck_assert(in_list(gh, "uploads.github.com"));
 	ck_assert(in_list(gh, "mirror.corp.example"));
 	ck_assert(!in_list(gh, "pypi.org"));
-	sbx_egress_list_free(gh);
+	sl_egress_list_free(gh);
 }
 END_TEST
 
@@ -318,15 +317,15 @@ START_TEST(test_declaration_overlapping_a_deny_is_out_of_bounds)
 	};
 	size_t i;
 
-	for (i = 0; i < SBX_ARRAY_SIZE(t); i++) {
-		char *yaml = sbx_xasprintf("policy:\n  deny: [\"%s\"]\n"
-					   "  allow: [\"*\"]\n",
-					   t[i].deny);
+	for (i = 0; i < SL_ARRAY_SIZE(t); i++) {
+		char *yaml = sl_xasprintf("policy:\n  deny: [\"%s\"]\n"
+					  "  allow: [\"*\"]\n",
+					  t[i].deny);
 		char *why = NULL;
 
 		load(yaml);
 		free(yaml);
-		ck_assert_msg(sbx_egress_check(cfg, t[i].declared, &why) == 0,
+		ck_assert_msg(sl_egress_check(cfg, t[i].declared, &why) == 0,
 			      "deny '%s' let '%s' through", t[i].deny,
 			      t[i].declared);
 		ck_assert_str_eq(why, t[i].why);
@@ -334,24 +333,24 @@ START_TEST(test_declaration_overlapping_a_deny_is_out_of_bounds)
 	}
 	/* disjoint wildcards stay in bounds */
 	load("policy:\n  deny: [\"*.a.evil.org\"]\n  allow: [\"*\"]\n");
-	ck_assert_int_eq(sbx_egress_check(cfg, "*.b.evil.org", NULL), 1);
-	ck_assert_int_eq(sbx_egress_check(cfg, "evil.org", NULL), 1);
+	ck_assert_int_eq(sl_egress_check(cfg, "*.b.evil.org", NULL), 1);
+	ck_assert_int_eq(sl_egress_check(cfg, "evil.org", NULL), 1);
 }
 END_TEST
 
 START_TEST(test_plan_declaring_a_wildcard_over_a_deny_is_sent_back)
 {
-	struct sbx_buf msg = SBX_BUF_INIT;
+	struct sl_buf msg = SL_BUF_INIT;
 	cJSON *eg = cJSON_Parse("[{\"domain\":\" *.EVIL.org \",\"reason\":"
 				"\"x\"}]");
 
 	load("policy:\n  deny: [evil.org]\n  allow: [\"*\"]\n");
-	ck_assert_int_eq(sbx_egress_validate_plan(cfg, eg, &msg),
+	ck_assert_int_eq(sl_egress_validate_plan(cfg, eg, &msg),
 			 SBXLOOP_EINVAL);
-	ck_assert_ptr_nonnull(strstr(sbx_buf_str(&msg),
+	ck_assert_ptr_nonnull(strstr(sl_buf_str(&msg),
 				     "- *.evil.org: covers hosts that "
 				     "policy.deny pattern 'evil.org' denies"));
-	sbx_buf_release(&msg);
+	sl_buf_release(&msg);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -366,23 +365,23 @@ START_TEST(test_wildcard_extra_overlapping_a_deny_is_not_seeded)
 	load("sandbox:\n  extra_allow_domains: [\"*.corp.example\", "
 	     "\"*.evil.org\", mirror.example.net]\npolicy:\n  deny: "
 	     "[bad.corp.example, evil.org]\ngithub:\n  repo: o/r\n");
-	seed = sbx_egress_agent_seed(cfg);
+	seed = sl_egress_agent_seed(cfg);
 	ck_assert(!in_list(seed, "*.corp.example"));
 	ck_assert(!in_list(seed, "*.evil.org"));
 	ck_assert(in_list(seed, "mirror.example.net"));
-	sbx_egress_list_free(seed);
-	gh = sbx_egress_github_seed(cfg);
+	sl_egress_list_free(seed);
+	gh = sl_egress_github_seed(cfg);
 	ck_assert(!in_list(gh, "*.corp.example"));
 	ck_assert(!in_list(gh, "*.evil.org"));
 	ck_assert(in_list(gh, "mirror.example.net"));
-	sbx_egress_list_free(gh);
+	sl_egress_list_free(gh);
 	/* its other hosts stay declarable one by one; the denied ones not */
-	ck_assert_int_eq(sbx_egress_check(cfg, "ok.corp.example", NULL), 1);
-	ck_assert_int_eq(sbx_egress_check(cfg, "bad.corp.example", &why), 0);
+	ck_assert_int_eq(sl_egress_check(cfg, "ok.corp.example", NULL), 1);
+	ck_assert_int_eq(sl_egress_check(cfg, "bad.corp.example", &why), 0);
 	ck_assert_str_eq(why,
 			 "matches policy.deny pattern 'bad.corp.example'");
 	free(why);
-	ck_assert_int_eq(sbx_egress_check(cfg, "*.corp.example", NULL), 0);
+	ck_assert_int_eq(sl_egress_check(cfg, "*.corp.example", NULL), 0);
 }
 END_TEST
 
@@ -390,7 +389,7 @@ END_TEST
 
 START_TEST(test_declarations_are_trimmed_and_lowercased)
 {
-	char *why = NULL, *d = sbx_egress_normalize("  PyPI.ORG \n", &why);
+	char *why = NULL, *d = sl_egress_normalize("  PyPI.ORG \n", &why);
 
 	ck_assert_str_eq(d, "pypi.org");
 	ck_assert_ptr_null(why);
@@ -413,9 +412,9 @@ START_TEST(test_declarations_refuse_star_scheme_path_and_port)
 	};
 	size_t i;
 
-	for (i = 0; i < SBX_ARRAY_SIZE(t); i++) {
+	for (i = 0; i < SL_ARRAY_SIZE(t); i++) {
 		char *why = NULL;
-		char *d = sbx_egress_normalize(t[i].declared, &why);
+		char *d = sl_egress_normalize(t[i].declared, &why);
 
 		ck_assert_msg(d == NULL, "'%s' was accepted", t[i].declared);
 		ck_assert_msg(why && strstr(why, t[i].why), "'%s': %s",
@@ -427,7 +426,7 @@ END_TEST
 
 START_TEST(test_out_of_bounds_plan_gets_reasons_and_hint)
 {
-	struct sbx_buf msg = SBX_BUF_INIT;
+	struct sl_buf msg = SL_BUF_INIT;
 	cJSON *eg = cJSON_Parse(
 		"[{\"domain\":\" PyPI.org \",\"reason\":\"wheels\"},"
 		"{\"domain\":\"evil.example\",\"reason\":\"x\"},"
@@ -435,43 +434,42 @@ START_TEST(test_out_of_bounds_plan_gets_reasons_and_hint)
 		"{\"domain\":\"https://astral.sh\"}]");
 
 	load("policy:\n  deny: [tracker.example.net]\n");
-	ck_assert_int_eq(sbx_egress_validate_plan(cfg, eg, &msg),
+	ck_assert_int_eq(sl_egress_validate_plan(cfg, eg, &msg),
 			 SBXLOOP_EINVAL);
-	ck_assert_ptr_nonnull(strstr(sbx_buf_str(&msg),
+	ck_assert_ptr_nonnull(strstr(sl_buf_str(&msg),
 				     "- evil.example: not covered by "
 				     "policy.allow in sbxloop.yaml"));
-	ck_assert_ptr_nonnull(
-		strstr(sbx_buf_str(&msg),
-		       "- tracker.example.net: matches policy.deny "
-		       "pattern 'tracker.example.net'"));
-	ck_assert_ptr_nonnull(strstr(sbx_buf_str(&msg),
+	ck_assert_ptr_nonnull(strstr(
+		sl_buf_str(&msg), "- tracker.example.net: matches policy.deny "
+				  "pattern 'tracker.example.net'"));
+	ck_assert_ptr_nonnull(strstr(sl_buf_str(&msg),
 				     "'https://astral.sh': a domain only: "
 				     "drop the scheme"));
-	ck_assert_ptr_nonnull(strstr(sbx_buf_str(&msg),
+	ck_assert_ptr_nonnull(strstr(sl_buf_str(&msg),
 				     "use a baseline host; only the operator "
 				     "can widen the bounds in sbxloop.yaml"));
-	ck_assert_ptr_null(strstr(sbx_buf_str(&msg), "pypi.org"));
+	ck_assert_ptr_null(strstr(sl_buf_str(&msg), "pypi.org"));
 	/* normalised in place for the stored plan */
 	ck_assert_str_eq(
 		cJSON_GetObjectItem(cJSON_GetArrayItem(eg, 0), "domain")
 			->valuestring,
 		"pypi.org");
-	sbx_buf_release(&msg);
+	sl_buf_release(&msg);
 	cJSON_Delete(eg);
 }
 END_TEST
 
 START_TEST(test_in_bounds_plan_passes)
 {
-	struct sbx_buf msg = SBX_BUF_INIT;
+	struct sl_buf msg = SL_BUF_INIT;
 	cJSON *eg = cJSON_Parse("[{\"domain\":\"astral.sh\",\"reason\":"
 				"\"uv\"},{\"domain\":\"api.example.com\"}]");
 
 	load("policy:\n  allow: [\"*.example.com\"]\n");
-	ck_assert_int_eq(sbx_egress_validate_plan(cfg, eg, &msg), 0);
+	ck_assert_int_eq(sl_egress_validate_plan(cfg, eg, &msg), 0);
 	ck_assert_int_eq((int)msg.len, 0);
-	ck_assert_int_eq(sbx_egress_validate_plan(cfg, NULL, &msg), 0);
-	sbx_buf_release(&msg);
+	ck_assert_int_eq(sl_egress_validate_plan(cfg, NULL, &msg), 0);
+	sl_buf_release(&msg);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -495,9 +493,9 @@ static int fake_grant(void *ctx, const struct sbxloop_grant *g,
 	snprintf(f->calls + n, sizeof(f->calls) - n, "grant:%s %s %s %s;",
 		 g->domain, g->task_id, g->phase, g->sandbox);
 	if (f->grant_rc)
-		return sbx_error(err, f->grant_rc,
-				 "%s: cannot enforce egress for '%s'", f->name,
-				 g->domain);
+		return sl_error(err, f->grant_rc,
+				"%s: cannot enforce egress for '%s'", f->name,
+				g->domain);
 	return 0;
 }
 
@@ -509,8 +507,8 @@ static int fake_revoke(void *ctx, const struct sbxloop_grant *g,
 
 	snprintf(f->calls + n, sizeof(f->calls) - n, "revoke:%s;", g->domain);
 	if (f->revoke_rc)
-		return sbx_error(err, f->revoke_rc, "%s: revoke failed",
-				 f->name);
+		return sl_error(err, f->revoke_rc, "%s: revoke failed",
+				f->name);
 	return 0;
 }
 
@@ -574,15 +572,15 @@ static const char *declared =
 START_TEST(test_grant_emits_policy_allow_with_context)
 {
 	struct fake f = {"fake", 0, 0, ""};
-	struct sbx_egress_granter chain[] = {{"fake", &fake_ops, &f}};
+	struct sl_egress_granter chain[] = {{"fake", &fake_ops, &f}};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_ledger *l;
+	struct sl_egress_ledger *l;
 	cJSON *eg = cJSON_Parse(declared);
 
 	load("policy:\n  allow: [\"*.example.com\"]\n");
-	l = sbx_egress_ledger_new(cfg, "sbxloop-r1-agent", chain, 1, capture,
-				  NULL);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
+	l = sl_egress_ledger_new(cfg, "sbxloop-r1-agent", chain, 1, capture,
+				 NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
 	/* pypi.org is seeded: no grant, no event */
 	ck_assert_str_eq(f.calls,
 			 "grant:api.example.com t1 execute sbxloop-r1-agent;");
@@ -595,8 +593,8 @@ START_TEST(test_grant_emits_policy_allow_with_context)
 	ck_assert_str_eq(ev_str(0, "sandbox"), "sbxloop-r1-agent");
 	ck_assert_str_eq(ev_str(0, "message"),
 			 "egress granted: api.example.com — fetch the schema");
-	ck_assert(sbx_egress_ledger_has(l, "api.example.com"));
-	sbx_egress_ledger_free(l);
+	ck_assert(sl_egress_ledger_has(l, "api.example.com"));
+	sl_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -604,20 +602,20 @@ END_TEST
 START_TEST(test_domain_under_a_seeded_wildcard_needs_no_grant)
 {
 	struct fake f = {"fake", 0, 0, ""};
-	struct sbx_egress_granter chain[] = {{"fake", &fake_ops, &f}};
+	struct sl_egress_granter chain[] = {{"fake", &fake_ops, &f}};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_ledger *l;
+	struct sl_egress_ledger *l;
 	cJSON *eg = cJSON_Parse("[{\"domain\":\"proxy.githubcopilot.com\"},"
 				"{\"domain\":\"*.example.com\"},"
 				"{\"domain\":\"cdn.example.com\"}]");
 
 	load("policy:\n  allow: [\"*.example.com\"]\n");
-	l = sbx_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
+	l = sl_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
 	/* the wildcard grant covers the later, narrower declaration */
 	ck_assert_str_eq(f.calls, "grant:*.example.com t1 execute sb;");
 	ck_assert_int_eq(cJSON_GetArraySize(events), 1);
-	sbx_egress_ledger_free(l);
+	sl_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -625,20 +623,19 @@ END_TEST
 START_TEST(test_grant_is_idempotent_per_domain)
 {
 	struct fake f = {"fake", 0, 0, ""};
-	struct sbx_egress_granter chain[] = {
-		{"fake", &fake_ops_no_revoke, &f}};
+	struct sl_egress_granter chain[] = {{"fake", &fake_ops_no_revoke, &f}};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_ledger *l;
+	struct sl_egress_ledger *l;
 	cJSON *eg = cJSON_Parse(declared);
 
 	load("policy:\n  allow: [\"*.example.com\"]\n");
-	l = sbx_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t2", eg, &err), 0);
+	l = sl_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t2", eg, &err), 0);
 	ck_assert_str_eq(f.calls, "grant:api.example.com t1 execute sb;");
 	ck_assert_int_eq(cJSON_GetArraySize(events), 1);
-	sbx_egress_ledger_free(l);
+	sl_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -646,16 +643,16 @@ END_TEST
 START_TEST(test_out_of_bounds_grant_is_a_policy_deny)
 {
 	struct fake f = {"fake", 0, 0, ""};
-	struct sbx_egress_granter chain[] = {{"fake", &fake_ops, &f}};
+	struct sl_egress_granter chain[] = {{"fake", &fake_ops, &f}};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_ledger *l;
+	struct sl_egress_ledger *l;
 	cJSON *eg = cJSON_Parse("[{\"domain\":\"pypi.org\",\"reason\":"
 				"\"w\"},{\"domain\":\"api.example.com\"}]");
 
 	/* bounds tightened after the plan was stored (a resume) */
 	load("policy:\n  deny: [pypi.org]\n");
-	l = sbx_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
+	l = sl_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
 	ck_assert_str_eq(f.calls, "");
 	ck_assert_int_eq(cJSON_GetArraySize(events), 2);
 	ck_assert_str_eq(ev_type(0), "policy.deny");
@@ -668,7 +665,7 @@ START_TEST(test_out_of_bounds_grant_is_a_policy_deny)
 	ck_assert_str_eq(ev_str(1, "message"),
 			 "egress refused: api.example.com — not covered by "
 			 "policy.allow in sbxloop.yaml");
-	sbx_egress_ledger_free(l);
+	sl_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -677,15 +674,15 @@ START_TEST(test_unsupporting_granter_passes_to_the_next)
 {
 	struct fake a = {"first", SBXLOOP_EUNSUPPORTED, 0, ""};
 	struct fake b = {"second", 0, 0, ""};
-	struct sbx_egress_granter chain[] = {{"first", &fake_ops, &a},
-					     {"second", &fake_ops, &b}};
+	struct sl_egress_granter chain[] = {{"first", &fake_ops, &a},
+					    {"second", &fake_ops, &b}};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_ledger *l;
+	struct sl_egress_ledger *l;
 	cJSON *eg = cJSON_Parse("[{\"domain\":\"astral.sh\"}]");
 
 	load("");
-	l = sbx_egress_ledger_new(cfg, "sb", chain, 2, capture, NULL);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
+	l = sl_egress_ledger_new(cfg, "sb", chain, 2, capture, NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
 	ck_assert_str_eq(a.calls, "grant:astral.sh t1 execute sb;");
 	ck_assert_str_eq(b.calls, "grant:astral.sh t1 execute sb;");
 	ck_assert_int_eq(cJSON_GetArraySize(events), 1);
@@ -693,7 +690,7 @@ START_TEST(test_unsupporting_granter_passes_to_the_next)
 	ck_assert_str_eq(ev_str(0, "granter"), "second");
 	ck_assert_str_eq(ev_str(0, "message"),
 			 "egress granted: astral.sh — no justification given");
-	sbx_egress_ledger_free(l);
+	sl_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -701,15 +698,15 @@ END_TEST
 START_TEST(test_granter_without_egress_refuses_with_why)
 {
 	struct fake a = {"nonet", SBXLOOP_EUNSUPPORTED, 0, ""};
-	struct sbx_egress_granter chain[] = {{"nonet", &fake_ops, &a}};
+	struct sl_egress_granter chain[] = {{"nonet", &fake_ops, &a}};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_ledger *l;
+	struct sl_egress_ledger *l;
 	cJSON *eg = cJSON_Parse("[{\"domain\":\"astral.sh\",\"reason\":"
 				"\"uv\"}]");
 
 	load("");
-	l = sbx_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
+	l = sl_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
 	ck_assert_int_eq(cJSON_GetArraySize(events), 1);
 	ck_assert_str_eq(ev_type(0), "policy.deny");
 	ck_assert_str_eq(ev_str(0, "task_id"), "t1");
@@ -719,11 +716,11 @@ START_TEST(test_granter_without_egress_refuses_with_why)
 	ck_assert_str_eq(ev_str(0, "message"),
 			 "egress refused: astral.sh — no granter can enforce "
 			 "it: nonet: cannot enforce egress for 'astral.sh'");
-	ck_assert(!sbx_egress_ledger_has(l, "astral.sh"));
+	ck_assert(!sl_egress_ledger_has(l, "astral.sh"));
 	/* a refusal is not remembered: the next EXECUTE asks again */
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
 	ck_assert_int_eq(cJSON_GetArraySize(events), 2);
-	sbx_egress_ledger_free(l);
+	sl_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -731,16 +728,16 @@ END_TEST
 START_TEST(test_empty_granter_chain_refuses_every_grant)
 {
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_ledger *l;
+	struct sl_egress_ledger *l;
 	cJSON *eg = cJSON_Parse("[{\"domain\":\"astral.sh\"}]");
 
 	load("");
-	l = sbx_egress_ledger_new(cfg, "sb", NULL, 0, capture, NULL);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
+	l = sl_egress_ledger_new(cfg, "sb", NULL, 0, capture, NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
 	ck_assert_str_eq(ev_type(0), "policy.deny");
 	ck_assert_ptr_nonnull(
 		strstr(ev_str(0, "message"), "plugins.policy is empty"));
-	sbx_egress_ledger_free(l);
+	sl_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -748,15 +745,15 @@ END_TEST
 START_TEST(test_granter_failure_is_audited_and_returned)
 {
 	struct fake a = {"broken", SBXLOOP_EINFRA, 0, ""};
-	struct sbx_egress_granter chain[] = {{"broken", &fake_ops, &a}};
+	struct sl_egress_granter chain[] = {{"broken", &fake_ops, &a}};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_ledger *l;
+	struct sl_egress_ledger *l;
 	cJSON *eg = cJSON_Parse("[{\"domain\":\"astral.sh\"},"
 				"{\"domain\":\"center.conan.io\"}]");
 
 	load("");
-	l = sbx_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err),
+	l = sl_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err),
 			 SBXLOOP_EINFRA);
 	ck_assert_ptr_nonnull(strstr(err.message, "broken"));
 	/* it stops at the failure */
@@ -764,7 +761,7 @@ START_TEST(test_granter_failure_is_audited_and_returned)
 	ck_assert_str_eq(ev_type(0), "policy.deny");
 	ck_assert_ptr_nonnull(strstr(ev_str(0, "message"),
 				     "egress grant failed: astral.sh"));
-	sbx_egress_ledger_free(l);
+	sl_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -772,15 +769,15 @@ END_TEST
 START_TEST(test_revoke_at_execute_exit_then_regrant_at_next_entry)
 {
 	struct fake f = {"fake", 0, 0, ""};
-	struct sbx_egress_granter chain[] = {{"fake", &fake_ops, &f}};
+	struct sl_egress_granter chain[] = {{"fake", &fake_ops, &f}};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_ledger *l;
+	struct sl_egress_ledger *l;
 	cJSON *eg = cJSON_Parse(declared);
 
 	load("policy:\n  allow: [\"*.example.com\"]\n");
-	l = sbx_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
-	ck_assert_int_eq(sbx_egress_revoke_all(l, "t1", &err), 0);
+	l = sl_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
+	ck_assert_int_eq(sl_egress_revoke_all(l, "t1", &err), 0);
 	ck_assert_str_eq(f.calls, "grant:api.example.com t1 execute sb;"
 				  "revoke:api.example.com;");
 	ck_assert_int_eq(cJSON_GetArraySize(events), 2);
@@ -788,18 +785,18 @@ START_TEST(test_revoke_at_execute_exit_then_regrant_at_next_entry)
 	ck_assert_str_eq(ev_str(1, "domain"), "api.example.com");
 	ck_assert_str_eq(ev_str(1, "task_id"), "t1");
 	ck_assert_str_eq(ev_str(1, "sandbox"), "sb");
-	ck_assert(!sbx_egress_ledger_has(l, "api.example.com"));
+	ck_assert(!sl_egress_ledger_has(l, "api.example.com"));
 	/* seeded domains are never revoked */
-	ck_assert(sbx_egress_ledger_has(l, "pypi.org"));
+	ck_assert(sl_egress_ledger_has(l, "pypi.org"));
 	/* a revision re-enters EXECUTE: granted again */
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
 	ck_assert_int_eq(cJSON_GetArraySize(events), 3);
 	ck_assert_str_eq(ev_type(2), "policy.allow");
 	/* nothing left to revoke twice */
-	ck_assert_int_eq(sbx_egress_revoke_all(l, "t1", &err), 0);
-	ck_assert_int_eq(sbx_egress_revoke_all(l, "t1", &err), 0);
+	ck_assert_int_eq(sl_egress_revoke_all(l, "t1", &err), 0);
+	ck_assert_int_eq(sl_egress_revoke_all(l, "t1", &err), 0);
 	ck_assert_int_eq(cJSON_GetArraySize(events), 4);
-	sbx_egress_ledger_free(l);
+	sl_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -807,20 +804,19 @@ END_TEST
 START_TEST(test_granter_without_revoke_keeps_the_grant)
 {
 	struct fake f = {"fake", 0, 0, ""};
-	struct sbx_egress_granter chain[] = {
-		{"fake", &fake_ops_no_revoke, &f}};
+	struct sl_egress_granter chain[] = {{"fake", &fake_ops_no_revoke, &f}};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_ledger *l;
+	struct sl_egress_ledger *l;
 	cJSON *eg = cJSON_Parse(declared);
 
 	load("policy:\n  allow: [\"*.example.com\"]\n");
-	l = sbx_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
-	ck_assert_int_eq(sbx_egress_revoke_all(l, "t1", &err), 0);
+	l = sl_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
+	ck_assert_int_eq(sl_egress_revoke_all(l, "t1", &err), 0);
 	ck_assert_str_eq(f.calls, "grant:api.example.com t1 execute sb;");
 	ck_assert_int_eq(cJSON_GetArraySize(events), 1);
-	ck_assert(sbx_egress_ledger_has(l, "api.example.com"));
-	sbx_egress_ledger_free(l);
+	ck_assert(sl_egress_ledger_has(l, "api.example.com"));
+	sl_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -828,20 +824,20 @@ END_TEST
 START_TEST(test_failed_revoke_is_audited_and_the_grant_stays)
 {
 	struct fake f = {"fake", 0, SBXLOOP_EINFRA, ""};
-	struct sbx_egress_granter chain[] = {{"fake", &fake_ops, &f}};
+	struct sl_egress_granter chain[] = {{"fake", &fake_ops, &f}};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_ledger *l;
+	struct sl_egress_ledger *l;
 	cJSON *eg = cJSON_Parse(declared);
 
 	load("policy:\n  allow: [\"*.example.com\"]\n");
-	l = sbx_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
-	ck_assert_int_eq(sbx_egress_revoke_all(l, "t1", &err), SBXLOOP_EINFRA);
+	l = sl_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
+	ck_assert_int_eq(sl_egress_revoke_all(l, "t1", &err), SBXLOOP_EINFRA);
 	ck_assert_str_eq(ev_type(1), "policy.revoke");
 	ck_assert_ptr_nonnull(
 		strstr(ev_str(1, "message"), "egress revoke failed"));
-	ck_assert(sbx_egress_ledger_has(l, "api.example.com"));
-	sbx_egress_ledger_free(l);
+	ck_assert(sl_egress_ledger_has(l, "api.example.com"));
+	sl_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -849,12 +845,12 @@ END_TEST
 /* The real `local` granter, loaded from the build tree. */
 START_TEST(test_local_granter_refuses_with_a_policy_deny)
 {
-	struct sbx_config_opts opts;
-	struct sbx_core *core = NULL;
-	struct sbx_instance inst;
+	struct sl_config_opts opts;
+	struct sl_core *core = NULL;
+	struct sl_instance inst;
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_granter chain[1];
-	struct sbx_egress_ledger *l;
+	struct sl_egress_granter chain[1];
+	struct sl_egress_ledger *l;
 	char *errors = NULL;
 	cJSON *eg = cJSON_Parse("[{\"domain\":\"astral.sh\"}]");
 	FILE *f = fopen(cfg_path, "w");
@@ -865,24 +861,24 @@ START_TEST(test_local_granter_refuses_with_a_policy_deny)
 	memset(&opts, 0, sizeof(opts));
 	opts.config_file = cfg_path;
 	opts.no_user_file = 1;
-	ck_assert_msg(sbx_core_open(&core, &opts, &errors) == 0, "%s",
+	ck_assert_msg(sl_core_open(&core, &opts, &errors) == 0, "%s",
 		      errors ? errors : "");
-	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_POLICY, "local",
-					   &inst, &err) == 0,
+	ck_assert_msg(sl_core_instantiate(core, SBXLOOP_KIND_POLICY, "local",
+					  &inst, &err) == 0,
 		      "%s", err.message);
 	chain[0].name = "local";
 	chain[0].ops = inst.ops;
 	chain[0].ctx = inst.ctx;
-	l = sbx_egress_ledger_new(core->cfg, "sbxloop-r1-agent", chain, 1,
-				  capture, NULL);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
+	l = sl_egress_ledger_new(core->cfg, "sbxloop-r1-agent", chain, 1,
+				 capture, NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
 	ck_assert_int_eq(cJSON_GetArraySize(events), 1);
 	ck_assert_str_eq(ev_type(0), "policy.deny");
 	ck_assert_ptr_nonnull(strstr(ev_str(0, "message"),
 				     "cannot enforce per-domain egress"));
-	sbx_egress_ledger_free(l);
-	sbx_instance_destroy(&inst);
-	sbx_core_close(core);
+	sl_egress_ledger_free(l);
+	sl_instance_destroy(&inst);
+	sl_core_close(core);
 	cJSON_Delete(eg);
 }
 END_TEST
@@ -890,9 +886,9 @@ END_TEST
 START_TEST(test_wildcard_grant_over_a_deny_never_reaches_a_granter)
 {
 	struct fake f = {"fake", 0, 0, ""};
-	struct sbx_egress_granter chain[] = {{"fake", &fake_ops, &f}};
+	struct sl_egress_granter chain[] = {{"fake", &fake_ops, &f}};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_ledger *l;
+	struct sl_egress_ledger *l;
 	cJSON *eg = cJSON_Parse("[{\"domain\":\"*.evil.org\",\"reason\":"
 				"\"mirror\"},{\"domain\":\"*.a.evil.org\"},"
 				"{\"domain\":\"*.good.org\"}]");
@@ -902,8 +898,8 @@ START_TEST(test_wildcard_grant_over_a_deny_never_reaches_a_granter)
 	load("sandbox:\n  extra_allow_domains: [\"*.evil.org\"]\n"
 	     "policy:\n  deny: [evil.org, \"*.a.evil.org\"]\n"
 	     "  allow: [\"*\"]\n");
-	l = sbx_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
-	ck_assert_int_eq(sbx_egress_grant_all(l, "t1", eg, &err), 0);
+	l = sl_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
 	ck_assert_str_eq(f.calls, "grant:*.good.org t1 execute sb;");
 	ck_assert_int_eq(cJSON_GetArraySize(events), 3);
 	ck_assert_str_eq(ev_type(0), "policy.deny");
@@ -914,21 +910,21 @@ START_TEST(test_wildcard_grant_over_a_deny_never_reaches_a_granter)
 	ck_assert_str_eq(ev_type(1), "policy.deny");
 	ck_assert_str_eq(ev_str(1, "domain"), "*.a.evil.org");
 	ck_assert_str_eq(ev_type(2), "policy.allow");
-	ck_assert(!sbx_egress_ledger_has(l, "evil.org"));
-	ck_assert(!sbx_egress_ledger_has(l, "x.evil.org"));
-	ck_assert(!sbx_egress_ledger_has(l, "x.a.evil.org"));
-	sbx_egress_ledger_free(l);
+	ck_assert(!sl_egress_ledger_has(l, "evil.org"));
+	ck_assert(!sl_egress_ledger_has(l, "x.evil.org"));
+	ck_assert(!sl_egress_ledger_has(l, "x.a.evil.org"));
+	sl_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
 END_TEST
 
 /* How many `sbx policy allow` calls the fake sbx recorded, and the
  * domains they named (space-joined argv after "policy allow network"). */
-static int sbx_allow_calls(const char *fake_dir, struct sbx_buf *domains)
+static int sl_allow_calls(const char *fake_dir, struct sl_buf *domains)
 {
-	char *path = sbx_xasprintf("%s/invocations.jsonl", fake_dir);
+	char *path = sl_xasprintf("%s/invocations.jsonl", fake_dir);
 	size_t len;
-	char *text = sbx_read_file(path, &len, 1 << 20), *line, *save;
+	char *text = sl_read_file(path, &len, 1 << 20), *line, *save;
 	int n = 0;
 
 	free(path);
@@ -944,7 +940,7 @@ static int sbx_allow_calls(const char *fake_dir, struct sbx_buf *domains)
 		    cJSON_IsString(a1) && !strcmp(a1->valuestring, "allow")) {
 			n++;
 			if (cJSON_IsString(dom))
-				sbx_buf_addf(domains, "%s;", dom->valuestring);
+				sl_buf_addf(domains, "%s;", dom->valuestring);
 		}
 		cJSON_Delete(rec);
 	}
@@ -957,13 +953,13 @@ static int sbx_allow_calls(const char *fake_dir, struct sbx_buf *domains)
  * cannot enforce, then sbx on the fake sbx CLI). */
 START_TEST(test_wildcard_over_a_deny_makes_no_sbx_policy_allow_call)
 {
-	struct sbx_config_opts opts;
-	struct sbx_core *core = NULL;
-	struct sbx_instance local, sbx;
+	struct sl_config_opts opts;
+	struct sl_core *core = NULL;
+	struct sl_instance local, sbx;
 	struct sbxloop_error err = {0, ""};
-	struct sbx_egress_granter chain[2];
-	struct sbx_egress_ledger *l;
-	struct sbx_buf allowed = SBX_BUF_INIT;
+	struct sl_egress_granter chain[2];
+	struct sl_egress_ledger *l;
+	struct sl_buf allowed = SL_BUF_INIT;
 	char *errors = NULL, *fake_dir, *path, *cmd;
 	const char *builddir = getenv("SBXLOOP_BUILDDIR");
 	cJSON *eg = cJSON_Parse("[{\"domain\":\"*.evil.org\",\"reason\":"
@@ -972,15 +968,14 @@ START_TEST(test_wildcard_over_a_deny_makes_no_sbx_policy_allow_call)
 	FILE *f = fopen(cfg_path, "w");
 
 	ck_assert_msg(builddir != NULL, "SBXLOOP_BUILDDIR is not set");
-	fake_dir = sbx_xasprintf("%s/fake", dir);
-	path = sbx_xasprintf("%s/tests/fakes/bin:%s", builddir,
-			     getenv("PATH"));
+	fake_dir = sl_xasprintf("%s/fake", dir);
+	path = sl_xasprintf("%s/tests/fakes/bin:%s", builddir, getenv("PATH"));
 	setenv("PATH", path, 1);
 	setenv("SBX_FAKE_DIR", fake_dir, 1);
 	free(path);
-	cmd = sbx_xasprintf("sbx create --name=sbxloop-r1-agent shell '%s' "
-			    ">/dev/null",
-			    dir);
+	cmd = sl_xasprintf("sbx create --name=sbxloop-r1-agent shell '%s' "
+			   ">/dev/null",
+			   dir);
 	ck_assert_int_eq(system(cmd), 0);
 	free(cmd);
 	ck_assert_ptr_nonnull(f);
@@ -993,13 +988,13 @@ START_TEST(test_wildcard_over_a_deny_makes_no_sbx_policy_allow_call)
 	opts.config_file = cfg_path;
 	opts.no_user_file = 1;
 	opts.no_env = 1;
-	ck_assert_msg(sbx_core_open(&core, &opts, &errors) == 0, "%s",
+	ck_assert_msg(sl_core_open(&core, &opts, &errors) == 0, "%s",
 		      errors ? errors : "");
-	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_POLICY, "local",
-					   &local, &err) == 0,
+	ck_assert_msg(sl_core_instantiate(core, SBXLOOP_KIND_POLICY, "local",
+					  &local, &err) == 0,
 		      "%s", err.message);
-	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_POLICY, "sbx",
-					   &sbx, &err) == 0,
+	ck_assert_msg(sl_core_instantiate(core, SBXLOOP_KIND_POLICY, "sbx",
+					  &sbx, &err) == 0,
 		      "%s", err.message);
 	chain[0].name = "local";
 	chain[0].ops = local.ops;
@@ -1007,13 +1002,13 @@ START_TEST(test_wildcard_over_a_deny_makes_no_sbx_policy_allow_call)
 	chain[1].name = "sbx";
 	chain[1].ops = sbx.ops;
 	chain[1].ctx = sbx.ctx;
-	l = sbx_egress_ledger_new(core->cfg, "sbxloop-r1-agent", chain, 2,
-				  capture, NULL);
-	ck_assert_msg(sbx_egress_grant_all(l, "t1", eg, &err) == 0, "%s",
+	l = sl_egress_ledger_new(core->cfg, "sbxloop-r1-agent", chain, 2,
+				 capture, NULL);
+	ck_assert_msg(sl_egress_grant_all(l, "t1", eg, &err) == 0, "%s",
 		      err.message);
 	/* the only `sbx policy allow` is the in-bounds *.good.org */
-	ck_assert_int_eq(sbx_allow_calls(fake_dir, &allowed), 1);
-	ck_assert_str_eq(sbx_buf_str(&allowed), "*.good.org;");
+	ck_assert_int_eq(sl_allow_calls(fake_dir, &allowed), 1);
+	ck_assert_str_eq(sl_buf_str(&allowed), "*.good.org;");
 	ck_assert_int_eq(cJSON_GetArraySize(events), 2);
 	ck_assert_str_eq(ev_type(0), "policy.deny");
 	ck_assert_str_eq(ev_str(0, "task_id"), "t1");
@@ -1025,11 +1020,11 @@ START_TEST(test_wildcard_over_a_deny_makes_no_sbx_policy_allow_call)
 			 "policy.deny pattern 'evil.org' denies");
 	ck_assert_str_eq(ev_type(1), "policy.allow");
 	ck_assert_str_eq(ev_str(1, "granter"), "sbx");
-	sbx_egress_ledger_free(l);
-	sbx_instance_destroy(&sbx);
-	sbx_instance_destroy(&local);
-	sbx_core_close(core);
-	sbx_buf_release(&allowed);
+	sl_egress_ledger_free(l);
+	sl_instance_destroy(&sbx);
+	sl_instance_destroy(&local);
+	sl_core_close(core);
+	sl_buf_release(&allowed);
 	free(fake_dir);
 	cJSON_Delete(eg);
 }
@@ -1040,17 +1035,17 @@ END_TEST
 START_TEST(test_config_policy_prints_phases_bounds_and_audit_hint)
 {
 	const char *bin = getenv("SBXLOOP_BIN");
-	char *cmd, *out_path = sbx_xasprintf("%s/out", dir), *out;
+	char *cmd, *out_path = sl_xasprintf("%s/out", dir), *out;
 	size_t len;
 	int st;
 
 	ck_assert_msg(bin != NULL, "SBXLOOP_BIN is not set");
 	load("policy:\n  allow: [\"*.example.com\"]\n  deny: [pypi.org]\n"
 	     "github:\n  repo: o/r\n");
-	cmd = sbx_xasprintf("'%s' --config '%s' config policy > '%s' 2>&1",
-			    bin, cfg_path, out_path);
+	cmd = sl_xasprintf("'%s' --config '%s' config policy > '%s' 2>&1", bin,
+			   cfg_path, out_path);
 	st = system(cmd);
-	out = sbx_read_file(out_path, &len, 1 << 20);
+	out = sl_read_file(out_path, &len, 1 << 20);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
 	ck_assert_ptr_nonnull(strstr(out, "effective egress per phase"));
 	ck_assert_ptr_nonnull(strstr(out, "decompose, plan"));
@@ -1086,7 +1081,7 @@ END_TEST
 START_TEST(test_config_policy_names_what_deny_overlaps)
 {
 	const char *bin = getenv("SBXLOOP_BIN");
-	char *cmd, *out_path = sbx_xasprintf("%s/out", dir), *out;
+	char *cmd, *out_path = sl_xasprintf("%s/out", dir), *out;
 	size_t len;
 	int st;
 
@@ -1094,10 +1089,10 @@ START_TEST(test_config_policy_names_what_deny_overlaps)
 	load("sandbox:\n  extra_allow_domains: [\"*.corp.example\", "
 	     "mirror.example.net]\npolicy:\n  deny: [bad.corp.example, "
 	     "\"*.github.com\"]\n");
-	cmd = sbx_xasprintf("'%s' --config '%s' config policy > '%s' 2>&1",
-			    bin, cfg_path, out_path);
+	cmd = sl_xasprintf("'%s' --config '%s' config policy > '%s' 2>&1", bin,
+			   cfg_path, out_path);
 	st = system(cmd);
-	out = sbx_read_file(out_path, &len, 1 << 20);
+	out = sl_read_file(out_path, &len, 1 << 20);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
 	ck_assert_ptr_nonnull(
 		strstr(out, "extras not seeded, they overlap policy.deny:\n"
@@ -1130,7 +1125,7 @@ START_TEST(test_disk_abort_gives_the_disk_diagnosis)
 	char *d;
 
 	load("limits:\n  disk_abort: 95\n");
-	d = sbx_guard_diagnosis(s, cfg);
+	d = sl_guard_diagnosis(s, cfg);
 	ck_assert_str_eq(d, "sandbox disk exhausted: 97.4% of the workspace "
 			    "filesystem is used (limits.disk_abort=95%)");
 	free(d);
@@ -1145,7 +1140,7 @@ START_TEST(test_memory_abort_gives_the_memory_diagnosis)
 	char *d;
 
 	load("limits:\n  mem_warn: 80\n  mem_abort: 90\n");
-	d = sbx_guard_diagnosis(s, cfg);
+	d = sl_guard_diagnosis(s, cfg);
 	ck_assert_str_eq(d, "sandbox memory exhausted: 93.2% of memory is "
 			    "used (limits.mem_abort=90%)");
 	free(d);
@@ -1159,9 +1154,9 @@ START_TEST(test_ok_or_warn_sample_does_not_fail_the_task)
 	cJSON *warn = sample("{\"level\":\"warn\",\"disk_used_pct\":88}");
 
 	load("");
-	ck_assert_ptr_null(sbx_guard_diagnosis(ok, cfg));
-	ck_assert_ptr_null(sbx_guard_diagnosis(warn, cfg));
-	ck_assert_ptr_null(sbx_guard_diagnosis(NULL, cfg));
+	ck_assert_ptr_null(sl_guard_diagnosis(ok, cfg));
+	ck_assert_ptr_null(sl_guard_diagnosis(warn, cfg));
+	ck_assert_ptr_null(sl_guard_diagnosis(NULL, cfg));
 	cJSON_Delete(ok);
 	cJSON_Delete(warn);
 }
@@ -1173,9 +1168,9 @@ START_TEST(test_artifacts_carry_disk_figures_only_under_pressure)
 	cJSON *warn = sample("{\"level\":\"warn\",\"disk_used_pct\":88.5}");
 	cJSON *d1 = cJSON_CreateObject(), *d2 = cJSON_CreateObject();
 
-	ck_assert_int_eq(sbx_guard_artifact_fields(ok, d1), 0);
+	ck_assert_int_eq(sl_guard_artifact_fields(ok, d1), 0);
 	ck_assert_ptr_null(cJSON_GetObjectItem(d1, "disk_used_pct"));
-	ck_assert_int_eq(sbx_guard_artifact_fields(warn, d2), 1);
+	ck_assert_int_eq(sl_guard_artifact_fields(warn, d2), 1);
 	ck_assert(cJSON_GetObjectItem(d2, "disk_used_pct")->valuedouble ==
 		  88.5);
 	ck_assert_str_eq(

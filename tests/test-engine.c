@@ -158,7 +158,7 @@ static char *render(const char *text, struct sbxloop_error *err)
 
 	cJSON_AddStringToObject(vars, "name", "fib");
 	cJSON_AddStringToObject(vars, "n_2", "$x");
-	if (sbx_prompt_render_text(text, vars, &out, err) < 0)
+	if (sl_prompt_render_text(text, vars, &out, err) < 0)
 		out = NULL;
 	cJSON_Delete(vars);
 	return out;
@@ -224,8 +224,8 @@ START_TEST(test_shipped_prompts_render_with_the_engine_variables)
 	for (i = 0; i < 5; i++) {
 		char *out = NULL;
 
-		ck_assert_msg(sbx_prompt_render(dirname, names[i], v, &out,
-						&err) == 0,
+		ck_assert_msg(sl_prompt_render(dirname, names[i], v, &out,
+					       &err) == 0,
 			      "%s: %s", names[i], err.message);
 		ck_assert_ptr_null(strstr(out, "<!--"));
 		free(out);
@@ -239,7 +239,7 @@ static int order_of(const char *json, char *got, size_t len,
 {
 	cJSON *tasks = cJSON_Parse(json);
 	size_t *order = NULL, n = 0, i;
-	int rc = sbx_dag_order(tasks, &order, &n, err);
+	int rc = sl_dag_order(tasks, &order, &n, err);
 
 	got[0] = '\0';
 	for (i = 0; rc == 0 && i < n; i++) {
@@ -299,16 +299,16 @@ END_TEST
 
 START_TEST(test_ids_use_the_alphabet)
 {
-	char run[SBX_RUN_ID_LEN + 1], job[SBX_JOB_ID_LEN + 1];
+	char run[SL_RUN_ID_LEN + 1], job[SL_JOB_ID_LEN + 1];
 
-	sbx_run_id_new(run);
-	sbx_job_id_new(job);
+	sl_run_id_new(run);
+	sl_job_id_new(job);
 	ck_assert_int_eq(strlen(run), 9);
 	ck_assert_int_eq(strlen(job), 11);
-	ck_assert(sbx_run_id_valid(run));
+	ck_assert(sl_run_id_valid(run));
 	ck_assert_int_eq(job[0], 'j');
 	ck_assert(strspn(run + 1, "0123456789abcdefghjkmnpqrstvwxyz") == 8);
-	ck_assert(!sbx_run_id_valid("rILOU0000"));
+	ck_assert(!sl_run_id_valid("rILOU0000"));
 }
 END_TEST
 

@@ -34,9 +34,9 @@
 static char dir[256];
 static char cfg_path[512];
 static char jsonl_path[512];
-static struct sbx_core *core;
-static struct sbx_instance store;
-static struct sbx_bus *bus;
+static struct sl_core *core;
+static struct sl_instance store;
+static struct sl_bus *bus;
 
 static void write_config(const char *jsonl)
 {
@@ -56,27 +56,27 @@ static void write_config(const char *jsonl)
 
 static void core_up(void)
 {
-	struct sbx_config_opts opts;
+	struct sl_config_opts opts;
 	struct sbxloop_error err = {0, ""};
 	char *errors = NULL;
 
 	memset(&opts, 0, sizeof(opts));
 	opts.config_file = cfg_path;
 	opts.no_user_file = 1;
-	ck_assert_msg(sbx_core_open(&core, &opts, &errors) == 0, "%s",
+	ck_assert_msg(sl_core_open(&core, &opts, &errors) == 0, "%s",
 		      errors ? errors : "");
-	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_STORE, "sqlite",
-					   &store, &err) == 0,
+	ck_assert_msg(sl_core_instantiate(core, SBXLOOP_KIND_STORE, "sqlite",
+					  &store, &err) == 0,
 		      "%s", err.message);
-	ck_assert_int_eq(sbx_bus_open(core, &store, &bus, &err), 0);
+	ck_assert_int_eq(sl_bus_open(core, &store, &bus, &err), 0);
 }
 
 static void core_down(void)
 {
-	sbx_bus_close(bus);
+	sl_bus_close(bus);
 	bus = NULL;
-	sbx_instance_destroy(&store);
-	sbx_core_close(core);
+	sl_instance_destroy(&store);
+	sl_core_close(core);
 	core = NULL;
 }
 
@@ -100,8 +100,8 @@ static void teardown(void)
 
 	if (core)
 		core_down();
-	sbx_secret_clear();
-	cmd = sbx_xasprintf("rm -rf '%s'", dir);
+	sl_secret_clear();
+	cmd = sl_xasprintf("rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "cannot remove '%s'\n", dir);
 	free(cmd);
@@ -158,14 +158,14 @@ static void emit(const char *type, const char *data_json)
 {
 	cJSON *data = data_json ? cJSON_Parse(data_json) : NULL;
 
-	ck_assert_int_eq(sbx_emit(core, type, NULL, data), 0);
+	ck_assert_int_eq(sl_emit(core, type, NULL, data), 0);
 }
 
 static void flush(void)
 {
 	struct sbxloop_error err = {0, ""};
 
-	ck_assert_msg(sbx_bus_flush(core, &err) == 0, "%s", err.message);
+	ck_assert_msg(sl_bus_flush(core, &err) == 0, "%s", err.message);
 }
 
 static void set_run_state(const char *run_id, const char *state)
@@ -199,17 +199,17 @@ static void result_free(struct result *r)
 static char *slurp(const char *path)
 {
 	size_t len;
-	char *s = sbx_read_file(path, &len, 64u << 20);
+	char *s = sl_read_file(path, &len, 64u << 20);
 
-	return s ? s : sbx_xstrdup("");
+	return s ? s : sl_xstrdup("");
 }
 
 /* Run sbxloop --config <cfg> args... and collect its output. */
 static struct result run_sbxloop(const char *const *args)
 {
 	const char *bin = getenv("SBXLOOP_BIN");
-	char *out_path = sbx_xasprintf("%s/cmd.out", dir);
-	char *err_path = sbx_xasprintf("%s/cmd.err", dir);
+	char *out_path = sl_xasprintf("%s/cmd.out", dir);
+	char *err_path = sl_xasprintf("%s/cmd.err", dir);
 	const char *argv[32];
 	struct result r;
 	size_t n = 0;
@@ -267,8 +267,8 @@ START_TEST(test_status_lists_runs_newest_first_clipped)
 	memset(long_outcome, 'x', sizeof(long_outcome) - 1);
 	long_outcome[sizeof(long_outcome) - 1] = '\0';
 	memcpy(long_outcome + 60, "TAIL", 4);
-	make_run("r-old", "completed", "an older run", sbx_now() - 600);
-	make_run("r-new", "running", long_outcome, sbx_now() - 60);
+	make_run("r-old", "completed", "an older run", sl_now() - 600);
+	make_run("r-new", "running", long_outcome, sl_now() - 60);
 	make_tasks("r-new");
 	flush();
 	r = RUN("status");
@@ -307,8 +307,8 @@ START_TEST(test_status_json_for_all_runs_and_for_one)
 	struct result r;
 	cJSON *root, *t;
 
-	make_run("r-a", "completed", "first", sbx_now() - 100);
-	make_run("r-b", "running", "second", sbx_now() - 10);
+	make_run("r-a", "completed", "first", sl_now() - 100);
+	make_run("r-b", "running", "second", sl_now() - 10);
 	make_tasks("r-b");
 	r = RUN("status", "--json");
 	ck_assert_int_eq(r.status, 0);
@@ -346,7 +346,7 @@ END_TEST
 static void fill_typed_events(void)
 {
 	make_run("r1", "running", "filters", 0);
-	sbx_core_set_run(core, "r1");
+	sl_core_set_run(core, "r1");
 	emit("a_b.one", "{\"task_id\":\"t1\",\"message\":\"underscore\"}");
 	emit("axb.two", "{\"task_id\":\"t2\",\"message\":\"lookalike\"}");
 	emit("a%c.three", "{\"task_id\":\"t1\",\"message\":\"percent\"}");
@@ -470,7 +470,7 @@ START_TEST(test_logs_dense_line_has_task_agent_summary_args_error)
 	struct result r;
 
 	make_run("r1", "running", "dense", 0);
-	sbx_core_set_run(core, "r1");
+	sl_core_set_run(core, "r1");
 	emit("agent.tool_end",
 	     "{\"task_id\":\"t7\",\"agent\":\"executor\",\"tool\":\"bash\","
 	     "\"args\":\"make   \\n  check\",\"error\":\"exit 2\"}");
@@ -494,23 +494,23 @@ START_TEST(test_logs_dense_line_has_task_agent_summary_args_error)
 END_TEST
 
 /* Read from fd until `needle` has arrived or 10 s passed. */
-static int wait_for(int fd, struct sbx_buf *got, const char *needle)
+static int wait_for(int fd, struct sl_buf *got, const char *needle)
 {
-	double until = sbx_monotonic() + 10;
+	double until = sl_monotonic() + 10;
 
-	while (!strstr(sbx_buf_str(got), needle)) {
+	while (!strstr(sl_buf_str(got), needle)) {
 		struct pollfd p = {fd, POLLIN, 0};
 		char buf[4096];
 		ssize_t n;
 
-		if (sbx_monotonic() > until)
+		if (sl_monotonic() > until)
 			return -1;
 		if (poll(&p, 1, 200) <= 0)
 			continue;
 		n = read(fd, buf, sizeof(buf));
 		if (n <= 0)
-			return strstr(sbx_buf_str(got), needle) ? 0 : -1;
-		sbx_buf_add(got, buf, (size_t)n);
+			return strstr(sl_buf_str(got), needle) ? 0 : -1;
+		sl_buf_add(got, buf, (size_t)n);
 	}
 	return 0;
 }
@@ -518,12 +518,12 @@ static int wait_for(int fd, struct sbx_buf *got, const char *needle)
 START_TEST(test_logs_follow_streams_until_the_run_ends)
 {
 	const char *bin = getenv("SBXLOOP_BIN");
-	struct sbx_buf got = SBX_BUF_INIT;
+	struct sl_buf got = SL_BUF_INIT;
 	int fds[2], st;
 	pid_t pid;
 
 	make_run("r1", "running", "follow", 0);
-	sbx_core_set_run(core, "r1");
+	sl_core_set_run(core, "r1");
 	emit("task.start", "{\"task_id\":\"t1\",\"title\":\"first\"}");
 	flush();
 	ck_assert_int_eq(pipe(fds), 0);
@@ -550,7 +550,7 @@ START_TEST(test_logs_follow_streams_until_the_run_ends)
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	close(fds[0]);
-	sbx_buf_release(&got);
+	sl_buf_release(&got);
 }
 END_TEST
 
@@ -558,7 +558,7 @@ START_TEST(test_logs_follow_gives_up_on_a_stale_run)
 {
 	struct result r;
 
-	make_run("r1", "running", "stale", sbx_now() - 7200);
+	make_run("r1", "running", "stale", sl_now() - 7200);
 	r = RUN("logs", "r1", "--follow", "--stale-after", "1");
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_ptr_nonnull(strstr(r.err, "warning: run r1 has shown no "
@@ -613,8 +613,8 @@ END_TEST
 START_TEST(test_corrupt_database_is_reported_with_its_path)
 {
 	struct result r;
-	char *db = sbx_xasprintf("%s/state/state.db", dir);
-	char *wal = sbx_xasprintf("%s-wal", db);
+	char *db = sl_xasprintf("%s/state/state.db", dir);
+	char *wal = sl_xasprintf("%s-wal", db);
 	FILE *f;
 	int i;
 
@@ -640,7 +640,7 @@ END_TEST
 static int file_has(const char *path, const char *needle)
 {
 	size_t len = 0;
-	char *s = sbx_read_file(path, &len, 256u << 20);
+	char *s = sl_read_file(path, &len, 256u << 20);
 	int hit;
 
 	if (!s)
@@ -652,7 +652,7 @@ static int file_has(const char *path, const char *needle)
 
 START_TEST(test_secret_reaches_no_database_sink_or_output)
 {
-	struct sbx_instance jsonl;
+	struct sl_instance jsonl;
 	struct sbxloop_error err = {0, ""};
 	struct result r;
 	char token[64], *data, *path;
@@ -664,22 +664,22 @@ START_TEST(test_secret_reaches_no_database_sink_or_output)
 		token[i] = alphabet[rand_r(&seed) % 36];
 	token[40] = '\0';
 	setenv("COPILOT_GITHUB_TOKEN", token, 1);
-	sbx_secret_register_env();
-	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK, "jsonl",
-					      &jsonl, &err),
+	sl_secret_register_env();
+	ck_assert_int_eq(sl_core_instantiate(core, SBXLOOP_KIND_SINK, "jsonl",
+					     &jsonl, &err),
 			 0);
-	sbx_bus_add_sink(bus, &jsonl);
+	sl_bus_add_sink(bus, &jsonl);
 	make_run("r1", "running", "secrets", 0);
-	sbx_core_set_run(core, "r1");
-	data = sbx_xasprintf("{\"message\":\"token is %s\",\"nested\":"
-			     "{\"args\":[\"--token=%s\"]}}",
-			     token, token);
+	sl_core_set_run(core, "r1");
+	data = sl_xasprintf("{\"message\":\"token is %s\",\"nested\":"
+			    "{\"args\":[\"--token=%s\"]}}",
+			    token, token);
 	emit("agent.tool_start", data);
 	ck_assert_int_eq(
 		core->host.emit(&core->host, "worker.error", token, data), 0);
-	ck_assert_int_eq(sbx_bus_relay_worker_line(core, data, strlen(data),
-						   NULL, NULL),
-			 0);
+	ck_assert_int_eq(
+		sl_bus_relay_worker_line(core, data, strlen(data), NULL, NULL),
+		0);
 	free(data);
 	flush();
 	ck_assert_int_eq(stored_seqs("r1").n, 3);
@@ -697,16 +697,16 @@ START_TEST(test_secret_reaches_no_database_sink_or_output)
 	ck_assert_ptr_null(strstr(r.out, token));
 	result_free(&r);
 
-	sbx_bus_close(bus);
+	sl_bus_close(bus);
 	bus = NULL;
-	sbx_instance_destroy(&jsonl);
+	sl_instance_destroy(&jsonl);
 	core_down();
 	ck_assert(!file_has(jsonl_path, token));
 	ck_assert(file_has(jsonl_path, "token is ***"));
-	path = sbx_xasprintf("%s/state/state.db", dir);
+	path = sl_xasprintf("%s/state/state.db", dir);
 	ck_assert(!file_has(path, token));
 	free(path);
-	path = sbx_xasprintf("%s/state/state.db-wal", dir);
+	path = sl_xasprintf("%s/state/state.db-wal", dir);
 	ck_assert(!file_has(path, token));
 	free(path);
 }
@@ -714,9 +714,9 @@ END_TEST
 
 START_TEST(test_failing_sink_is_detached_events_stored)
 {
-	struct sbx_instance bad;
+	struct sl_instance bad;
 	struct sbxloop_error err = {0, ""};
-	char *log_path = sbx_xasprintf("%s/stderr.log", dir);
+	char *log_path = sl_xasprintf("%s/stderr.log", dir);
 	char *log;
 	const char *first;
 	int saved, fd, i;
@@ -724,12 +724,12 @@ START_TEST(test_failing_sink_is_detached_events_stored)
 	core_down();
 	write_config("/dev/full");
 	core_up();
-	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK, "jsonl",
-					      &bad, &err),
+	ck_assert_int_eq(sl_core_instantiate(core, SBXLOOP_KIND_SINK, "jsonl",
+					     &bad, &err),
 			 0);
-	sbx_bus_add_sink(bus, &bad);
+	sl_bus_add_sink(bus, &bad);
 	make_run("r1", "running", "bad sink", 0);
-	sbx_core_set_run(core, "r1");
+	sl_core_set_run(core, "r1");
 	fflush(stderr);
 	saved = dup(2);
 	fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -748,9 +748,9 @@ START_TEST(test_failing_sink_is_detached_events_stored)
 	ck_assert_ptr_null(strstr(first + 1, "sink 'jsonl' failed"));
 	free(log);
 	free(log_path);
-	sbx_bus_close(bus);
+	sl_bus_close(bus);
 	bus = NULL;
-	sbx_instance_destroy(&bad);
+	sl_instance_destroy(&bad);
 	core_down();
 }
 END_TEST
@@ -769,20 +769,20 @@ START_TEST(test_worker_lines_are_relayed_enriched_or_wrapped)
 	cJSON_AddStringToObject(enrich, "agent", "planner");
 	cJSON_AddStringToObject(enrich, "role", "agent");
 	make_run("r1", "running", "relay", 0);
-	sbx_core_set_run(core, "r1");
-	ck_assert_int_eq(sbx_bus_relay_worker_line(core, envelope,
-						   strlen(envelope), enrich,
-						   &result),
+	sl_core_set_run(core, "r1");
+	ck_assert_int_eq(sl_bus_relay_worker_line(core, envelope,
+						  strlen(envelope), enrich,
+						  &result),
 			 0);
-	ck_assert_int_eq(sbx_bus_relay_worker_line(core, final, strlen(final),
-						   enrich, &result),
+	ck_assert_int_eq(sl_bus_relay_worker_line(core, final, strlen(final),
+						  enrich, &result),
 			 1);
 	ck_assert_str_eq(
 		cJSON_GetStringValue(cJSON_GetObjectItem(result, "status")),
 		"ok");
 	cJSON_Delete(result);
-	ck_assert_int_eq(sbx_bus_relay_worker_line(core, junk, strlen(junk),
-						   enrich, NULL),
+	ck_assert_int_eq(sl_bus_relay_worker_line(core, junk, strlen(junk),
+						  enrich, NULL),
 			 0);
 	cJSON_Delete(enrich);
 	flush();
@@ -810,7 +810,7 @@ END_TEST
 static int count_type(const char *run_id, const char *type)
 {
 	struct result r = RUN("logs", run_id, "--json");
-	char *needle = sbx_xasprintf("\"type\":\"%s\"", type);
+	char *needle = sl_xasprintf("\"type\":\"%s\"", type);
 	const char *p = r.out;
 	int n = 0;
 
@@ -847,24 +847,23 @@ START_TEST(test_worker_lines_cannot_carry_host_events)
 	size_t i;
 
 	make_run("r1", "running", "forgery", 0);
-	sbx_core_set_run(core, "r1");
+	sl_core_set_run(core, "r1");
 	for (i = 0; i < sizeof(forged) / sizeof(*forged); i++)
-		ck_assert_int_eq(sbx_bus_relay_worker_line(core, forged[i],
-							   strlen(forged[i]),
-							   NULL, NULL),
+		ck_assert_int_eq(sl_bus_relay_worker_line(core, forged[i],
+							  strlen(forged[i]),
+							  NULL, NULL),
 				 0);
 	ck_assert_int_eq(
-		sbx_bus_relay_worker_line(core, ok, strlen(ok), NULL, NULL),
-		0);
+		sl_bus_relay_worker_line(core, ok, strlen(ok), NULL, NULL), 0);
 	flush();
 	ck_assert_int_eq(stored_seqs("r1").n, 10);
 	ck_assert_int_eq(count_type("r1", "worker.stdout"), 9);
 	ck_assert_int_eq(count_type("r1", "worker.heartbeat"), 1);
-	ck_assert(sbx_event_is_worker_type("sandbox.resources"));
-	ck_assert(sbx_event_is_worker_type("agent.tool_end"));
-	ck_assert(!sbx_event_is_worker_type("run.end"));
-	ck_assert(!sbx_event_is_worker_type(""));
-	ck_assert(!sbx_event_is_worker_type(NULL));
+	ck_assert(sl_event_is_worker_type("sandbox.resources"));
+	ck_assert(sl_event_is_worker_type("agent.tool_end"));
+	ck_assert(!sl_event_is_worker_type("run.end"));
+	ck_assert(!sl_event_is_worker_type(""));
+	ck_assert(!sl_event_is_worker_type(NULL));
 }
 END_TEST
 
@@ -873,7 +872,7 @@ START_TEST(test_emit_sorts_data_keys_recursively)
 	struct result r;
 
 	make_run("r1", "running", "sorting", 0);
-	sbx_core_set_run(core, "r1");
+	sl_core_set_run(core, "r1");
 	emit("run.tasks",
 	     "{\"z\":1,\"a\":{\"y\":2,\"b\":[{\"d\":1,\"c\":2}]}}");
 	flush();
@@ -888,7 +887,7 @@ END_TEST
 /* Run `fn` with stdout going to a file; returns what it printed. */
 static char *capture_stdout(void (*fn)(void *), void *arg)
 {
-	char *path = sbx_xasprintf("%s/stdout.txt", dir);
+	char *path = sl_xasprintf("%s/stdout.txt", dir);
 	char *text;
 	int saved, fd;
 
@@ -923,19 +922,19 @@ static void emit_transcript_events(void *arg)
 
 START_TEST(test_plain_sink_prints_the_transcript_a_person_watches)
 {
-	struct sbx_instance plain;
+	struct sl_instance plain;
 	struct sbxloop_error err = {0, ""};
 	char *out, *cfg_err = NULL;
 
 	ck_assert_int_eq(
-		sbx_config_set(core->cfg, "plain.color", "always", &cfg_err),
+		sl_config_set(core->cfg, "plain.color", "always", &cfg_err),
 		0);
-	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK, "plain",
-					      &plain, &err),
+	ck_assert_int_eq(sl_core_instantiate(core, SBXLOOP_KIND_SINK, "plain",
+					     &plain, &err),
 			 0);
-	sbx_bus_add_sink(bus, &plain);
+	sl_bus_add_sink(bus, &plain);
 	make_run("r1", "running", "transcript", 0);
-	sbx_core_set_run(core, "r1");
+	sl_core_set_run(core, "r1");
 	out = capture_stdout(emit_transcript_events, NULL);
 	ck_assert_ptr_null(strstr(out, "heartbeat"));
 	ck_assert_ptr_null(strstr(out, "partial"));
@@ -949,9 +948,9 @@ START_TEST(test_plain_sink_prints_the_transcript_a_person_watches)
 	/* colour was forced on: executing is cyan */
 	ck_assert_ptr_nonnull(strstr(out, "\033[36m"));
 	free(out);
-	sbx_bus_close(bus);
+	sl_bus_close(bus);
 	bus = NULL;
-	sbx_instance_destroy(&plain);
+	sl_instance_destroy(&plain);
 }
 END_TEST
 
@@ -962,7 +961,7 @@ START_TEST(test_secret_registered_by_a_plugin_is_masked)
 
 	core->host.secret_register(&core->host, secret);
 	make_run("r1", "running", "plugin secret", 0);
-	sbx_core_set_run(core, "r1");
+	sl_core_set_run(core, "r1");
 	ck_assert_int_eq(core->host.emit(&core->host, "sandbox.ready", NULL,
 					 "{\"name\":\"plugin-registered-"
 					 "value-81f3\"}"),

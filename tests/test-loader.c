@@ -29,7 +29,7 @@ static void setup(void)
 	    asprintf(&abi2_dir, "%s/tests/plugins/abi2", b) < 0)
 		abort();
 	setenv("SBXLOOP_PLUGIN_PATH", abi_dir, 1);
-	sbx_core_abi_minor = SBXLOOP_ABI_MINOR;
+	sl_core_abi_minor = SBXLOOP_ABI_MINOR;
 }
 
 static void teardown(void)
@@ -38,8 +38,8 @@ static void teardown(void)
 	free(abi2_dir);
 }
 
-static const struct sbx_module *module(const struct sbx_registry *reg,
-				       const char *name)
+static const struct sl_module *module(const struct sl_registry *reg,
+				      const char *name)
 {
 	size_t i;
 
@@ -50,17 +50,17 @@ static const struct sbx_module *module(const struct sbx_registry *reg,
 	return NULL;
 }
 
-static void load(struct sbx_registry *reg)
+static void load(struct sl_registry *reg)
 {
 	struct sbxloop_error err = {0, ""};
 
-	ck_assert_int_eq(sbx_registry_load(reg, NULL, &err), 0);
+	ck_assert_int_eq(sl_registry_load(reg, NULL, &err), 0);
 }
 
 static void assert_refused(const char *name, const char *const *needles)
 {
-	struct sbx_registry reg;
-	const struct sbx_module *m;
+	struct sl_registry reg;
+	const struct sl_module *m;
 
 	load(&reg);
 	m = module(&reg, name);
@@ -70,23 +70,23 @@ static void assert_refused(const char *name, const char *const *needles)
 		ck_assert_msg(strstr(m->refusal, *needles),
 			      "refusal of %s lacks '%s': %s", name, *needles,
 			      m->refusal);
-	sbx_registry_free(&reg);
+	sl_registry_free(&reg);
 }
 
 START_TEST(test_well_formed_module_loads_with_its_components)
 {
-	struct sbx_registry reg;
-	const struct sbx_module *m;
+	struct sl_registry reg;
+	const struct sl_module *m;
 	const struct sbxloop_component *c;
 
 	load(&reg);
 	m = module(&reg, "good");
 	ck_assert_ptr_null(m->refusal);
 	ck_assert_str_eq(m->desc->version, "1.2.3");
-	c = sbx_registry_find(&reg, SBXLOOP_KIND_SINK, "testsink", NULL);
+	c = sl_registry_find(&reg, SBXLOOP_KIND_SINK, "testsink", NULL);
 	ck_assert_ptr_nonnull(c);
 	ck_assert_ptr_nonnull(strstr(m->path, "tests/plugins/abi/good.la"));
-	sbx_registry_free(&reg);
+	sl_registry_free(&reg);
 }
 END_TEST
 
@@ -139,20 +139,20 @@ END_TEST
 
 START_TEST(test_older_minor_loads_and_slots_past_its_size_are_absent)
 {
-	struct sbx_registry reg;
+	struct sl_registry reg;
 	const struct sbxloop_component *c;
 	const struct sbxloop_sink_ops *ops;
 
 	/* pretend this core is one minor past the module */
-	sbx_core_abi_minor = SBXLOOP_ABI_MINOR + 1;
+	sl_core_abi_minor = SBXLOOP_ABI_MINOR + 1;
 	load(&reg);
 	ck_assert_ptr_null(module(&reg, "older_minor")->refusal);
-	c = sbx_registry_find(&reg, SBXLOOP_KIND_SINK, "oldersink", NULL);
+	c = sl_registry_find(&reg, SBXLOOP_KIND_SINK, "oldersink", NULL);
 	ck_assert_ptr_nonnull(c);
 	ops = c->ops;
 	ck_assert(!SBXLOOP_HAS_SLOT(ops, struct sbxloop_sink_ops, flush));
 	ck_assert(SBXLOOP_HAS_SLOT(ops, struct sbxloop_sink_ops, event));
-	sbx_registry_free(&reg);
+	sl_registry_free(&reg);
 }
 END_TEST
 
@@ -192,7 +192,7 @@ END_TEST
 
 START_TEST(test_duplicate_module_name_is_refused)
 {
-	struct sbx_registry reg;
+	struct sl_registry reg;
 	char *path = NULL;
 	size_t i, seen = 0;
 
@@ -201,7 +201,7 @@ START_TEST(test_duplicate_module_name_is_refused)
 	setenv("SBXLOOP_PLUGIN_PATH", path, 1);
 	load(&reg);
 	for (i = 0; i < reg.n_modules; i++) {
-		const struct sbx_module *m = &reg.modules[i];
+		const struct sl_module *m = &reg.modules[i];
 
 		if (strcmp(m->name, "good") != 0)
 			continue;
@@ -217,35 +217,35 @@ START_TEST(test_duplicate_module_name_is_refused)
 	ck_assert_uint_eq(seen, 2);
 	ck_assert_str_eq(reg.dirs[0], abi_dir);
 	ck_assert_str_eq(reg.dirs[1], abi2_dir);
-	sbx_registry_free(&reg);
+	sl_registry_free(&reg);
 	free(path);
 }
 END_TEST
 
 START_TEST(test_failing_create_names_module_path_and_reason)
 {
-	struct sbx_config_opts opts = {0};
-	struct sbx_core *core = NULL;
-	struct sbx_instance inst;
+	struct sl_config_opts opts = {0};
+	struct sl_core *core = NULL;
+	struct sl_instance inst;
 	struct sbxloop_error err = {0, ""};
 	char *errors = NULL;
 
 	opts.config_file = "/dev/null";
 	opts.no_user_file = 1;
 	opts.no_env = 1;
-	ck_assert_int_eq(sbx_core_open(&core, &opts, &errors), 0);
-	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK,
-					      "failsink", &inst, &err),
+	ck_assert_int_eq(sl_core_open(&core, &opts, &errors), 0);
+	ck_assert_int_eq(sl_core_instantiate(core, SBXLOOP_KIND_SINK,
+					     "failsink", &inst, &err),
 			 SBXLOOP_EINVAL);
 	ck_assert_msg(strstr(err.message, "module 'create_fails'") &&
 			      strstr(err.message, "create_fails.la") &&
 			      strstr(err.message, "nowhere:1"),
 		      "%s", err.message);
-	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SINK,
-					      "testsink", &inst, &err),
+	ck_assert_int_eq(sl_core_instantiate(core, SBXLOOP_KIND_SINK,
+					     "testsink", &inst, &err),
 			 0);
-	sbx_instance_destroy(&inst);
-	sbx_core_close(core);
+	sl_instance_destroy(&inst);
+	sl_core_close(core);
 }
 END_TEST
 
@@ -337,7 +337,7 @@ START_TEST(test_plugin_calling_exit_in_create_is_named_and_fails)
 
 	tu_exec(&r, NULL, NULL, argv);
 	/* the plugin's exit(0) must not read as sbxloop's success */
-	ck_assert_int_eq(r.status, SBX_EXIT_PLUGIN_EXITED);
+	ck_assert_int_eq(r.status, SL_EXIT_PLUGIN_EXITED);
 	assert_fatal_line(r.err, "exit_create", "called exit(0)");
 	ck_assert_ptr_null(strstr(r.out, "no sbxloop sandboxes"));
 	tu_run_free(&r);
@@ -362,7 +362,7 @@ START_TEST(test_plugins_lists_everything_when_the_provider_crashes)
 		struct tu_run r;
 
 		tu_exec(&r, NULL, NULL, argv);
-		ck_assert_int_eq(r.status, SBX_EXIT_FAIL);
+		ck_assert_int_eq(r.status, SL_EXIT_FAIL);
 		assert_fatal_line(r.err, modules[i], whats[i]);
 		ck_assert_ptr_nonnull(strstr(r.err,
 					     "configured sandbox provider is "
@@ -442,15 +442,15 @@ START_TEST(test_every_capability_bit_has_its_own_name)
 	char all[512], one[64];
 	uint32_t bit;
 
-	sbx_caps_format(SBXLOOP_CAP_ALL, all, sizeof(all));
+	sl_caps_format(SBXLOOP_CAP_ALL, all, sizeof(all));
 	for (bit = 1; bit && (bit & SBXLOOP_CAP_ALL); bit <<= 1) {
-		sbx_caps_format(bit, one, sizeof(one));
+		sl_caps_format(bit, one, sizeof(one));
 		ck_assert_msg(one[0] != '\0',
 			      "capability bit 0x%x has no name", bit);
 		ck_assert_ptr_null(strchr(one, ','));
 		ck_assert_ptr_nonnull(strstr(all, one));
 	}
-	sbx_caps_format(SBXLOOP_CAP_WORKSPACE_READ_ONLY, one, sizeof(one));
+	sl_caps_format(SBXLOOP_CAP_WORKSPACE_READ_ONLY, one, sizeof(one));
 	ck_assert_str_eq(one, "workspace_read_only");
 }
 END_TEST

@@ -34,9 +34,9 @@
 static char tmpdir[256];
 static char ws[512];
 static char state[512];
-static char sbx_root[600];
-static struct sbx_core *core;
-static struct sbx_instance inst;
+static char sl_root[600];
+static struct sl_core *core;
+static struct sl_instance inst;
 static const struct sbxloop_sandbox_ops *ops;
 static struct sbxloop_error err;
 
@@ -117,7 +117,7 @@ static void setup(void)
 	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 	snprintf(ws, sizeof(ws), "%s/ws", tmpdir);
 	snprintf(state, sizeof(state), "%s/state", tmpdir);
-	snprintf(sbx_root, sizeof(sbx_root), "%s/sandboxes", state);
+	snprintf(sl_root, sizeof(sl_root), "%s/sandboxes", state);
 	ck_assert_int_eq(mkdir(ws, 0700), 0);
 	memset(&err, 0, sizeof(err));
 	memset(&inst, 0, sizeof(inst));
@@ -127,17 +127,17 @@ static void setup(void)
 
 static void teardown(void)
 {
-	sbx_instance_destroy(&inst);
-	sbx_core_close(core);
+	sl_instance_destroy(&inst);
+	sl_core_close(core);
 	core = NULL;
 	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Open the real core on a config made of state_dir plus `body`. */
-static struct sbx_core *open_core(const char *body)
+static struct sl_core *open_core(const char *body)
 {
-	struct sbx_config_opts o;
-	struct sbx_core *c = NULL;
+	struct sl_config_opts o;
+	struct sl_core *c = NULL;
 	char path[600], text[4096];
 	char *errors = NULL;
 	int rc;
@@ -150,8 +150,8 @@ static struct sbx_core *open_core(const char *body)
 	o.cwd = tmpdir;
 	o.no_user_file = 1;
 	o.no_env = 1;
-	rc = sbx_core_open(&c, &o, &errors);
-	ck_assert_msg(rc == 0, "sbx_core_open: %s", errors ? errors : "?");
+	rc = sl_core_open(&c, &o, &errors);
+	ck_assert_msg(rc == 0, "sl_core_open: %s", errors ? errors : "?");
 	free(errors);
 	return c;
 }
@@ -162,8 +162,8 @@ static void start(const char *provider, const char *body)
 	int rc;
 
 	core = open_core(body);
-	rc = sbx_core_instantiate(core, SBXLOOP_KIND_SANDBOX, provider, &inst,
-				  &err);
+	rc = sl_core_instantiate(core, SBXLOOP_KIND_SANDBOX, provider, &inst,
+				 &err);
 	ck_assert_msg(rc == 0, "instantiate %s: %s", provider, err.message);
 	ops = inst.ops;
 }
@@ -287,7 +287,7 @@ START_TEST(test_create_makes_a_home_and_mounts_the_workspace)
 	ck_assert_str_eq(info.workdir, ws);
 	ck_assert_str_eq(info.worker, "/usr/bin/true");
 	ck_assert_int_eq(info.mounted, 1);
-	snprintf(path, sizeof(path), "%s/sbxloop-r1-agent/home", sbx_root);
+	snprintf(path, sizeof(path), "%s/sbxloop-r1-agent/home", sl_root);
 	ck_assert_str_eq(info.home, path);
 	snprintf(path, sizeof(path), "%s/jobs", info.home);
 	ck_assert(exists(path));
@@ -561,7 +561,7 @@ START_TEST(test_remove_deletes_the_sandbox_but_never_the_workspace)
 	snprintf(link, sizeof(link), "%s/ws-link", info.home);
 	ck_assert_int_eq(symlink(ws, link), 0);
 	ck_assert_int_eq(ops->sandbox_remove(inst.ctx, "s", &err), 0);
-	snprintf(dir, sizeof(dir), "%s/s", sbx_root);
+	snprintf(dir, sizeof(dir), "%s/s", sl_root);
 	ck_assert(!exists(dir));
 	ck_assert(exists(keep));
 	ck_assert_int_eq(ops->sandbox_remove(inst.ctx, "s", &err), 0);
@@ -577,7 +577,7 @@ START_TEST(test_capabilities_without_isolation_are_honest)
 	start("local", "local:\n  isolation: none\n");
 	caps = ops->capabilities(inst.ctx);
 	ck_assert_uint_eq(caps, SBXLOOP_CAP_WORKSPACE_MOUNTED);
-	c = sbx_registry_find(&core->reg, SBXLOOP_KIND_SANDBOX, "local", NULL);
+	c = sl_registry_find(&core->reg, SBXLOOP_KIND_SANDBOX, "local", NULL);
 	ck_assert_ptr_nonnull(c);
 	ck_assert_uint_eq(ops->static_capabilities,
 			  SBXLOOP_CAP_FILESYSTEM_CONFINED |
@@ -594,8 +594,8 @@ END_TEST
 
 START_TEST(test_unknown_isolation_is_a_config_error)
 {
-	struct sbx_config_opts o;
-	struct sbx_core *c = NULL;
+	struct sl_config_opts o;
+	struct sl_core *c = NULL;
 	char path[600], text[1024];
 	char *errors = NULL;
 
@@ -608,11 +608,11 @@ START_TEST(test_unknown_isolation_is_a_config_error)
 	o.cwd = tmpdir;
 	o.no_user_file = 1;
 	o.no_env = 1;
-	ck_assert_int_ne(sbx_core_open(&c, &o, &errors), 0);
+	ck_assert_int_ne(sl_core_open(&c, &o, &errors), 0);
 	ck_assert_ptr_nonnull(errors);
 	ck_assert_ptr_nonnull(strstr(errors, "local.isolation"));
 	free(errors);
-	sbx_core_close(c);
+	sl_core_close(c);
 }
 END_TEST
 
@@ -627,8 +627,8 @@ START_TEST(test_bwrap_capabilities_per_network_mode)
 				  SBXLOOP_CAP_DIES_WITH_PARENT |
 				  SBXLOOP_CAP_NETWORK_DISABLED |
 				  SBXLOOP_CAP_WORKSPACE_READ_ONLY);
-	sbx_instance_destroy(&inst);
-	sbx_core_close(core);
+	sl_instance_destroy(&inst);
+	sl_core_close(core);
 	start("local", "local:\n  isolation: bwrap\n  network: host\n");
 	ck_assert_uint_eq(ops->capabilities(inst.ctx),
 			  SBXLOOP_CAP_FILESYSTEM_CONFINED |
@@ -755,7 +755,7 @@ START_TEST(test_bwrap_jobs_cannot_rewrite_the_sandbox_metadata)
 		for (i = 0; meta[i]; i++) {
 			char *t;
 
-			snprintf(path, sizeof(path), "%s/%s/%s", sbx_root,
+			snprintf(path, sizeof(path), "%s/%s/%s", sl_root,
 				 name[k], meta[i]);
 			t = read_text(path);
 			snprintf(before[i], sizeof(before[i]), "%s",
@@ -771,8 +771,8 @@ START_TEST(test_bwrap_jobs_cannot_rewrite_the_sandbox_metadata)
 			"echo replaced; "
 			"ls '%s/state.db' '%s' 2>/dev/null && echo state-seen; "
 			"true",
-			sbx_root, name[k], victim, victim, sbx_root, name[k],
-			state, sbx_root);
+			sl_root, name[k], victim, victim, sl_root, name[k],
+			state, sl_root);
 		ck_assert_int_eq(run_sh(name[k], script, 30, NULL, &l, &res),
 				 0);
 		/* what the job may write there is its own private tmpfs */
@@ -782,7 +782,7 @@ START_TEST(test_bwrap_jobs_cannot_rewrite_the_sandbox_metadata)
 		for (i = 0; meta[i]; i++) {
 			char *t;
 
-			snprintf(path, sizeof(path), "%s/%s/%s", sbx_root,
+			snprintf(path, sizeof(path), "%s/%s/%s", sl_root,
 				 name[k], meta[i]);
 			t = read_text(path);
 			ck_assert_str_eq(t ? t : "(none)", before[i]);
@@ -876,7 +876,7 @@ START_TEST(test_bwrap_refuses_writes_outside_workspace_and_home)
 		 "for d in \"$HOME/..\" '%s' '%s'; do mkdir -p \"$d\"; "
 		 "echo x > \"$d/%s\"; done 2>/dev/null; "
 		 "echo y > \"$HOME/%s\" && echo home-ok; true",
-		 mark, state, sbx_root, mark, mark);
+		 mark, state, sl_root, mark, mark);
 	ck_assert_int_eq(run_sh("s", script, 30, NULL, &l, &res), 0);
 	ck_assert_msg(!strstr(l.out, "wrote"), "%s", l.out);
 	ck_assert_ptr_nonnull(strstr(l.out, "home-ok"));
@@ -885,7 +885,7 @@ START_TEST(test_bwrap_refuses_writes_outside_workspace_and_home)
 		snprintf(path, sizeof(path), "%s/%s", where[i], mark);
 		ck_assert_msg(!exists(path), "%s was written", path);
 	}
-	snprintf(path, sizeof(path), "%s/s/%s", sbx_root, mark);
+	snprintf(path, sizeof(path), "%s/s/%s", sl_root, mark);
 	ck_assert(!exists(path));
 	snprintf(path, sizeof(path), "%s/%s", state, mark);
 	ck_assert(!exists(path));
@@ -1019,8 +1019,8 @@ START_TEST(test_bwrap_unshares_the_network_unless_host)
 	interfaces(l.out, ifs, sizeof(ifs));
 	ck_assert_str_eq(ifs, "lo ");
 	clear(&res);
-	sbx_instance_destroy(&inst);
-	sbx_core_close(core);
+	sl_instance_destroy(&inst);
+	sl_core_close(core);
 
 	start("local", "local:\n  isolation: bwrap\n  network: host\n");
 	ck_assert_int_eq(run_sh("s", "cat /proc/net/dev", 30, NULL, &l, &res),
@@ -1119,8 +1119,8 @@ static int replace_bwrap(const char *file)
 static int instantiate_bwrap_failing(void)
 {
 	core = open_core("local:\n  isolation: bwrap\n");
-	return sbx_core_instantiate(core, SBXLOOP_KIND_SANDBOX, "local", &inst,
-				    &err);
+	return sl_core_instantiate(core, SBXLOOP_KIND_SANDBOX, "local", &inst,
+				   &err);
 }
 
 START_TEST(test_bwrap_without_user_namespaces_names_the_fix)
@@ -1168,8 +1168,8 @@ START_TEST(test_local_granter_refuses_per_domain_egress)
 	int rc;
 
 	core = open_core("");
-	rc = sbx_core_instantiate(core, SBXLOOP_KIND_POLICY, "local", &inst,
-				  &err);
+	rc = sl_core_instantiate(core, SBXLOOP_KIND_POLICY, "local", &inst,
+				 &err);
 	ck_assert_msg(rc == 0, "%s", err.message);
 	pops = inst.ops;
 	ck_assert_ptr_null(pops->revoke);
@@ -1239,8 +1239,8 @@ START_TEST(test_mock_exec_fails_after_n_even_across_processes)
 	ck_assert_int_eq(run_sh("m", "true", 0, NULL, &l, &res), 0);
 	clear(&res);
 	/* a fresh instance (as another process would be) keeps the count */
-	sbx_instance_destroy(&inst);
-	sbx_core_close(core);
+	sl_instance_destroy(&inst);
+	sl_core_close(core);
 	start("mock", "mock:\n  fail_exec_after: 2\n");
 	ck_assert_int_eq(run_sh("m", "true", 0, NULL, &l, &res), 0);
 	clear(&res);

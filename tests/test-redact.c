@@ -32,12 +32,12 @@
 
 static void assert_safe(const char *in, unsigned flags, const char *want)
 {
-	char *got = sbx_term_safe(in, flags);
+	char *got = sl_term_safe(in, flags);
 
 	ck_assert_ptr_nonnull(got);
 	ck_assert_msg(strcmp(got, want) == 0, "'%s' became '%s', not '%s'", in,
 		      got, want);
-	ck_assert_int_eq(sbx_term_is_safe(in, strlen(in), flags),
+	ck_assert_int_eq(sl_term_is_safe(in, strlen(in), flags),
 			 strcmp(in, want) == 0);
 	free(got);
 }
@@ -65,7 +65,7 @@ START_TEST(test_term_safe_escapes_every_control_visibly)
 		    0, "a\\u2028b");
 	/* newlines and tabs: escaped in a field, kept in a text */
 	assert_safe("a\nb\tc", 0, "a\\nb\\tc");
-	assert_safe("a\nb\tc\r", SBX_TERM_KEEP_NL, "a\nb\tc\\r");
+	assert_safe("a\nb\tc\r", SL_TERM_KEEP_NL, "a\nb\tc\\r");
 }
 END_TEST
 
@@ -104,14 +104,14 @@ START_TEST(test_term_safe_json_mode_writes_json_escapes)
 	char *out;
 	cJSON *v;
 
-	assert_safe("{\"t\":\"a\xc2\x9b\x7f\"}", SBX_TERM_JSON,
+	assert_safe("{\"t\":\"a\xc2\x9b\x7f\"}", SL_TERM_JSON,
 		    "{\"t\":\"a\\u009b\\u007f\"}");
-	assert_safe("{\"t\":\"\xe2\x80\xae\"}", SBX_TERM_JSON,
+	assert_safe("{\"t\":\"\xe2\x80\xae\"}", SL_TERM_JSON,
 		    "{\"t\":\"\\u202e\"}");
-	assert_safe("{\"t\":\"\xff\"}", SBX_TERM_JSON, "{\"t\":\"\\ufffd\"}");
+	assert_safe("{\"t\":\"\xff\"}", SL_TERM_JSON, "{\"t\":\"\\ufffd\"}");
 	/* the escaped JSON means the same text */
-	out = sbx_term_safe("{\"t\":\"x\x7fy\xc2\x85z\xe2\x80\xae\"}",
-			    SBX_TERM_JSON);
+	out = sl_term_safe("{\"t\":\"x\x7fy\xc2\x85z\xe2\x80\xae\"}",
+			   SL_TERM_JSON);
 	v = cJSON_Parse(out);
 	ck_assert_ptr_nonnull(v);
 	ck_assert_str_eq(cJSON_GetObjectItem(v, "t")->valuestring,
@@ -127,11 +127,11 @@ START_TEST(test_a_secret_is_masked_in_its_json_escaped_form)
 {
 	char *r;
 
-	sbx_secret_register("pa\"ss\\wo\nrd");
-	r = sbx_redact("{\"k\":\"pa\\\"ss\\\\wo\\nrd\"} raw pa\"ss\\wo\nrd");
+	sl_secret_register("pa\"ss\\wo\nrd");
+	r = sl_redact("{\"k\":\"pa\\\"ss\\\\wo\\nrd\"} raw pa\"ss\\wo\nrd");
 	ck_assert_str_eq(r, "{\"k\":\"***\"} raw ***");
 	free(r);
-	sbx_secret_clear();
+	sl_secret_clear();
 }
 END_TEST
 
@@ -140,15 +140,15 @@ END_TEST
 /* A store that records every text it is handed and answers every read
  * with rows holding TOKEN (written before the secret was known). */
 struct rec {
-	struct sbx_buf seen;
+	struct sl_buf seen;
 	int64_t next_id;
 };
 
 static void see(struct rec *r, const char *s)
 {
 	if (s) {
-		sbx_buf_adds(&r->seen, s);
-		sbx_buf_addc(&r->seen, '|');
+		sl_buf_adds(&r->seen, s);
+		sl_buf_addc(&r->seen, '|');
 	}
 }
 
@@ -156,7 +156,7 @@ static void rec_destroy(void *ctx)
 {
 	struct rec *r = ctx;
 
-	sbx_buf_release(&r->seen);
+	sl_buf_release(&r->seen);
 	r->next_id = -1;
 }
 
@@ -404,13 +404,13 @@ static const struct sbxloop_store_ops rec_ops = {
 };
 
 /* What the core's callbacks are handed by reads through the guard. */
-static struct sbx_buf read_back;
+static struct sl_buf read_back;
 
 static void got(const char *s)
 {
 	if (s) {
-		sbx_buf_adds(&read_back, s);
-		sbx_buf_addc(&read_back, '|');
+		sl_buf_adds(&read_back, s);
+		sl_buf_addc(&read_back, '|');
 	}
 }
 
@@ -461,7 +461,7 @@ static int got_event(void *user, const struct sbxloop_event *ev)
 START_TEST(test_the_store_guard_masks_every_write_and_every_read)
 {
 	struct rec rec;
-	struct sbx_instance inst;
+	struct sl_instance inst;
 	const struct sbxloop_store_ops *ops;
 	struct sbxloop_error err = {0, ""};
 	struct sbxloop_run_update upd;
@@ -477,10 +477,10 @@ START_TEST(test_the_store_guard_masks_every_write_and_every_read)
 	memset(&read_back, 0, sizeof(read_back));
 	inst.ops = &rec_ops;
 	inst.ctx = &rec;
-	sbx_store_guard_wrap(&inst);
+	sl_store_guard_wrap(&inst);
 	ck_assert_ptr_ne(inst.ops, &rec_ops);
 	ops = inst.ops;
-	sbx_secret_register(TOKEN);
+	sl_secret_register(TOKEN);
 
 	ck_assert_int_eq(ops->run_create(inst.ctx, &tainted_run, &err), 0);
 	memset(&upd, 0, sizeof(upd));
@@ -531,28 +531,28 @@ START_TEST(test_the_store_guard_masks_every_write_and_every_read)
 	ck_assert_int_eq(ops->flush(inst.ctx, &err), 0);
 
 	/* the store saw every text, masked */
-	ck_assert_msg(!strstr(sbx_buf_str(&rec.seen), TOKEN),
+	ck_assert_msg(!strstr(sl_buf_str(&rec.seen), TOKEN),
 		      "the store was handed the secret: %s",
-		      sbx_buf_str(&rec.seen));
-	ck_assert_ptr_nonnull(strstr(sbx_buf_str(&rec.seen),
+		      sl_buf_str(&rec.seen));
+	ck_assert_ptr_nonnull(strstr(sl_buf_str(&rec.seen),
 				     "run-***|outcome ***|{\"k\":\"***\"}|"));
-	ck_assert_ptr_nonnull(strstr(sbx_buf_str(&rec.seen), "sess-***|"));
+	ck_assert_ptr_nonnull(strstr(sl_buf_str(&rec.seen), "sess-***|"));
 	ck_assert_ptr_nonnull(
-		strstr(sbx_buf_str(&rec.seen), "{\"report\":\"***\"}|"));
+		strstr(sl_buf_str(&rec.seen), "{\"report\":\"***\"}|"));
 	/* and the core reads rows written before the secret was known
 	 * masked as well */
-	ck_assert_msg(!strstr(sbx_buf_str(&read_back), TOKEN),
+	ck_assert_msg(!strstr(sl_buf_str(&read_back), TOKEN),
 		      "a read handed back the secret: %s",
-		      sbx_buf_str(&read_back));
+		      sl_buf_str(&read_back));
 	ck_assert_ptr_nonnull(
-		strstr(sbx_buf_str(&read_back), "feedback ***|sess-***|"));
-	ck_assert_ptr_nonnull(strstr(sbx_buf_str(&read_back),
+		strstr(sl_buf_str(&read_back), "feedback ***|sess-***|"));
+	ck_assert_ptr_nonnull(strstr(sl_buf_str(&read_back),
 				     "job-***|{\"content\":\"***\"}"));
 
-	sbx_instance_destroy(&inst);
+	sl_instance_destroy(&inst);
 	ck_assert_int_eq(rec.next_id, -1); /* the plugin's destroy ran */
-	sbx_buf_release(&read_back);
-	sbx_secret_clear();
+	sl_buf_release(&read_back);
+	sl_secret_clear();
 }
 END_TEST
 
@@ -563,7 +563,7 @@ END_TEST
 
 static char dir[4096];
 /* Every byte the commands of a test printed. */
-static struct sbx_buf printed;
+static struct sl_buf printed;
 
 static void setup(void)
 {
@@ -578,7 +578,7 @@ static void teardown(void)
 {
 	char cmd[4200];
 
-	sbx_buf_release(&printed);
+	sl_buf_release(&printed);
 	if (getenv("SBXLOOP_KEEP_TEST_DIRS"))
 		return;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
@@ -654,7 +654,7 @@ static void write_scenario(const char *a, const char *b, const char *verify,
 		"{\"text\":\"t2 last @B@\",\"session_id\":\"s2-@A@\"},"
 		"{\"json\":{\"verdict\":\"pass\",\"issues\":[],\"feedback\":\"\"}}"
 		"]";
-	struct sbx_buf b_ = SBX_BUF_INIT;
+	struct sl_buf b_ = SL_BUF_INIT;
 	const char *p;
 
 	for (p = tmpl; *p; p++) {
@@ -668,14 +668,14 @@ static void write_scenario(const char *a, const char *b, const char *verify,
 					    : NULL;
 		}
 		if (sub) {
-			sbx_buf_adds(&b_, sub);
+			sl_buf_adds(&b_, sub);
 			p += 2;
 		} else {
-			sbx_buf_addc(&b_, *p);
+			sl_buf_addc(&b_, *p);
 		}
 	}
-	put_file("scenario.json", sbx_buf_str(&b_));
-	sbx_buf_release(&b_);
+	put_file("scenario.json", sl_buf_str(&b_));
+	sl_buf_release(&b_);
 	write_config();
 }
 
@@ -685,8 +685,8 @@ static int run_cmd(const char *const *env, const char *const *args)
 	int code = wait_code(spawn_sbxloop(env, args));
 	char *out = read_file("out.txt"), *err = read_file("err.txt");
 
-	sbx_buf_addf(&printed, "== sbxloop %s\n%s\n== stderr\n%s\n", args[0],
-		     out, err);
+	sl_buf_addf(&printed, "== sbxloop %s\n%s\n== stderr\n%s\n", args[0],
+		    out, err);
 	free(out);
 	free(err);
 	return code;
@@ -705,14 +705,14 @@ static char *the_run(void)
 	ck_assert_ptr_nonnull(dh);
 	while ((d = readdir(dh)))
 		if (d->d_name[0] != '.')
-			id = sbx_xstrdup(d->d_name);
+			id = sl_xstrdup(d->d_name);
 	closedir(dh);
 	ck_assert_ptr_nonnull(id);
 	return id;
 }
 
 /* Every file under path, appended byte for byte; their count. */
-static int slurp_tree(const char *path, struct sbx_buf *all)
+static int slurp_tree(const char *path, struct sl_buf *all)
 {
 	struct stat st;
 	int n = 0;
@@ -730,18 +730,18 @@ static int slurp_tree(const char *path, struct sbx_buf *all)
 			if (!strcmp(d->d_name, ".") ||
 			    !strcmp(d->d_name, ".."))
 				continue;
-			sub = sbx_xasprintf("%s/%s", path, d->d_name);
-			sbx_buf_adds(all, sub); /* names count as well */
+			sub = sl_xasprintf("%s/%s", path, d->d_name);
+			sl_buf_adds(all, sub); /* names count as well */
 			n += slurp_tree(sub, all);
 			free(sub);
 		}
 		closedir(dh);
 	} else if (S_ISREG(st.st_mode)) {
 		size_t len = 0;
-		char *data = sbx_read_file(path, &len, 1u << 30);
+		char *data = sl_read_file(path, &len, 1u << 30);
 
 		ck_assert_msg(data != NULL, "cannot read %s", path);
-		sbx_buf_add(all, data, len);
+		sl_buf_add(all, data, len);
 		free(data);
 		n = 1;
 	}
@@ -749,7 +749,7 @@ static int slurp_tree(const char *path, struct sbx_buf *all)
 }
 
 /* The token, its first and its last 12 characters, nowhere in hay. */
-static void assert_no_trace(const char *what, const struct sbx_buf *hay,
+static void assert_no_trace(const char *what, const struct sl_buf *hay,
 			    const char *token)
 {
 	size_t n = strlen(token);
@@ -770,7 +770,7 @@ START_TEST(test_tokens_an_agent_echoes_are_stored_and_shown_masked)
 					  "ANTHROPIC_API_KEY=" AK, NULL};
 	static const char *const no_env[] = {
 		"GH_TOKEN=", "ANTHROPIC_API_KEY=", NULL};
-	struct sbx_buf files = SBX_BUF_INIT;
+	struct sl_buf files = SL_BUF_INIT;
 	char state[4200], *run, *s;
 	int n;
 
@@ -813,7 +813,7 @@ START_TEST(test_tokens_an_agent_echoes_are_stored_and_shown_masked)
 	ck_assert_int_ge(n, 1);
 	assert_no_trace("the state directory", &files, GH);
 	assert_no_trace("the state directory", &files, AK);
-	sbx_buf_release(&files);
+	sl_buf_release(&files);
 
 	/* each row really was handed the echo, masked */
 	s = q_str("SELECT outcome FROM runs WHERE run_id='%s'", run);
@@ -918,7 +918,7 @@ START_TEST(test_agent_text_reaches_the_terminal_inert)
 	ck_assert_ptr_nonnull(strstr(printed.buf, "outcome: fix \\x1b]0;t"));
 
 	/* the JSON outputs keep the text: same bytes once parsed */
-	sbx_buf_reset(&printed);
+	sl_buf_reset(&printed);
 	{
 		const char *args[] = {"status", run, "--json", NULL};
 

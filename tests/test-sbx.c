@@ -39,28 +39,28 @@
 
 static char *dir;
 static char fake_dir[1024], ws[1024], cfg_path[1024];
-static struct sbx_core *core;
-static struct sbx_instance box;
-static struct sbx_buf events = SBX_BUF_INIT;
+static struct sl_core *core;
+static struct sl_instance box;
+static struct sl_buf events = SL_BUF_INIT;
 
-static int capture_emit(struct sbx_core *c, const char *type,
+static int capture_emit(struct sl_core *c, const char *type,
 			const char *job_id, const char *data_json)
 {
 	(void)c;
 	(void)job_id;
-	sbx_buf_addf(&events, "%s %s\n", type, data_json ? data_json : "{}");
+	sl_buf_addf(&events, "%s %s\n", type, data_json ? data_json : "{}");
 	return 0;
 }
 
 static void write_config(const char *extra)
 {
-	char *text = sbx_xasprintf("state_dir: %s/state\n"
-				   "plugins:\n"
-				   "  sandbox: sbx\n"
-				   "  secrets: [sbx-proxy, plain-env]\n"
-				   "  policy: [sbx]\n"
-				   "%s",
-				   dir, extra ? extra : "");
+	char *text = sl_xasprintf("state_dir: %s/state\n"
+				  "plugins:\n"
+				  "  sandbox: sbx\n"
+				  "  secrets: [sbx-proxy, plain-env]\n"
+				  "  policy: [sbx]\n"
+				  "%s",
+				  dir, extra ? extra : "");
 
 	tu_write(cfg_path, text);
 	free(text);
@@ -68,14 +68,14 @@ static void write_config(const char *extra)
 
 static void core_up(void)
 {
-	struct sbx_config_opts opts;
+	struct sl_config_opts opts;
 	char *errors = NULL;
 
 	memset(&opts, 0, sizeof(opts));
 	opts.config_file = cfg_path;
 	opts.no_user_file = 1;
 	opts.no_env = 1;
-	ck_assert_msg(sbx_core_open(&core, &opts, &errors) == 0, "%s",
+	ck_assert_msg(sl_core_open(&core, &opts, &errors) == 0, "%s",
 		      errors ? errors : "");
 	core->emit = capture_emit;
 }
@@ -84,8 +84,8 @@ static void box_up(void)
 {
 	struct sbxloop_error err = {0, ""};
 
-	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_SANDBOX, "sbx",
-					   &box, &err) == 0,
+	ck_assert_msg(sl_core_instantiate(core, SBXLOOP_KIND_SANDBOX, "sbx",
+					  &box, &err) == 0,
 		      "%s", err.message);
 	/* the active provider, as the engine makes it */
 	core->sandbox = box;
@@ -103,8 +103,8 @@ static void setup(void)
 	real = realpath(ws, NULL);
 	snprintf(ws, sizeof(ws), "%s", real);
 	free(real);
-	path = sbx_xasprintf("%s/tests/fakes/bin:%s",
-			     tu_env("SBXLOOP_BUILDDIR"), getenv("PATH"));
+	path = sl_xasprintf("%s/tests/fakes/bin:%s",
+			    tu_env("SBXLOOP_BUILDDIR"), getenv("PATH"));
 	setenv("PATH", path, 1);
 	free(path);
 	setenv("SBX_FAKE_DIR", fake_dir, 1);
@@ -114,7 +114,7 @@ static void setup(void)
 	unsetenv("COPILOT_GITHUB_TOKEN");
 	unsetenv("GH_TOKEN");
 	unsetenv("GITHUB_TOKEN");
-	sbx_buf_reset(&events);
+	sl_buf_reset(&events);
 	write_config(NULL);
 	core = NULL;
 	memset(&box, 0, sizeof(box));
@@ -124,11 +124,11 @@ static void teardown(void)
 {
 	if (core) {
 		/* core_close destroys core->sandbox (the same instance) */
-		sbx_core_close(core);
+		sl_core_close(core);
 		core = NULL;
 	}
 	memset(&box, 0, sizeof(box));
-	sbx_buf_release(&events);
+	sl_buf_release(&events);
 	tu_rmtree(dir);
 	free(dir);
 	dir = NULL;
@@ -144,7 +144,7 @@ static const struct sbxloop_sandbox_ops *ops(void)
 /* Every recorded invocation, as a JSON array of records. */
 static cJSON *invocations(void)
 {
-	char *path = sbx_xasprintf("%s/invocations.jsonl", fake_dir);
+	char *path = sl_xasprintf("%s/invocations.jsonl", fake_dir);
 	char *text = tu_read(path), *line, *save;
 	cJSON *all = cJSON_CreateArray();
 
@@ -159,14 +159,14 @@ static cJSON *invocations(void)
 static char *argv_joined(const cJSON *rec)
 {
 	const cJSON *a;
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 
 	cJSON_ArrayForEach (a, cJSON_GetObjectItem(rec, "argv")) {
 		if (b.len)
-			sbx_buf_addc(&b, ' ');
-		sbx_buf_adds(&b, a->valuestring);
+			sl_buf_addc(&b, ' ');
+		sl_buf_adds(&b, a->valuestring);
 	}
-	return sbx_buf_detach(&b);
+	return sl_buf_detach(&b);
 }
 
 /* How many invocations start with `prefix` (space-joined argv). */
@@ -178,7 +178,7 @@ static int count_calls(const char *prefix)
 	cJSON_ArrayForEach (rec, all) {
 		char *j = argv_joined(rec);
 
-		if (!prefix || sbx_starts_with(j, prefix))
+		if (!prefix || sl_starts_with(j, prefix))
 			n++;
 		free(j);
 	}
@@ -197,7 +197,7 @@ static int argv_contains(const char *needle, const char *allowed_prefix)
 		char *j = argv_joined(rec);
 
 		if (strstr(j, needle) &&
-		    !(allowed_prefix && sbx_starts_with(j, allowed_prefix)))
+		    !(allowed_prefix && sl_starts_with(j, allowed_prefix)))
 			hit = 1;
 		free(j);
 	}
@@ -207,21 +207,21 @@ static int argv_contains(const char *needle, const char *allowed_prefix)
 
 static void script(const char *json)
 {
-	char *path = sbx_xasprintf("%s/responses.json", fake_dir);
+	char *path = sl_xasprintf("%s/responses.json", fake_dir);
 
-	sbx_mkdirs(fake_dir, 0755);
+	sl_mkdirs(fake_dir, 0755);
 	tu_write(path, json);
 	free(path);
 }
 
 static char *fs_path(const char *name, const char *inside)
 {
-	return sbx_xasprintf("%s/sandboxes/%s/fs%s", fake_dir, name, inside);
+	return sl_xasprintf("%s/sandboxes/%s/fs%s", fake_dir, name, inside);
 }
 
 static int box_exists(const char *name)
 {
-	char *p = sbx_xasprintf("%s/sandboxes/%s/meta.json", fake_dir, name);
+	char *p = sl_xasprintf("%s/sandboxes/%s/meta.json", fake_dir, name);
 	int ok = access(p, F_OK) == 0;
 
 	free(p);
@@ -309,7 +309,7 @@ START_TEST(test_create_provisions_in_five_calls)
 
 	all = invocations();
 	j = argv_joined(cJSON_GetArrayItem(all, 0));
-	ls = sbx_xasprintf("create --name=sbxloop-r1-agent shell %s", ws);
+	ls = sl_xasprintf("create --name=sbxloop-r1-agent shell %s", ws);
 	ck_assert_str_eq(j, ls);
 	free(j);
 	free(ls);
@@ -329,7 +329,7 @@ START_TEST(test_create_provisions_in_five_calls)
 		ck_assert_int_eq(atoi(r.out), 0);
 		tu_run_free(&r);
 	}
-	ck_assert(strstr(sbx_buf_str(&events), "sandbox.workspace_mount") !=
+	ck_assert(strstr(sl_buf_str(&events), "sandbox.workspace_mount") !=
 		  NULL);
 }
 END_TEST
@@ -382,7 +382,7 @@ START_TEST(test_unmounted_workspace_uses_home_work)
 	ck_assert_int_eq(stat(work, &sb), 0);
 	ck_assert(S_ISDIR(sb.st_mode));
 	free(work);
-	ck_assert(strstr(sbx_buf_str(&events), "\"mounted\":false") != NULL);
+	ck_assert(strstr(sl_buf_str(&events), "\"mounted\":false") != NULL);
 }
 END_TEST
 
@@ -428,7 +428,7 @@ START_TEST(test_worker_version_mismatch_is_refused)
 {
 	struct sbxloop_sandbox_info info;
 	struct sbxloop_error err = {0, ""};
-	char *fake_worker = sbx_xasprintf("%s/old-worker", dir);
+	char *fake_worker = sl_xasprintf("%s/old-worker", dir);
 
 	tu_write(fake_worker, "#!/bin/sh\necho 'sbxloop-worker 0.0.1'\n");
 	chmod(fake_worker, 0755);
@@ -529,13 +529,13 @@ START_TEST(test_exec_returns_inner_exit_code)
 	ck_assert_int_eq(
 		run_in("sbxloop-r1-agent", "exit 7", NULL, 10, &res, &err), 0);
 	ck_assert_int_eq(res.exit_code, 7);
-	sbx_proc_result_clear(&res);
+	sl_proc_result_clear(&res);
 	/* the inner shell's "command not found" is the command's failure */
 	ck_assert_int_eq(run_in("sbxloop-r1-agent", "nosuchcommand-xyz", NULL,
 				10, &res, &err),
 			 0);
 	ck_assert_int_eq(res.exit_code, 127);
-	sbx_proc_result_clear(&res);
+	sl_proc_result_clear(&res);
 }
 END_TEST
 
@@ -552,7 +552,7 @@ START_TEST(test_exec_in_missing_or_stopped_sandbox_is_infra)
 		run_in("sbxloop-nope-agent", "true", NULL, 10, &res, &err),
 		SBXLOOP_EINFRA);
 	ck_assert_msg(strstr(err.message, "not found"), "%s", err.message);
-	sbx_proc_result_clear(&res);
+	sl_proc_result_clear(&res);
 	must_create("sbxloop-r1-agent");
 	tu_exec(&r, NULL, NULL, stop);
 	tu_run_free(&r);
@@ -561,7 +561,7 @@ START_TEST(test_exec_in_missing_or_stopped_sandbox_is_infra)
 		SBXLOOP_EINFRA);
 	ck_assert_msg(strstr(err.message, "is not running"), "%s",
 		      err.message);
-	sbx_proc_result_clear(&res);
+	sl_proc_result_clear(&res);
 }
 END_TEST
 
@@ -590,11 +590,11 @@ START_TEST(test_exec_streams_stdin_and_lines)
 		0);
 	ck_assert_int_eq(l.n, 3);
 	ck_assert_str_eq(l.last, "done");
-	sbx_proc_result_clear(&res);
+	sl_proc_result_clear(&res);
 	/* -i only when there is input; the workdir is the default cwd */
 	{
 		char *want =
-			sbx_xasprintf("exec -i -w %s sbxloop-r1-agent sh", ws);
+			sl_xasprintf("exec -i -w %s sbxloop-r1-agent sh", ws);
 
 		ck_assert_int_eq(count_calls(want), 1);
 		free(want);
@@ -633,7 +633,7 @@ START_TEST(test_exec_refuses_a_secret_in_its_env)
 		ops()->exec(box.ctx, "sbxloop-r1-agent", &spec, &res, &err),
 		0);
 	ck_assert_int_eq(count_calls("exec -e PLAIN=1 -w "), 1);
-	sbx_proc_result_clear(&res);
+	sl_proc_result_clear(&res);
 }
 END_TEST
 
@@ -646,12 +646,12 @@ START_TEST(test_exec_timeout_kills)
 	core_up();
 	box_up();
 	must_create("sbxloop-r1-agent");
-	t0 = sbx_monotonic();
+	t0 = sl_monotonic();
 	ck_assert_int_eq(
 		run_in("sbxloop-r1-agent", "sleep 30", NULL, 0.5, &res, &err),
 		SBXLOOP_ETIMEDOUT);
-	ck_assert(sbx_monotonic() - t0 < 10);
-	sbx_proc_result_clear(&res);
+	ck_assert(sl_monotonic() - t0 < 10);
+	sl_proc_result_clear(&res);
 }
 END_TEST
 
@@ -679,8 +679,8 @@ START_TEST(test_copy_list_and_remove)
 {
 	struct sbxloop_error err = {0, ""};
 	struct seen s;
-	char *src = sbx_xasprintf("%s/in.txt", dir);
-	char *back = sbx_xasprintf("%s/out.txt", dir);
+	char *src = sl_xasprintf("%s/in.txt", dir);
+	char *back = sl_xasprintf("%s/out.txt", dir);
 	char *text;
 
 	core_up();
@@ -777,17 +777,17 @@ static const char *provide_chain(const struct sbxloop_secret_req *req,
 	int rc = SBXLOOP_EUNSUPPORTED;
 
 	for (i = 0; chain[i]; i++) {
-		struct sbx_instance inst;
+		struct sl_instance inst;
 		const struct sbxloop_secret_ops *so;
 
-		ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_SECRET,
-						   chain[i], &inst, &err) == 0,
+		ck_assert_msg(sl_core_instantiate(core, SBXLOOP_KIND_SECRET,
+						  chain[i], &inst, &err) == 0,
 			      "%s", err.message);
 		so = inst.ops;
 		memset(out, 0, sizeof(*out));
 		out->struct_size = sizeof(*out);
 		rc = so->provide(inst.ctx, req, out, &err);
-		sbx_instance_destroy(&inst);
+		sl_instance_destroy(&inst);
 		if (rc != SBXLOOP_EUNSUPPORTED) {
 			ck_assert_msg(rc == 0, "%s: %s", chain[i],
 				      err.message);
@@ -800,7 +800,7 @@ static const char *provide_chain(const struct sbxloop_secret_req *req,
 
 static cJSON *secrets_state(void)
 {
-	char *path = sbx_xasprintf("%s/secrets-state.json", fake_dir);
+	char *path = sl_xasprintf("%s/secrets-state.json", fake_dir);
 	char *text = tu_read(path);
 	cJSON *doc = text ? cJSON_Parse(text) : cJSON_CreateObject();
 
@@ -832,8 +832,8 @@ START_TEST(test_proxy_invisible_falls_back_to_plain_env)
 	secret_req(&req, "sbxloop-r1-agent", 0);
 	ck_assert_str_eq(provide_chain(&req, &out), "plain-env");
 	ck_assert_str_eq(out.strategy, "plain-env");
-	ck_assert(strstr(sbx_buf_str(&events),
-			 "sandbox.secret_env_fallback") != NULL);
+	ck_assert(strstr(sl_buf_str(&events), "sandbox.secret_env_fallback") !=
+		  NULL);
 	/* the proxy registration does not outlive the fallback */
 	st = secrets_state();
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
@@ -859,7 +859,7 @@ START_TEST(test_proxy_invisible_falls_back_to_plain_env)
 	free(p);
 	/* only the documented set-custom --value carries the token */
 	ck_assert(!argv_contains(AGENT_TOKEN, "secret set-custom"));
-	ck_assert(!strstr(sbx_buf_str(&events), AGENT_TOKEN));
+	ck_assert(!strstr(sl_buf_str(&events), AGENT_TOKEN));
 }
 END_TEST
 
@@ -879,7 +879,7 @@ START_TEST(test_proxy_holds_when_exec_sees_the_token)
 	ck_assert_str_eq(out.strategy, "sbx-proxy");
 	text = env_file("sbxloop-r1-agent");
 	ck_assert_ptr_null(text);
-	ck_assert(strstr(sbx_buf_str(&events), "secret_env_fallback") == NULL);
+	ck_assert(strstr(sl_buf_str(&events), "secret_env_fallback") == NULL);
 }
 END_TEST
 
@@ -888,17 +888,17 @@ START_TEST(test_proxy_alone_accepts_only_the_sentinel)
 	struct sbxloop_secret_req req;
 	struct sbxloop_secret_outcome out;
 	struct sbxloop_error err = {0, ""};
-	struct sbx_instance inst;
+	struct sl_instance inst;
 	const struct sbxloop_secret_ops *so;
 	const struct sbxloop_sandbox_ops *bo;
 	cJSON *st;
 
 	{
-		char *text = sbx_xasprintf("state_dir: %s/state\n"
-					   "plugins:\n"
-					   "  sandbox: sbx\n"
-					   "  secrets: [sbx-proxy]\n",
-					   dir);
+		char *text = sl_xasprintf("state_dir: %s/state\n"
+					  "plugins:\n"
+					  "  sandbox: sbx\n"
+					  "  secrets: [sbx-proxy]\n",
+					  dir);
 
 		tu_write(cfg_path, text);
 		free(text);
@@ -910,8 +910,8 @@ START_TEST(test_proxy_alone_accepts_only_the_sentinel)
 		  SBXLOOP_CAP_SECRET_NEVER_IN_SANDBOX);
 	must_create("sbxloop-r1-agent");
 	secret_req(&req, "sbxloop-r1-agent", 0);
-	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SECRET,
-					      "sbx-proxy", &inst, &err),
+	ck_assert_int_eq(sl_core_instantiate(core, SBXLOOP_KIND_SECRET,
+					     "sbx-proxy", &inst, &err),
 			 0);
 	so = inst.ops;
 	/* the fake hides the value entirely: nothing to fall back to */
@@ -944,7 +944,7 @@ START_TEST(test_proxy_alone_accepts_only_the_sentinel)
 	cJSON_Delete(st);
 	/* and removing the sandbox removes what was registered for it */
 	ck_assert_int_eq(so->provide(inst.ctx, &req, &out, &err), 0);
-	sbx_instance_destroy(&inst);
+	sl_instance_destroy(&inst);
 	ck_assert_int_eq(bo->sandbox_remove(box.ctx, "sbxloop-r1-agent", &err),
 			 0);
 	st = secrets_state();
@@ -959,7 +959,7 @@ START_TEST(test_proxy_unclean_probe_twice_fails)
 	struct sbxloop_secret_req req;
 	struct sbxloop_secret_outcome out;
 	struct sbxloop_error err = {0, ""};
-	struct sbx_instance inst;
+	struct sl_instance inst;
 	const struct sbxloop_secret_ops *so;
 
 	script("[{\"prefix\":\"exec sbxloop-r1-agent sh -lc\","
@@ -968,16 +968,16 @@ START_TEST(test_proxy_unclean_probe_twice_fails)
 	box_up();
 	must_create("sbxloop-r1-agent");
 	secret_req(&req, "sbxloop-r1-agent", 0);
-	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SECRET,
-					      "sbx-proxy", &inst, &err),
+	ck_assert_int_eq(sl_core_instantiate(core, SBXLOOP_KIND_SECRET,
+					     "sbx-proxy", &inst, &err),
 			 0);
 	so = inst.ops;
 	/* ESTATE: the core stops here instead of trying plain-env */
 	ck_assert_int_eq(so->provide(inst.ctx, &req, &out, &err),
 			 SBXLOOP_ESTATE);
-	sbx_instance_destroy(&inst);
+	sl_instance_destroy(&inst);
 	ck_assert_int_eq(count_calls("exec sbxloop-r1-agent sh -lc"), 2);
-	ck_assert(strstr(sbx_buf_str(&events), "sandbox.secret_probe_error"));
+	ck_assert(strstr(sl_buf_str(&events), "sandbox.secret_probe_error"));
 	ck_assert(!strstr(err.message, AGENT_TOKEN));
 }
 END_TEST
@@ -1076,7 +1076,7 @@ START_TEST(test_github_token_goes_on_stdin_and_split_holds)
 					NULL, 10, &res, &err),
 				 0);
 		ck_assert_str_eq(res.out, "none\n");
-		sbx_proc_result_clear(&res);
+		sl_proc_result_clear(&res);
 	}
 }
 END_TEST
@@ -1086,9 +1086,9 @@ START_TEST(test_secret_value_never_logged)
 	struct sbxloop_secret_req req;
 	struct sbxloop_secret_outcome out;
 	struct sbxloop_error err = {0, ""};
-	struct sbx_instance inst;
+	struct sl_instance inst;
 	const struct sbxloop_secret_ops *so;
-	char *log_path = sbx_xasprintf("%s/stderr.log", dir), *text;
+	char *log_path = sl_xasprintf("%s/stderr.log", dir), *text;
 	int saved, fd;
 
 	script("[{\"prefix\":\"secret set-custom\",\"returncode\":1,"
@@ -1096,24 +1096,24 @@ START_TEST(test_secret_value_never_logged)
 	core_up();
 	box_up();
 	must_create("sbxloop-r1-agent");
-	sbx_log_set_level(SBXLOOP_LOG_DEBUG);
+	sl_log_set_level(SBXLOOP_LOG_DEBUG);
 	fflush(stderr);
 	saved = dup(2);
 	fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	dup2(fd, 2);
 	close(fd);
 	secret_req(&req, "sbxloop-r1-agent", 0);
-	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SECRET,
-					      "sbx-proxy", &inst, &err),
+	ck_assert_int_eq(sl_core_instantiate(core, SBXLOOP_KIND_SECRET,
+					     "sbx-proxy", &inst, &err),
 			 0);
 	so = inst.ops;
 	ck_assert_int_eq(so->provide(inst.ctx, &req, &out, &err),
 			 SBXLOOP_EINFRA);
-	sbx_instance_destroy(&inst);
+	sl_instance_destroy(&inst);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
-	sbx_log_set_level(SBXLOOP_LOG_INFO);
+	sl_log_set_level(SBXLOOP_LOG_INFO);
 	text = tu_read(log_path);
 	ck_assert_ptr_nonnull(text);
 	ck_assert_msg(strstr(text, "--value ***"), "%s", text);
@@ -1131,7 +1131,7 @@ START_TEST(test_plain_env_revoke_removes_file)
 	struct sbxloop_secret_req req;
 	struct sbxloop_secret_outcome out;
 	struct sbxloop_error err = {0, ""};
-	struct sbx_instance inst;
+	struct sl_instance inst;
 	const struct sbxloop_secret_ops *so;
 	char *text;
 
@@ -1139,8 +1139,8 @@ START_TEST(test_plain_env_revoke_removes_file)
 	box_up();
 	must_create("sbxloop-r1-github");
 	secret_req(&req, "sbxloop-r1-github", 1);
-	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_SECRET,
-					      "plain-env", &inst, &err),
+	ck_assert_int_eq(sl_core_instantiate(core, SBXLOOP_KIND_SECRET,
+					     "plain-env", &inst, &err),
 			 0);
 	so = inst.ops;
 	ck_assert_int_eq(so->provide(inst.ctx, &req, &out, &err), 0);
@@ -1150,7 +1150,7 @@ START_TEST(test_plain_env_revoke_removes_file)
 	ck_assert_int_eq(so->revoke(inst.ctx, &req, &err), 0);
 	text = env_file("sbxloop-r1-github");
 	ck_assert_ptr_null(text);
-	sbx_instance_destroy(&inst);
+	sl_instance_destroy(&inst);
 }
 END_TEST
 
@@ -1189,7 +1189,7 @@ START_TEST(test_proxy_uses_the_positional_scope_an_older_sbx_takes)
 			 1);
 	/* the fake really registered both, each in its sandbox's scope */
 	{
-		char *path = sbx_xasprintf("%s/secrets.jsonl", fake_dir);
+		char *path = sl_xasprintf("%s/secrets.jsonl", fake_dir);
 		char *text = tu_read(path), *line, *save = NULL;
 
 		ck_assert_ptr_nonnull(text);
@@ -1207,11 +1207,11 @@ START_TEST(test_proxy_uses_the_positional_scope_an_older_sbx_takes)
 			cJSON_GetObjectItem(rec, "scope"));
 
 		if (action && !strcmp(action, "set-custom"))
-			scoped += scope && sbx_starts_with(scope, "sbxloop-r");
+			scoped += scope && sl_starts_with(scope, "sbxloop-r");
 	}
 	cJSON_Delete(log);
 	ck_assert_int_eq(scoped, 2);
-	ck_assert(!strstr(sbx_buf_str(&events), AGENT_TOKEN));
+	ck_assert(!strstr(sl_buf_str(&events), AGENT_TOKEN));
 }
 END_TEST
 
@@ -1219,7 +1219,7 @@ START_TEST(test_policy_seed_grant_revoke)
 {
 	static const char *const domains[] = {"a.example", "b.example", NULL};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_instance inst;
+	struct sl_instance inst;
 	const struct sbxloop_policy_ops *po;
 	struct sbxloop_grant g;
 	char *path, *text;
@@ -1227,8 +1227,8 @@ START_TEST(test_policy_seed_grant_revoke)
 	core_up();
 	box_up();
 	must_create("sbxloop-r1-agent");
-	ck_assert_int_eq(sbx_core_instantiate(core, SBXLOOP_KIND_POLICY, "sbx",
-					      &inst, &err),
+	ck_assert_int_eq(sl_core_instantiate(core, SBXLOOP_KIND_POLICY, "sbx",
+					     &inst, &err),
 			 0);
 	po = inst.ops;
 	ck_assert_int_eq(po->seed(inst.ctx, "sbxloop-r1-agent", domains, &err),
@@ -1242,7 +1242,7 @@ START_TEST(test_policy_seed_grant_revoke)
 	ck_assert_int_eq(po->revoke(inst.ctx, &g, &err), 0);
 	g.sandbox = "sbxloop-gone-agent";
 	ck_assert_int_eq(po->grant(inst.ctx, &g, &err), SBXLOOP_ENOTFOUND);
-	sbx_instance_destroy(&inst);
+	sl_instance_destroy(&inst);
 
 	ck_assert_int_eq(count_calls("policy allow network sbxloop-r1-agent "
 				     "a.example,b.example"),
@@ -1253,7 +1253,7 @@ START_TEST(test_policy_seed_grant_revoke)
 	ck_assert_int_eq(count_calls("policy rm network sbxloop-r1-agent "
 				     "--resource registry.npmjs.org"),
 			 1);
-	path = sbx_xasprintf("%s/policies.jsonl", fake_dir);
+	path = sl_xasprintf("%s/policies.jsonl", fake_dir);
 	text = tu_read(path);
 	ck_assert(strstr(text, "\"action\":\"rm\""));
 	free(text);
@@ -1280,7 +1280,7 @@ static void sbxloop(struct tu_run *r, const char *const *args)
 static void fake_create(const char *name)
 {
 	const char *argv[] = {"sbx", "create", NULL, "shell", ws, NULL};
-	char *arg = sbx_xasprintf("--name=%s", name);
+	char *arg = sl_xasprintf("--name=%s", name);
 	struct tu_run r;
 
 	argv[2] = arg;
@@ -1295,14 +1295,14 @@ static void store_run(const char *id, const char *state, double age_s,
 		      const char *kept)
 {
 	struct sbxloop_error err = {0, ""};
-	struct sbx_instance st;
+	struct sl_instance st;
 	const struct sbxloop_store_ops *so;
 	struct sbxloop_run_row row;
 
 	if (!core)
 		core_up();
-	ck_assert_msg(sbx_core_instantiate(core, SBXLOOP_KIND_STORE, "sqlite",
-					   &st, &err) == 0,
+	ck_assert_msg(sl_core_instantiate(core, SBXLOOP_KIND_STORE, "sqlite",
+					  &st, &err) == 0,
 		      "%s", err.message);
 	so = st.ops;
 	memset(&row, 0, sizeof(row));
@@ -1310,11 +1310,11 @@ static void store_run(const char *id, const char *state, double age_s,
 	row.run_id = id;
 	row.outcome = "test";
 	row.state = state;
-	row.created_at = sbx_now() - age_s;
+	row.created_at = sl_now() - age_s;
 	row.kept_reason = kept;
 	ck_assert_msg(so->run_create(st.ctx, &row, &err) == 0, "%s",
 		      err.message);
-	sbx_instance_destroy(&st);
+	sl_instance_destroy(&st);
 }
 
 static const char *line_of(const char *out, const char *name)
@@ -1328,7 +1328,7 @@ static const char *line_of(const char *out, const char *name)
 static int verdict_is(const char *out, const char *name, const char *v)
 {
 	const char *p = line_of(out, name), *nl = strchr(p, '\n');
-	char *line = sbx_xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
+	char *line = sl_xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
 	int ok = strstr(line, v) != NULL;
 
 	free(line);
@@ -1508,8 +1508,8 @@ START_TEST(test_doctor_reports_each_failure_row)
 
 	/* a worker of another version */
 	{
-		char *w = sbx_xasprintf("%s/old-worker", dir);
-		char *extra = sbx_xasprintf("worker_path: %s\n", w);
+		char *w = sl_xasprintf("%s/old-worker", dir);
+		char *extra = sl_xasprintf("worker_path: %s\n", w);
 
 		tu_write(w, "#!/bin/sh\necho 'sbxloop-worker 0.0.1'\n");
 		chmod(w, 0755);
@@ -1634,9 +1634,9 @@ END_TEST
  * keeps its cursor next to the file). */
 static void write_run_config_with(const char *scenario, const char *more)
 {
-	char *src = sbx_xasprintf("%s/tests/scenarios/%s.json",
-				  tu_env("SBXLOOP_SRCDIR"), scenario);
-	char *dst = sbx_xasprintf("%s/scenario.json", dir);
+	char *src = sl_xasprintf("%s/tests/scenarios/%s.json",
+				 tu_env("SBXLOOP_SRCDIR"), scenario);
+	char *dst = sl_xasprintf("%s/scenario.json", dir);
 	char *body = tu_read(src);
 
 	ck_assert_msg(body != NULL, "cannot read %s", src);
@@ -1644,26 +1644,26 @@ static void write_run_config_with(const char *scenario, const char *more)
 	free(body);
 	free(src);
 	free(dst);
-	char *extra = sbx_xasprintf("prompts_dir: %s/prompts\n"
-				    "worker_path: %s\n"
-				    "agent:\n"
-				    "  backend: script\n"
-				    "  script: %s/scenario.json\n"
-				    "limits:\n"
-				    "  disk_warn: 0\n"
-				    "  disk_abort: 0\n"
-				    "  mem_warn: 0\n"
-				    "  mem_abort: 0\n",
-				    tu_env("SBXLOOP_SRCDIR"),
-				    tu_env("SBXLOOP_WORKER"), dir);
-	char *text = sbx_xasprintf("state_dir: %s/state\n"
-				   "plugins:\n"
-				   "  sandbox: sbx\n"
-				   "  secrets: [sbx-proxy, plain-env]\n"
-				   "  policy: [sbx]\n"
-				   "  sinks: []\n"
-				   "%s%s",
-				   dir, extra, more);
+	char *extra = sl_xasprintf("prompts_dir: %s/prompts\n"
+				   "worker_path: %s\n"
+				   "agent:\n"
+				   "  backend: script\n"
+				   "  script: %s/scenario.json\n"
+				   "limits:\n"
+				   "  disk_warn: 0\n"
+				   "  disk_abort: 0\n"
+				   "  mem_warn: 0\n"
+				   "  mem_abort: 0\n",
+				   tu_env("SBXLOOP_SRCDIR"),
+				   tu_env("SBXLOOP_WORKER"), dir);
+	char *text = sl_xasprintf("state_dir: %s/state\n"
+				  "plugins:\n"
+				  "  sandbox: sbx\n"
+				  "  secrets: [sbx-proxy, plain-env]\n"
+				  "  policy: [sbx]\n"
+				  "  sinks: []\n"
+				  "%s%s",
+				  dir, extra, more);
 
 	tu_write(cfg_path, text);
 	free(text);
@@ -1678,8 +1678,8 @@ static void write_run_config(const char *scenario)
 
 static int sandboxes_left(void)
 {
-	char *p = sbx_xasprintf("%s/sandboxes", fake_dir);
-	char *cmd = sbx_xasprintf("ls -A '%s' 2>/dev/null | wc -l", p);
+	char *p = sl_xasprintf("%s/sandboxes", fake_dir);
+	char *cmd = sl_xasprintf("ls -A '%s' 2>/dev/null | wc -l", p);
 	FILE *f = popen(cmd, "r");
 	int n = 0;
 
@@ -1709,7 +1709,7 @@ static int tree_contains(const char *root, const char *needle)
 START_TEST(test_run_completes_on_sbx_with_one_exec_per_job)
 {
 	const char *run[] = {"run", "make a thing", "--no-tui", NULL};
-	char *state = sbx_xasprintf("%s/state", dir);
+	char *state = sl_xasprintf("%s/state", dir);
 	struct tu_run r;
 	cJSON *all, *rec;
 	int execs = 0, with_stdin = 0, custom = 0;
@@ -1731,13 +1731,13 @@ START_TEST(test_run_completes_on_sbx_with_one_exec_per_job)
 
 		/* set-custom is the one call sbx gives no stdin for */
 		if (strstr(j, RUN_TOKEN)) {
-			ck_assert_msg(sbx_starts_with(j, "secret set-custom "),
+			ck_assert_msg(sl_starts_with(j, "secret set-custom "),
 				      "argv: %s", j);
 			custom++;
 		}
 		ck_assert(!in || !strstr(in, RUN_TOKEN) ||
-			  sbx_starts_with(j, "secret set "));
-		if (sbx_starts_with(j, "exec -i ") &&
+			  sl_starts_with(j, "secret set "));
+		if (sl_starts_with(j, "exec -i ") &&
 		    strstr(j, "sbxloop-worker run")) {
 			execs++;
 			with_stdin += in && *in == '{';
@@ -1766,7 +1766,7 @@ static int call_names(const char *prefix, const char *sandbox)
 	cJSON_ArrayForEach (rec, all) {
 		char *j = argv_joined(rec);
 
-		hit |= sbx_starts_with(j, prefix) && strstr(j, sandbox);
+		hit |= sl_starts_with(j, prefix) && strstr(j, sandbox);
 		free(j);
 	}
 	cJSON_Delete(all);
@@ -1782,7 +1782,7 @@ static int call_names(const char *prefix, const char *sandbox)
 START_TEST(test_run_with_a_repo_provisions_the_pair_and_splits_tokens)
 {
 	const char *run[] = {"run", "make a thing", "--no-tui", NULL};
-	char *state = sbx_xasprintf("%s/state", dir);
+	char *state = sl_xasprintf("%s/state", dir);
 	struct tu_run r;
 	cJSON *all, *rec, *st;
 	int gh_stdin = 0;
@@ -1808,7 +1808,7 @@ START_TEST(test_run_with_a_repo_provisions_the_pair_and_splits_tokens)
 		if (strstr(j, RUN_TOKEN))
 			ck_assert_msg(strstr(j, "-agent "), "argv: %s", j);
 		if (in && strstr(in, RUN_GH_TOKEN)) {
-			ck_assert_msg(sbx_starts_with(j, "secret set ") &&
+			ck_assert_msg(sl_starts_with(j, "secret set ") &&
 					      strstr(j, "-github github"),
 				      "the GitHub token went to: %s", j);
 			gh_stdin++;
@@ -1889,7 +1889,7 @@ static char *only_run_id(void)
 	ck_assert_ptr_nonnull(nl);
 	ck_assert_int_eq(sscanf(nl + 1, "%63s", id), 1);
 	tu_run_free(&r);
-	return sbx_xstrdup(id);
+	return sl_xstrdup(id);
 }
 
 /*
@@ -1959,8 +1959,8 @@ START_TEST(test_run_sigterm_leaves_no_sandbox_and_no_secret)
 		_exit(127);
 	}
 	/* wait for the third job (decompose, plan, execute) to start */
-	deadline = sbx_monotonic() + 30;
-	while (count_calls("exec -i ") < 3 && sbx_monotonic() < deadline)
+	deadline = sl_monotonic() + 30;
+	while (count_calls("exec -i ") < 3 && sl_monotonic() < deadline)
 		usleep(50000);
 	ck_assert_int_ge(count_calls("exec -i "), 3);
 	usleep(300000);
@@ -2037,9 +2037,9 @@ START_TEST(test_fake_exec_maps_sandbox_paths_only)
 {
 	const char *app[] = {"sbx",       "--app-name", "x", "create",
 			     "--name=b1", "shell",      ws,  NULL};
-	char *script = sbx_xasprintf("echo /home/agent/f; echo %s/a; "
-				     "echo x=/tmp/sbxloop/j",
-				     dir);
+	char *script = sl_xasprintf("echo /home/agent/f; echo %s/a; "
+				    "echo x=/tmp/sbxloop/j",
+				    dir);
 	const char *run[] = {"sbx", "exec", "b1", "sh", "-c", script, NULL};
 	char *want;
 	struct tu_run r;
@@ -2064,9 +2064,9 @@ START_TEST(test_fake_exec_maps_sandbox_paths_only)
 	fake(&r, run);
 	ck_assert_int_eq(r.status, 0);
 	/* the test dir starts /tmp/sbxloop-test-: a host path, untouched */
-	want = sbx_xasprintf("%s/sandboxes/b1/fs/home/agent/f\n%s/a\n"
-			     "x=%s/sandboxes/b1/fs/tmp/sbxloop/j\n",
-			     fake_dir, dir, fake_dir);
+	want = sl_xasprintf("%s/sandboxes/b1/fs/home/agent/f\n%s/a\n"
+			    "x=%s/sandboxes/b1/fs/tmp/sbxloop/j\n",
+			    fake_dir, dir, fake_dir);
 	ck_assert_str_eq(r.out, want);
 	free(want);
 	tu_run_free(&r);

@@ -27,16 +27,16 @@ static void sh(const char *fmt, ...) SBXLOOP_PRINTF(1, 2);
 
 static void sh(const char *fmt, ...)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	va_list ap;
 	int st;
 
 	va_start(ap, fmt);
-	sbx_buf_vaddf(&b, fmt, ap);
+	sl_buf_vaddf(&b, fmt, ap);
 	va_end(ap);
-	st = system(sbx_buf_str(&b));
-	ck_assert_msg(st == 0, "command failed (%d): %s", st, sbx_buf_str(&b));
-	sbx_buf_release(&b);
+	st = system(sl_buf_str(&b));
+	ck_assert_msg(st == 0, "command failed (%d): %s", st, sl_buf_str(&b));
+	sl_buf_release(&b);
 }
 
 /* stdout of a shell command, trailing newlines trimmed; caller frees */
@@ -44,24 +44,24 @@ static char *capture(const char *fmt, ...) SBXLOOP_PRINTF(1, 2);
 
 static char *capture(const char *fmt, ...)
 {
-	struct sbx_buf cmd = SBX_BUF_INIT, out = SBX_BUF_INIT;
+	struct sl_buf cmd = SL_BUF_INIT, out = SL_BUF_INIT;
 	char buf[4096];
 	va_list ap;
 	size_t n;
 	FILE *p;
 
 	va_start(ap, fmt);
-	sbx_buf_vaddf(&cmd, fmt, ap);
+	sl_buf_vaddf(&cmd, fmt, ap);
 	va_end(ap);
-	p = popen(sbx_buf_str(&cmd), "r");
+	p = popen(sl_buf_str(&cmd), "r");
 	ck_assert_ptr_nonnull(p);
 	while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-		sbx_buf_add(&out, buf, n);
+		sl_buf_add(&out, buf, n);
 	pclose(p);
-	sbx_buf_release(&cmd);
+	sl_buf_release(&cmd);
 	while (out.len && out.buf[out.len - 1] == '\n')
 		out.buf[--out.len] = '\0';
-	return out.len ? sbx_buf_detach(&out) : sbx_xstrdup("");
+	return out.len ? sl_buf_detach(&out) : sl_xstrdup("");
 }
 
 static void setup(void)
@@ -99,43 +99,43 @@ static char *fingerprint(void)
 		       src);
 }
 
-static const char *ev(const struct sbx_workspace *ws, const char *key)
+static const char *ev(const struct sl_workspace *ws, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItem(ws->clone_event, key);
 
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static int ev_bool(const struct sbx_workspace *ws, const char *key)
+static int ev_bool(const struct sl_workspace *ws, const char *key)
 {
 	return cJSON_IsTrue(cJSON_GetObjectItem(ws->clone_event, key));
 }
 
 START_TEST(test_unset_workspace_gets_a_fresh_directory)
 {
-	struct sbx_workspace ws;
+	struct sl_workspace ws;
 	struct sbxloop_error err = {0, ""};
 	struct stat st;
 
 	ck_assert_int_eq(
-		sbx_workspace_isolate(NULL, "auto", state, "rabc", &ws, &err),
+		sl_workspace_isolate(NULL, "auto", state, "rabc", &ws, &err),
 		0);
 	ck_assert_ptr_nonnull(strstr(ws.path, "/state/runs/rabc/workspace"));
 	ck_assert_int_eq(stat(ws.path, &st), 0);
 	ck_assert(S_ISDIR(st.st_mode));
 	ck_assert_int_eq(ws.cloned, 0);
 	ck_assert_ptr_null(ws.clone_event);
-	sbx_workspace_clear(&ws);
+	sl_workspace_clear(&ws);
 }
 END_TEST
 
 START_TEST(test_clone_mode_needs_a_workspace)
 {
-	struct sbx_workspace ws;
+	struct sl_workspace ws;
 	struct sbxloop_error err = {0, ""};
 
 	ck_assert_int_eq(
-		sbx_workspace_isolate(NULL, "clone", state, "rabc", &ws, &err),
+		sl_workspace_isolate(NULL, "clone", state, "rabc", &ws, &err),
 		SBXLOOP_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.message, "requires "
 						  "sandbox.workspace"));
@@ -145,13 +145,13 @@ END_TEST
 
 START_TEST(test_auto_clones_a_clean_checkout)
 {
-	struct sbx_workspace ws;
+	struct sl_workspace ws;
 	struct sbxloop_error err = {0, ""};
 	char *head = capture("git -C '%s' rev-parse HEAD", src);
 	char *branch, *base, *file, *fetch;
 
-	ck_assert_msg(sbx_workspace_isolate(src, "auto", state, "rabc", &ws,
-					    &err) == 0,
+	ck_assert_msg(sl_workspace_isolate(src, "auto", state, "rabc", &ws,
+					   &err) == 0,
 		      "%s", err.message);
 	ck_assert_int_eq(ws.cloned, 1);
 	ck_assert_ptr_nonnull(strstr(ws.path, "/state/runs/rabc/workspace"));
@@ -186,20 +186,20 @@ START_TEST(test_auto_clones_a_clean_checkout)
 	free(base);
 	free(file);
 	free(fetch);
-	sbx_workspace_clear(&ws);
+	sl_workspace_clear(&ws);
 }
 END_TEST
 
 START_TEST(test_auto_refuses_a_dirty_tree)
 {
-	struct sbx_workspace ws;
+	struct sl_workspace ws;
 	struct sbxloop_error err = {0, ""};
 	struct stat st;
-	char *clone = sbx_xasprintf("%s/runs/rabc/workspace", state);
+	char *clone = sl_xasprintf("%s/runs/rabc/workspace", state);
 
 	sh("echo changed >> '%s/src/app.py'", src);
 	ck_assert_int_eq(
-		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		SBXLOOP_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.message, "uncommitted changes"));
 	ck_assert_ptr_nonnull(strstr(err.message, "commit or stash"));
@@ -209,29 +209,29 @@ START_TEST(test_auto_refuses_a_dirty_tree)
 	/* an untracked file is dirty too */
 	sh("cd '%s' && git checkout -q -- . && touch new.txt", src);
 	ck_assert_int_eq(
-		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		SBXLOOP_EINVAL);
 	/* but ignored files and the state dir inside it are not */
 	sh("cd '%s' && rm new.txt && touch debug.log && mkdir -p "
 	   ".sbxloop && touch .sbxloop/x",
 	   src);
-	ck_assert_msg(sbx_workspace_isolate(src, "auto", state, "rabc", &ws,
-					    &err) == 0,
+	ck_assert_msg(sl_workspace_isolate(src, "auto", state, "rabc", &ws,
+					   &err) == 0,
 		      "%s", err.message);
-	sbx_workspace_clear(&ws);
+	sl_workspace_clear(&ws);
 	free(clone);
 }
 END_TEST
 
 START_TEST(test_clone_mode_proceeds_from_head_with_a_warning)
 {
-	struct sbx_workspace ws;
+	struct sl_workspace ws;
 	struct sbxloop_error err = {0, ""};
 	char *file;
 
 	sh("echo uncommitted >> '%s/src/app.py'", src);
-	ck_assert_msg(sbx_workspace_isolate(src, "clone", state, "rabc", &ws,
-					    &err) == 0,
+	ck_assert_msg(sl_workspace_isolate(src, "clone", state, "rabc", &ws,
+					   &err) == 0,
 		      "%s", err.message);
 	ck_assert_ptr_nonnull(ws.warning);
 	ck_assert_ptr_nonnull(strstr(ws.warning, "uncommitted changes"));
@@ -240,33 +240,33 @@ START_TEST(test_clone_mode_proceeds_from_head_with_a_warning)
 	file = capture("cat '%s/src/app.py'", ws.path);
 	ck_assert_str_eq(file, "print(1)");
 	free(file);
-	sbx_workspace_clear(&ws);
+	sl_workspace_clear(&ws);
 }
 END_TEST
 
 START_TEST(test_in_place_works_on_the_source)
 {
-	struct sbx_workspace ws;
+	struct sl_workspace ws;
 	struct sbxloop_error err = {0, ""};
 	struct stat st;
-	char *clone = sbx_xasprintf("%s/runs/rabc", state);
+	char *clone = sl_xasprintf("%s/runs/rabc", state);
 
 	sh("echo dirty >> '%s/src/app.py'", src);
-	ck_assert_int_eq(sbx_workspace_isolate(src, "in-place", state, "rabc",
-					       &ws, &err),
+	ck_assert_int_eq(sl_workspace_isolate(src, "in-place", state, "rabc",
+					      &ws, &err),
 			 0);
 	ck_assert_str_eq(ws.path, src);
 	ck_assert_int_eq(ws.cloned, 0);
 	ck_assert_ptr_null(ws.fetch_cmd);
 	ck_assert_int_ne(stat(clone, &st), 0);
-	sbx_workspace_clear(&ws);
+	sl_workspace_clear(&ws);
 	free(clone);
 }
 END_TEST
 
 START_TEST(test_clone_origin_has_credentials_stripped)
 {
-	struct sbx_workspace ws;
+	struct sl_workspace ws;
 	struct sbxloop_error err = {0, ""};
 	char *origin;
 
@@ -274,28 +274,28 @@ START_TEST(test_clone_origin_has_credentials_stripped)
 	   "'https://x-access-token:ghp_secret@github.com/o/r.git'",
 	   src);
 	ck_assert_int_eq(
-		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		0);
 	origin = capture("git -C '%s' remote get-url origin", ws.path);
 	ck_assert_str_eq(origin, "https://github.com/o/r.git");
 	free(origin);
-	sbx_workspace_clear(&ws);
+	sl_workspace_clear(&ws);
 }
 END_TEST
 
 START_TEST(test_clone_without_source_origin_has_no_remote)
 {
-	struct sbx_workspace ws;
+	struct sl_workspace ws;
 	struct sbxloop_error err = {0, ""};
 	char *remotes;
 
 	ck_assert_int_eq(
-		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		0);
 	remotes = capture("git -C '%s' remote", ws.path);
 	ck_assert_str_eq(remotes, "");
 	free(remotes);
-	sbx_workspace_clear(&ws);
+	sl_workspace_clear(&ws);
 }
 END_TEST
 
@@ -314,8 +314,8 @@ START_TEST(test_userinfo_is_stripped_from_scheme_urls)
 	};
 	size_t i;
 
-	for (i = 0; i < SBX_ARRAY_SIZE(t); i++) {
-		char *s = sbx_url_strip_userinfo(t[i][0]);
+	for (i = 0; i < SL_ARRAY_SIZE(t); i++) {
+		char *s = sl_url_strip_userinfo(t[i][0]);
 
 		ck_assert_msg(!strcmp(s, t[i][1]), "%s -> %s", t[i][0], s);
 		free(s);
@@ -325,20 +325,20 @@ END_TEST
 
 START_TEST(test_existing_clone_is_reused_with_its_work)
 {
-	struct sbx_workspace ws, again;
+	struct sl_workspace ws, again;
 	struct sbxloop_error err = {0, ""};
 	char *head, *log;
 
 	head = capture("git -C '%s' rev-parse HEAD", src);
 	ck_assert_int_eq(
-		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		0);
 	sh("cd '%s' && echo x > work.txt && git add work.txt && "
 	   "git commit -qm work",
 	   ws.path);
-	ck_assert_int_eq(sbx_workspace_isolate(src, "auto", state, "rabc",
-					       &again, &err),
-			 0);
+	ck_assert_int_eq(
+		sl_workspace_isolate(src, "auto", state, "rabc", &again, &err),
+		0);
 	ck_assert_str_eq(again.path, ws.path);
 	ck_assert_int_eq(ev_bool(&again, "reused"), 1);
 	ck_assert_int_eq(ev_bool(&again, "dirty"), 0);
@@ -347,14 +347,14 @@ START_TEST(test_existing_clone_is_reused_with_its_work)
 	ck_assert_str_eq(log, "work");
 	free(head);
 	free(log);
-	sbx_workspace_clear(&ws);
-	sbx_workspace_clear(&again);
+	sl_workspace_clear(&ws);
+	sl_workspace_clear(&again);
 }
 END_TEST
 
 START_TEST(test_source_checkout_is_never_touched)
 {
-	struct sbx_workspace ws;
+	struct sl_workspace ws;
 	struct sbxloop_error err = {0, ""};
 	char *before, *after;
 
@@ -364,25 +364,25 @@ START_TEST(test_source_checkout_is_never_touched)
 	sleep(1); /* mtimes would show a write */
 	before = fingerprint();
 	ck_assert_int_eq(
-		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		0);
 	sh("cd '%s' && echo y > more.txt && git add more.txt && "
 	   "git commit -qm more",
 	   ws.path);
-	sbx_workspace_clear(&ws);
+	sl_workspace_clear(&ws);
 	ck_assert_int_eq(
-		sbx_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
+		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		0);
-	sbx_workspace_clear(&ws);
+	sl_workspace_clear(&ws);
 	sh("echo dirty >> '%s/src/app.py'", src);
 	free(before);
 	before = fingerprint();
 	ck_assert_int_eq(
-		sbx_workspace_isolate(src, "clone", state, "rdef", &ws, &err),
+		sl_workspace_isolate(src, "clone", state, "rdef", &ws, &err),
 		0);
-	sbx_workspace_clear(&ws);
+	sl_workspace_clear(&ws);
 	ck_assert_int_eq(
-		sbx_workspace_isolate(src, "auto", state, "rghi", &ws, &err),
+		sl_workspace_isolate(src, "auto", state, "rghi", &ws, &err),
 		SBXLOOP_EINVAL);
 	after = fingerprint();
 	ck_assert_str_eq(before, after);
@@ -393,19 +393,19 @@ END_TEST
 
 START_TEST(test_subtree_and_empty_repository_are_refused)
 {
-	struct sbx_workspace ws;
+	struct sl_workspace ws;
 	struct sbxloop_error err = {0, ""};
-	char *sub = sbx_xasprintf("%s/src", src);
-	char *empty = sbx_xasprintf("%s/empty", dir);
+	char *sub = sl_xasprintf("%s/src", src);
+	char *empty = sl_xasprintf("%s/empty", dir);
 
 	ck_assert_int_eq(
-		sbx_workspace_isolate(sub, "auto", state, "rabc", &ws, &err),
+		sl_workspace_isolate(sub, "auto", state, "rabc", &ws, &err),
 		SBXLOOP_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.message, "subtree"));
 	ck_assert_ptr_nonnull(strstr(err.message, "in-place"));
 	sh("mkdir -p '%s' && git -C '%s' init -q", empty, empty);
 	ck_assert_int_eq(
-		sbx_workspace_isolate(empty, "auto", state, "rabc", &ws, &err),
+		sl_workspace_isolate(empty, "auto", state, "rabc", &ws, &err),
 		SBXLOOP_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.message, "no commits"));
 	free(sub);
@@ -415,19 +415,19 @@ END_TEST
 
 START_TEST(test_plain_directory_is_used_in_place_unless_clone)
 {
-	struct sbx_workspace ws;
+	struct sl_workspace ws;
 	struct sbxloop_error err = {0, ""};
-	char *plain = sbx_xasprintf("%s/plain", dir);
+	char *plain = sl_xasprintf("%s/plain", dir);
 
 	sh("mkdir -p '%s'", plain);
 	ck_assert_int_eq(
-		sbx_workspace_isolate(plain, "auto", state, "rabc", &ws, &err),
+		sl_workspace_isolate(plain, "auto", state, "rabc", &ws, &err),
 		0);
 	ck_assert_str_eq(ws.path, plain);
-	sbx_workspace_clear(&ws);
-	ck_assert_int_eq(sbx_workspace_isolate(plain, "clone", state, "rabc",
-					       &ws, &err),
-			 SBXLOOP_EINVAL);
+	sl_workspace_clear(&ws);
+	ck_assert_int_eq(
+		sl_workspace_isolate(plain, "clone", state, "rabc", &ws, &err),
+		SBXLOOP_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.message, "not inside a git "
 						  "checkout"));
 	free(plain);

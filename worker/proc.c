@@ -146,7 +146,7 @@ static int spawn_child(const struct wk_proc *p, int out_w, int err_w,
 		       pid_t *pid)
 {
 	static const int dfl[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, 0};
-	struct sbx_launch sp = {
+	struct sl_launch sp = {
 		.argv = p->argv,
 		.envp = p->envp,
 		.cwd = p->cwd,
@@ -157,7 +157,7 @@ static int spawn_child(const struct wk_proc *p, int out_w, int err_w,
 		.signals = dfl,
 	};
 
-	return sbx_launch(&sp, pid);
+	return sl_launch(&sp, pid);
 }
 
 static void kill_group(pid_t pgid, int sig)

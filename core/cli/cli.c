@@ -16,20 +16,20 @@
 #include "host/redact.h"
 #include "common/util.h"
 
-const struct sbx_command sbx_commands[] = {
-	{"init", sbx_cmd_init, "sbxloop init [--force]",
+const struct sl_command sl_commands[] = {
+	{"init", sl_cmd_init, "sbxloop init [--force]",
 	 "write a fully commented sbxloop.yaml with every default",
 	 "  --force   overwrite an existing sbxloop.yaml\n"},
-	{"config", sbx_cmd_config, "sbxloop config show [--json] | policy",
+	{"config", sl_cmd_config, "sbxloop config show [--json] | policy",
 	 "print every resolved key and its source, or the egress policy",
 	 "  --json    one JSON object: key -> {value, source, origin}\n"},
-	{"plugins", sbx_cmd_plugins, "sbxloop plugins [--json]",
+	{"plugins", sl_cmd_plugins, "sbxloop plugins [--json]",
 	 "list every discoverable plugin module and its components",
 	 "  --json    machine-readable listing\n"},
-	{"status", sbx_cmd_status, "sbxloop status [RUN] [--json]",
+	{"status", sl_cmd_status, "sbxloop status [RUN] [--json]",
 	 "list runs, or one run's tasks",
 	 "  --json    machine-readable output\n"},
-	{"logs", sbx_cmd_logs,
+	{"logs", sl_cmd_logs,
 	 "sbxloop logs RUN [--type PREFIX] [--task ID] [--since SEQ] [--json] "
 	 "[--follow] [--stale-after MIN]",
 	 "print a run's events, one dense line each",
@@ -40,7 +40,7 @@ const struct sbx_command sbx_commands[] = {
 	 "  -f, --follow       keep printing new events until the run ends\n"
 	 "  --stale-after MIN  with --follow, stop after MIN idle minutes\n"
 	 "                     (default 10; 0 = never)\n"},
-	{"run", sbx_cmd_run,
+	{"run", sl_cmd_run,
 	 "sbxloop run OUTCOME [--model ID] [--[no-]keep-sandboxes] "
 	 "[--[no-]keep-on-failure] [--no-tui]",
 	 "drive agents through the loop until OUTCOME is done",
@@ -48,22 +48,22 @@ const struct sbx_command sbx_commands[] = {
 	 "  --keep-sandboxes               never remove the run's sandboxes\n"
 	 "  --keep-on-failure              keep them when the run fails\n"
 	 "  --no-tui                       plain transcript, no dashboard\n"},
-	{"resume", sbx_cmd_resume, "sbxloop resume RUN [--no-tui]",
+	{"resume", sl_cmd_resume, "sbxloop resume RUN [--no-tui]",
 	 "continue a run from its last committed step on fresh sandboxes",
 	 "  --no-tui   plain transcript, no dashboard\n"},
-	{"cancel", sbx_cmd_cancel, "sbxloop cancel RUN",
+	{"cancel", sl_cmd_cancel, "sbxloop cancel RUN",
 	 "ask a run to stop at its next phase boundary", ""},
-	{"artifacts", sbx_cmd_artifacts,
+	{"artifacts", sl_cmd_artifacts,
 	 "sbxloop artifacts RUN [--tree|--list] [--path]",
 	 "list a run's results on the host and what was excluded",
 	 "  --tree    show a directory tree (at most 50 lines)\n"
 	 "  --list    one line per file with its size (the default)\n"
 	 "  --path    print only the artifacts directory\n"},
-	{"gc", sbx_cmd_gc, "sbxloop gc [--older-than DAYS] [--dry-run]",
+	{"gc", sl_cmd_gc, "sbxloop gc [--older-than DAYS] [--dry-run]",
 	 "remove old run directories, never a resumable or recent one",
 	 "  --older-than DAYS  retention window (default 14)\n"
 	 "  --dry-run          only show what would be removed\n"},
-	{"sandbox", sbx_cmd_sandbox,
+	{"sandbox", sl_cmd_sandbox,
 	 "sbxloop sandbox ls | rm [NAME] [--run RUN | --all] | prune "
 	 "[--include-kept] [--dry-run] [--force] [--min-age HOURS]",
 	 "list, remove or prune the sandboxes of sbxloop runs",
@@ -73,35 +73,35 @@ const struct sbx_command sbx_commands[] = {
 	 "                    a dry run unless --force\n"
 	 "  --include-kept    prune kept sandboxes too\n"
 	 "  --min-age HOURS   silence before a sandbox is an orphan (1)\n"},
-	{"shell", sbx_cmd_shell,
+	{"shell", sl_cmd_shell,
 	 "sbxloop shell RUN [--role agent|github] [-c CMD]",
 	 "open a shell (or run CMD) in a kept sandbox of RUN",
 	 "  --role ROLE       agent (default) or github\n"
 	 "  -c, --command CMD run CMD with sh -lc and exit with its code\n"},
-	{"secrets", sbx_cmd_secrets,
+	{"secrets", sl_cmd_secrets,
 	 "sbxloop secrets list | clean [--apply] "
 	 "[--all]",
 	 "inspect or remove the sbx secret registrations sbxloop made",
 	 "  clean --apply     remove stale registrations (default: dry run)\n"
 	 "  clean --all       also remove live ones sbxloop owns\n"},
-	{"doctor", sbx_cmd_doctor, "sbxloop doctor",
+	{"doctor", sl_cmd_doctor, "sbxloop doctor",
 	 "check sbx, login, egress policy, tokens, state dir and worker", ""},
 	{NULL, NULL, NULL, NULL, NULL},
 };
 
 static void vmessage(const char *prefix, const char *fmt, va_list ap)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	char *clean;
 
-	sbx_buf_vaddf(&b, fmt, ap);
-	clean = sbx_shown(sbx_buf_str(&b), SBX_TERM_KEEP_NL);
+	sl_buf_vaddf(&b, fmt, ap);
+	clean = sl_shown(sl_buf_str(&b), SL_TERM_KEEP_NL);
 	fprintf(stderr, "%s%s\n", prefix, clean);
 	free(clean);
-	sbx_buf_release(&b);
+	sl_buf_release(&b);
 }
 
-void sbx_cli_error(const char *fmt, ...)
+void sl_cli_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -110,7 +110,7 @@ void sbx_cli_error(const char *fmt, ...)
 	va_end(ap);
 }
 
-void sbx_cli_hint(const char *fmt, ...)
+void sl_cli_hint(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -119,17 +119,17 @@ void sbx_cli_hint(const char *fmt, ...)
 	va_end(ap);
 }
 
-int sbx_cli_usage(const struct sbx_command *cmd, int to_stderr)
+int sl_cli_usage(const struct sl_command *cmd, int to_stderr)
 {
 	FILE *f = to_stderr ? stderr : stdout;
 
 	fprintf(f, "usage: %s\n\n%s\n", cmd->usage, cmd->summary);
 	if (cmd->help && *cmd->help)
 		fprintf(f, "\n%s", cmd->help);
-	return to_stderr ? SBX_EXIT_USAGE : SBX_EXIT_OK;
+	return to_stderr ? SL_EXIT_USAGE : SL_EXIT_OK;
 }
 
-int sbx_cli_wants_help(int argc, char **argv)
+int sl_cli_wants_help(int argc, char **argv)
 {
 	int i;
 
@@ -143,9 +143,9 @@ int sbx_cli_wants_help(int argc, char **argv)
 	return 0;
 }
 
-int sbx_cli_open_core(struct sbx_cli *cli)
+int sl_cli_open_core(struct sl_cli *cli)
 {
-	struct sbx_config_opts opts;
+	struct sl_config_opts opts;
 	char *errors = NULL;
 	char *line, *save = NULL;
 
@@ -153,12 +153,12 @@ int sbx_cli_open_core(struct sbx_cli *cli)
 		return 0;
 	memset(&opts, 0, sizeof(opts));
 	opts.config_file = cli->config_file;
-	if (sbx_core_open(&cli->core, &opts, &errors) == 0)
+	if (sl_core_open(&cli->core, &opts, &errors) == 0)
 		return 0;
 	for (line = strtok_r(errors, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save))
-		sbx_cli_error("%s", line);
-	sbx_cli_hint("fix the configuration above; nothing was started");
+		sl_cli_error("%s", line);
+	sl_cli_hint("fix the configuration above; nothing was started");
 	free(errors);
-	return SBX_EXIT_USAGE;
+	return SL_EXIT_USAGE;
 }

@@ -47,29 +47,29 @@ static int is_terminal(const char *state)
 	return 0;
 }
 
-static const struct sbx_command *find_cmd(const char *name)
+static const struct sl_command *find_cmd(const char *name)
 {
-	const struct sbx_command *c;
+	const struct sl_command *c;
 
-	for (c = sbx_commands; c->name; c++)
+	for (c = sl_commands; c->name; c++)
 		if (strcmp(c->name, name) == 0)
 			return c;
 	return NULL;
 }
 
-static int open_store(struct sbx_cli *cli, struct sbx_instance *store)
+static int open_store(struct sl_cli *cli, struct sl_instance *store)
 {
 	struct sbxloop_error err = {0, ""};
 	const char *name;
-	int rc = sbx_cli_open_core(cli);
+	int rc = sl_cli_open_core(cli);
 
 	if (rc)
 		return rc;
-	name = sbx_config_str(cli->core->cfg, "plugins.store");
-	if (sbx_core_instantiate(cli->core, SBXLOOP_KIND_STORE,
-				 name ? name : "sqlite", store, &err)) {
-		sbx_cli_error("%s", err.message);
-		return SBX_EXIT_USAGE;
+	name = sl_config_str(cli->core->cfg, "plugins.store");
+	if (sl_core_instantiate(cli->core, SBXLOOP_KIND_STORE,
+				name ? name : "sqlite", store, &err)) {
+		sl_cli_error("%s", err.message);
+		return SL_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -99,12 +99,12 @@ static int run_info_cb(void *user, const struct sbxloop_run_row *row)
 
 	run_info_clear(r);
 	r->found = 1;
-	r->run_id = sbx_xstrdup(row->run_id);
-	r->state = sbx_xstrdup(row->state ? row->state : "");
+	r->run_id = sl_xstrdup(row->run_id);
+	r->state = sl_xstrdup(row->state ? row->state : "");
 	r->workspace = row->workspace && *row->workspace
-			       ? sbx_xstrdup(row->workspace)
+			       ? sl_xstrdup(row->workspace)
 			       : NULL;
-	r->kept = row->kept_reason ? sbx_xstrdup(row->kept_reason) : NULL;
+	r->kept = row->kept_reason ? sl_xstrdup(row->kept_reason) : NULL;
 	r->mounted = row->mounted;
 	r->updated_at = row->updated_at;
 	return 0;
@@ -125,7 +125,7 @@ static void human_size(char *buf, size_t len, long long n)
 
 /* ------------------------------------------------------- artifacts */
 
-static void print_tree(const struct sbx_artifact_scan *scan)
+static void print_tree(const struct sl_artifact_scan *scan)
 {
 	size_t i, shown = 0;
 	const char *prev = "";
@@ -141,16 +141,16 @@ static void print_tree(const struct sbx_artifact_scan *scan)
 			if (p[common + n] != '/')
 				break;
 			if (strncmp(prev, p, common + n + 1) != 0) {
-				sbx_print(stdout, "%*s%.*s/\n",
-					  (int)(2 * depth + 2), "", (int)n,
-					  p + common);
+				sl_print(stdout, "%*s%.*s/\n",
+					 (int)(2 * depth + 2), "", (int)n,
+					 p + common);
 				shown++;
 			}
 			common += n + 1;
 			depth++;
 		}
 		s = p + common;
-		sbx_print(stdout, "%*s%s\n", (int)(2 * depth + 2), "", s);
+		sl_print(stdout, "%*s%s\n", (int)(2 * depth + 2), "", s);
 		shown++;
 		prev = p;
 	}
@@ -164,12 +164,12 @@ static int harvest_note_cb(void *user, const struct sbxloop_event *ev)
 	char **note = user;
 	cJSON *data = cJSON_Parse(ev->data_json ? ev->data_json : "{}");
 	cJSON *ex = cJSON_GetObjectItemCaseSensitive(data, "excluded"), *c;
-	struct sbx_artifact_scan counted = {0};
+	struct sl_artifact_scan counted = {0};
 	size_t n = 0;
 
 	cJSON_ArrayForEach (c, ex)
 		n += cJSON_IsNumber(c) && c->valuedouble >= 1;
-	counted.tally = sbx_xcalloc(n ? n : 1, sizeof(*counted.tally));
+	counted.tally = sl_xcalloc(n ? n : 1, sizeof(*counted.tally));
 	/* the event's keys come sorted, as a scan's tally does */
 	cJSON_ArrayForEach (c, ex) {
 		if (!cJSON_IsNumber(c) || c->valuedouble < 1)
@@ -180,13 +180,13 @@ static int harvest_note_cb(void *user, const struct sbxloop_event *ev)
 		counted.excluded += (size_t)c->valuedouble;
 	}
 	free(*note);
-	*note = sbx_artifacts_note(&counted);
+	*note = sl_artifacts_note(&counted);
 	free(counted.tally);
 	cJSON_Delete(data);
 	return 0;
 }
 
-static char *harvest_note(struct sbx_instance *store, const char *run_id)
+static char *harvest_note(struct sl_instance *store, const char *run_id)
 {
 	const struct sbxloop_store_ops *ops = store->ops;
 	struct sbxloop_error err = {0, ""};
@@ -196,16 +196,16 @@ static char *harvest_note(struct sbx_instance *store, const char *run_id)
 	memset(&q, 0, sizeof(q));
 	q.struct_size = sizeof(q);
 	q.run_id = run_id;
-	q.type_prefix = SBX_EV_RUN_ARTIFACTS;
+	q.type_prefix = SL_EV_RUN_ARTIFACTS;
 	if (ops->events_query(store->ctx, &q, harvest_note_cb, &note, &err))
-		sbx_log(SBXLOOP_LOG_WARN,
-			"cannot read the harvest of run %s: "
-			"%s",
-			run_id, err.message);
+		sl_log(SBXLOOP_LOG_WARN,
+		       "cannot read the harvest of run %s: "
+		       "%s",
+		       run_id, err.message);
 	return note;
 }
 
-int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_artifacts(struct sl_cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"tree", no_argument, NULL, 't'},
@@ -214,10 +214,10 @@ int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct sbx_instance store = {0};
+	struct sl_instance store = {0};
 	struct sbxloop_error err = {0, ""};
 	struct run_info run = {0};
-	struct sbx_artifact_scan scan = {0};
+	struct sl_artifact_scan scan = {0};
 	const char **ex = NULL;
 	const char *run_id;
 	char *dir = NULL, *note = NULL;
@@ -234,11 +234,10 @@ int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv)
 		else if (opt == 'p')
 			path_only = 1;
 		else
-			return sbx_cli_usage(find_cmd("artifacts"),
-					     opt != 'h');
+			return sl_cli_usage(find_cmd("artifacts"), opt != 'h');
 	}
 	if (optind + 1 != argc)
-		return sbx_cli_usage(find_cmd("artifacts"), 1);
+		return sl_cli_usage(find_cmd("artifacts"), 1);
 	run_id = argv[optind];
 	rc = open_store(cli, &store);
 	if (rc)
@@ -246,48 +245,47 @@ int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv)
 	rc = ((const struct sbxloop_store_ops *)store.ops)
 		     ->run_get(store.ctx, run_id, run_info_cb, &run, &err);
 	if (rc == SBXLOOP_ENOTFOUND) {
-		sbx_cli_error("unknown run '%s'", run_id);
-		sbx_cli_hint("`sbxloop status` lists the known runs");
-		rc = SBX_EXIT_USAGE;
+		sl_cli_error("unknown run '%s'", run_id);
+		sl_cli_hint("`sbxloop status` lists the known runs");
+		rc = SL_EXIT_USAGE;
 		goto out;
 	} else if (rc) {
-		sbx_cli_error("%s", err.message);
-		rc = SBX_EXIT_FAIL;
+		sl_cli_error("%s", err.message);
+		rc = SL_EXIT_FAIL;
 		goto out;
 	}
-	dir = sbx_artifacts_dir(sbx_core_state_dir(cli->core), run_id,
-				run.workspace, run.mounted);
+	dir = sl_artifacts_dir(sl_core_state_dir(cli->core), run_id,
+			       run.workspace, run.mounted);
 	if (!dir) {
-		sbx_cli_error("run %s never provisioned a workspace "
-			      "(state: %s)",
-			      run_id, run.state);
-		rc = SBX_EXIT_USAGE;
+		sl_cli_error("run %s never provisioned a workspace "
+			     "(state: %s)",
+			     run_id, run.state);
+		rc = SL_EXIT_USAGE;
 		goto out;
 	}
 	if (path_only) {
 		printf("%s\n", dir);
-		rc = SBX_EXIT_OK;
+		rc = SL_EXIT_OK;
 		goto out;
 	}
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		sbx_cli_error("run %s: no artifacts directory at '%s'", run_id,
-			      dir);
+		sl_cli_error("run %s: no artifacts directory at '%s'", run_id,
+			     dir);
 		if (!run.mounted)
-			sbx_cli_hint("nothing was harvested from the sandbox "
-				     "yet, or `sbxloop gc` removed it");
-		rc = SBX_EXIT_USAGE;
+			sl_cli_hint("nothing was harvested from the sandbox "
+				    "yet, or `sbxloop gc` removed it");
+		rc = SL_EXIT_USAGE;
 		goto out;
 	}
-	ex = sbx_artifacts_excludes(cli->core->cfg, &n_ex);
-	if (sbx_artifacts_scan(dir, ex, n_ex, &scan, &err)) {
-		sbx_cli_error("%s", err.message);
-		rc = SBX_EXIT_FAIL;
+	ex = sl_artifacts_excludes(cli->core->cfg, &n_ex);
+	if (sl_artifacts_scan(dir, ex, n_ex, &scan, &err)) {
+		sl_cli_error("%s", err.message);
+		rc = SL_EXIT_FAIL;
 		goto out;
 	}
-	sbx_print(stdout, "run %s: %zu file(s) (%s) in %s\n", run_id,
-		  scan.n_files,
-		  run.mounted ? "live workspace mount" : "harvested copy",
-		  dir);
+	sl_print(stdout, "run %s: %zu file(s) (%s) in %s\n", run_id,
+		 scan.n_files,
+		 run.mounted ? "live workspace mount" : "harvested copy", dir);
 	if (tree) {
 		print_tree(&scan);
 	} else {
@@ -295,8 +293,8 @@ int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv)
 			char sz[32];
 
 			human_size(sz, sizeof(sz), scan.files[i].size);
-			sbx_print(stdout, "  %s  %s\n", scan.files[i].relpath,
-				  sz);
+			sl_print(stdout, "  %s  %s\n", scan.files[i].relpath,
+				 sz);
 		}
 	}
 	/* a harvested copy holds none of what was left out: the harvest
@@ -304,18 +302,18 @@ int sbx_cmd_artifacts(struct sbx_cli *cli, int argc, char **argv)
 	if (!run.mounted)
 		note = harvest_note(&store, run_id);
 	if (!note)
-		note = sbx_artifacts_note(&scan);
+		note = sl_artifacts_note(&scan);
 	if (note)
-		sbx_print(stdout, "%s\n", note);
-	rc = SBX_EXIT_OK;
+		sl_print(stdout, "%s\n", note);
+	rc = SL_EXIT_OK;
 out:
 	free(note);
 	free(ex);
 	free(dir);
-	sbx_artifacts_scan_clear(&scan);
+	sl_artifacts_scan_clear(&scan);
 	run_info_clear(&run);
 	if (store.ops)
-		sbx_instance_destroy(&store);
+		sl_instance_destroy(&store);
 	return rc;
 }
 
@@ -368,7 +366,7 @@ static void fmt_age(char *buf, size_t len, double s)
 		snprintf(buf, len, "%.1fd", s / 86400);
 }
 
-static void classify(struct sbx_instance *store, const char *runs_dir,
+static void classify(struct sl_instance *store, const char *runs_dir,
 		     struct gc_row *row, double days)
 {
 	const struct sbxloop_store_ops *ops = store->ops;
@@ -379,68 +377,67 @@ static void classify(struct sbx_instance *store, const char *runs_dir,
 	char *dir;
 
 	row->age_s = -1;
-	if (!sbx_run_id_valid(row->name)) {
-		row->verdict = sbx_xstrdup("keep: not a run directory");
+	if (!sl_run_id_valid(row->name)) {
+		row->verdict = sl_xstrdup("keep: not a run directory");
 		return;
 	}
 	if (ops->run_get(store->ctx, row->name, run_info_cb, &run, &err) ||
 	    !run.found) {
-		row->verdict = sbx_xstrdup("keep: run unknown to this store");
+		row->verdict = sl_xstrdup("keep: run unknown to this store");
 		goto out;
 	}
-	row->state = sbx_xstrdup(run.state);
-	row->age_s = sbx_now() - run.updated_at;
+	row->state = sl_xstrdup(run.state);
+	row->age_s = sl_now() - run.updated_at;
 	if (!is_terminal(run.state)) {
-		row->verdict = sbx_xasprintf("keep: run is %s (resumable)",
-					     run.state);
+		row->verdict =
+			sl_xasprintf("keep: run is %s (resumable)", run.state);
 		goto out;
 	}
 	if (run.kept) {
 		row->verdict =
-			sbx_xasprintf("keep: run is kept (%s)", run.kept);
+			sl_xasprintf("keep: run is kept (%s)", run.kept);
 		goto out;
 	}
 	memset(&q, 0, sizeof(q));
 	q.struct_size = sizeof(q);
 	q.run_id = row->name;
-	q.type_prefix = SBX_EV_RUN_DELIVER;
+	q.type_prefix = SL_EV_RUN_DELIVER;
 	ops->events_query(store->ctx, &q, deliver_cb, &dl, &err);
 	if (dl.failed) {
-		row->verdict = sbx_xstrdup("keep: delivery failed; the "
-					   "workspace is the only copy");
+		row->verdict = sl_xstrdup("keep: delivery failed; the "
+					  "workspace is the only copy");
 		goto out;
 	}
 	if (row->age_s < days * 86400) {
 		row->verdict =
-			sbx_xasprintf("keep: within retention (%gd)", days);
+			sl_xasprintf("keep: within retention (%gd)", days);
 		goto out;
 	}
-	dir = sbx_xasprintf("%s/%s", runs_dir, row->name);
-	row->bytes = sbx_artifacts_du(dir);
+	dir = sl_xasprintf("%s/%s", runs_dir, row->name);
+	row->bytes = sl_artifacts_du(dir);
 	row->workspace_inside = run.workspace &&
-				sbx_starts_with(run.workspace, dir) &&
+				sl_starts_with(run.workspace, dir) &&
 				(run.workspace[strlen(dir)] == '\0' ||
 				 run.workspace[strlen(dir)] == '/');
 	free(dir);
 	row->prunable = 1;
 	row->verdict =
-		sbx_xasprintf("prune: %s, older than %gd", run.state, days);
+		sl_xasprintf("prune: %s, older than %gd", run.state, days);
 out:
 	run_info_clear(&run);
 }
 
 /* The state check and the daemon.gc event, then the removal. */
-static int gc_remove(struct sbx_cli *cli, struct sbx_instance *store,
+static int gc_remove(struct sl_cli *cli, struct sl_instance *store,
 		     const char *state_dir, const char *runs_dir,
 		     struct gc_row *row)
 {
 	const struct sbxloop_store_ops *ops = store->ops;
 	struct sbxloop_run_update upd;
 	struct sbxloop_error err = {0, ""};
-	char *dir = sbx_xasprintf("%s/%s", runs_dir, row->name);
-	char *pending =
-		sbx_xasprintf("%s/gc-pending/%s", state_dir, row->name);
-	char *pdir = sbx_xasprintf("%s/gc-pending", state_dir);
+	char *dir = sl_xasprintf("%s/%s", runs_dir, row->name);
+	char *pending = sl_xasprintf("%s/gc-pending/%s", state_dir, row->name);
+	char *pdir = sl_xasprintf("%s/gc-pending", state_dir);
 	cJSON *data;
 	int rc;
 
@@ -455,7 +452,7 @@ static int gc_remove(struct sbx_cli *cli, struct sbx_instance *store,
 		rc = 1; /* skipped, not failed */
 		goto out;
 	}
-	sbx_core_set_run(cli->core, row->name);
+	sl_core_set_run(cli->core, row->name);
 	data = cJSON_CreateObject();
 	cJSON_AddStringToObject(data, "path", dir);
 	cJSON_AddNumberToObject(data, "bytes", (double)row->bytes);
@@ -463,23 +460,23 @@ static int gc_remove(struct sbx_cli *cli, struct sbx_instance *store,
 	cJSON_AddBoolToObject(data, "workspace_removed",
 			      row->workspace_inside);
 	cJSON_AddStringToObject(data, "by", "gc");
-	sbx_emit(cli->core, SBX_EV_GC, NULL, data);
-	sbx_mkdirs(pdir, 0700);
+	sl_emit(cli->core, SL_EV_GC, NULL, data);
+	sl_mkdirs(pdir, 0700);
 	if (rename(dir, pending) == 0)
-		rc = sbx_artifacts_rmtree(pending);
+		rc = sl_artifacts_rmtree(pending);
 	else
-		rc = sbx_artifacts_rmtree(dir);
+		rc = sl_artifacts_rmtree(dir);
 	if (rc) {
 		data = cJSON_CreateObject();
 		cJSON_AddStringToObject(data, "path", dir);
 		cJSON_AddStringToObject(data, "error",
 					"could not remove directory");
 		cJSON_AddStringToObject(data, "by", "gc");
-		sbx_emit(cli->core, SBX_EV_GC, NULL, data);
+		sl_emit(cli->core, SL_EV_GC, NULL, data);
 		printf("failed %s: %s\n", row->name, strerror(-rc));
 		rc = -1;
 	}
-	sbx_bus_flush(cli->core, &err);
+	sl_bus_flush(cli->core, &err);
 out:
 	free(dir);
 	free(pending);
@@ -487,7 +484,7 @@ out:
 	return rc;
 }
 
-int sbx_cmd_gc(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_gc(struct sl_cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"older-than", required_argument, NULL, 'o'},
@@ -495,9 +492,9 @@ int sbx_cmd_gc(struct sbx_cli *cli, int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct sbx_instance store = {0};
+	struct sl_instance store = {0};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_bus *bus = NULL;
+	struct sl_bus *bus = NULL;
 	struct gc_row *rows = NULL;
 	const char *state_dir;
 	char *runs_dir = NULL, *pdir = NULL, **names = NULL, *end;
@@ -513,42 +510,42 @@ int sbx_cmd_gc(struct sbx_cli *cli, int argc, char **argv)
 			days = strtod(optarg, &end);
 			if (errno || end == optarg || *end ||
 			    !isfinite(days) || days < 0) {
-				sbx_cli_error("--older-than wants a "
-					      "non-negative number of days, "
-					      "not '%s'",
-					      optarg);
-				return SBX_EXIT_USAGE;
+				sl_cli_error("--older-than wants a "
+					     "non-negative number of days, "
+					     "not '%s'",
+					     optarg);
+				return SL_EXIT_USAGE;
 			}
 		} else if (opt == 'n') {
 			dry = 1;
 		} else {
-			return sbx_cli_usage(find_cmd("gc"), opt != 'h');
+			return sl_cli_usage(find_cmd("gc"), opt != 'h');
 		}
 	}
 	if (optind != argc)
-		return sbx_cli_usage(find_cmd("gc"), 1);
+		return sl_cli_usage(find_cmd("gc"), 1);
 	rc = open_store(cli, &store);
 	if (rc)
 		return rc;
-	if (!dry && sbx_bus_open(cli->core, &store, &bus, &err)) {
-		sbx_cli_error("%s", err.message);
-		rc = SBX_EXIT_FAIL;
+	if (!dry && sl_bus_open(cli->core, &store, &bus, &err)) {
+		sl_cli_error("%s", err.message);
+		rc = SL_EXIT_FAIL;
 		goto out;
 	}
-	state_dir = sbx_core_state_dir(cli->core);
+	state_dir = sl_core_state_dir(cli->core);
 	if (!state_dir) {
-		sbx_cli_error("no usable state_dir");
-		rc = SBX_EXIT_FAIL;
+		sl_cli_error("no usable state_dir");
+		rc = SL_EXIT_FAIL;
 		goto out;
 	}
-	runs_dir = sbx_xasprintf("%s/runs", state_dir);
-	pdir = sbx_xasprintf("%s/gc-pending", state_dir);
+	runs_dir = sl_xasprintf("%s/runs", state_dir);
+	pdir = sl_xasprintf("%s/gc-pending", state_dir);
 	if (!dry)
-		sbx_artifacts_rmtree_quiet(pdir); /* an earlier sweep's */
+		sl_artifacts_rmtree_quiet(pdir); /* an earlier sweep's */
 	names = NULL;
-	if (sbx_artifacts_list_dir(runs_dir, &names, &n) < 0)
+	if (sl_artifacts_list_dir(runs_dir, &names, &n) < 0)
 		n = 0;
-	rows = sbx_xcalloc(n + 1, sizeof(*rows));
+	rows = sl_xcalloc(n + 1, sizeof(*rows));
 	for (i = 0; i < n; i++) {
 		rows[i].name = names[i];
 		classify(&store, runs_dir, &rows[i], days);
@@ -575,7 +572,7 @@ int sbx_cmd_gc(struct sbx_cli *cli, int argc, char **argv)
 		human_size(sz, sizeof(sz), bytes);
 		printf("dry run: %zu run director%s (%s) would be removed\n",
 		       prunable, prunable == 1 ? "y" : "ies", sz);
-		rc = SBX_EXIT_OK;
+		rc = SL_EXIT_OK;
 		goto out;
 	}
 	bytes = 0;
@@ -602,7 +599,7 @@ int sbx_cmd_gc(struct sbx_cli *cli, int argc, char **argv)
 			printf("; %d failed", failed);
 		printf("\n");
 	}
-	rc = failed ? SBX_EXIT_FAIL : SBX_EXIT_OK;
+	rc = failed ? SL_EXIT_FAIL : SL_EXIT_OK;
 out:
 	for (i = 0; rows && i < n; i++) {
 		free(rows[i].name);
@@ -614,8 +611,8 @@ out:
 	free(runs_dir);
 	free(pdir);
 	if (bus)
-		sbx_bus_close(bus);
+		sl_bus_close(bus);
 	if (store.ops)
-		sbx_instance_destroy(&store);
+		sl_instance_destroy(&store);
 	return rc;
 }

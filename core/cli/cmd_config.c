@@ -17,35 +17,34 @@
 #include "engine/egress.h"
 #include "common/util.h"
 
-static const struct sbx_command *find_cmd(const char *name)
+static const struct sl_command *find_cmd(const char *name)
 {
-	const struct sbx_command *c;
+	const struct sl_command *c;
 
-	for (c = sbx_commands; c->name; c++)
+	for (c = sl_commands; c->name; c++)
 		if (strcmp(c->name, name) == 0)
 			return c;
 	return NULL;
 }
 
-static int config_show(struct sbx_cli *cli, int json)
+static int config_show(struct sl_cli *cli, int json)
 {
-	struct sbx_config *cfg;
+	struct sl_config *cfg;
 	size_t i, n;
-	int rc = sbx_cli_open_core(cli);
+	int rc = sl_cli_open_core(cli);
 
 	if (rc)
 		return rc;
 	cfg = cli->core->cfg;
-	n = sbx_config_count(cfg);
+	n = sl_config_count(cfg);
 	if (json) {
 		cJSON *root = cJSON_CreateObject();
 		char *text;
 
 		for (i = 0; i < n; i++) {
-			const struct sbx_config_value *v =
-				sbx_config_at(cfg, i);
+			const struct sl_config_value *v = sl_config_at(cfg, i);
 			cJSON *o = cJSON_CreateObject();
-			char *yaml = sbx_config_value_yaml(v);
+			char *yaml = sl_config_value_yaml(v);
 			size_t j;
 
 			if (v->spec->type == SBXLOOP_VALUE_LIST) {
@@ -67,7 +66,7 @@ static int config_show(struct sbx_cli *cli, int json)
 							strtod(v->str, NULL));
 			}
 			cJSON_AddStringToObject(o, "source",
-						sbx_source_name(v->source));
+						sl_source_name(v->source));
 			if (v->origin)
 				cJSON_AddStringToObject(o, "origin",
 							v->origin);
@@ -81,60 +80,60 @@ static int config_show(struct sbx_cli *cli, int json)
 		return 0;
 	}
 	for (i = 0; i < n; i++) {
-		const struct sbx_config_value *v = sbx_config_at(cfg, i);
-		char *yaml = sbx_config_value_yaml(v);
+		const struct sl_config_value *v = sl_config_at(cfg, i);
+		char *yaml = sl_config_value_yaml(v);
 
 		printf("%-36s %-28s %s%s%s%s\n", v->spec->path, yaml,
-		       sbx_source_name(v->source), v->origin ? " (" : "",
+		       sl_source_name(v->source), v->origin ? " (" : "",
 		       v->origin ? v->origin : "", v->origin ? ")" : "");
 		free(yaml);
 	}
 	return 0;
 }
 
-int sbx_cmd_config(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_config(struct sl_cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const struct sbx_command *self = find_cmd("config");
+	const struct sl_command *self = find_cmd("config");
 	int json = 0, opt;
 
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "-h") == 0)
-		return sbx_cli_usage(self, argc < 2);
+		return sl_cli_usage(self, argc < 2);
 	if (strcmp(argv[1], "policy") == 0) {
-		int rc = argc > 2 ? sbx_cli_usage(self, 1)
-				  : sbx_cli_open_core(cli);
+		int rc = argc > 2 ? sl_cli_usage(self, 1)
+				  : sl_cli_open_core(cli);
 
 		if (!rc)
-			sbx_egress_print_policy(cli->core->cfg, stdout);
+			sl_egress_print_policy(cli->core->cfg, stdout);
 		return rc;
 	}
 	if (strcmp(argv[1], "show") != 0) {
-		sbx_cli_error("unknown config subcommand '%s'", argv[1]);
-		return sbx_cli_usage(self, 1);
+		sl_cli_error("unknown config subcommand '%s'", argv[1]);
+		return sl_cli_usage(self, 1);
 	}
 	argc--;
 	argv++;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (opt == 'h')
-			return sbx_cli_usage(self, 0);
+			return sl_cli_usage(self, 0);
 		if (opt != 'j')
-			return sbx_cli_usage(self, 1);
+			return sl_cli_usage(self, 1);
 		json = 1;
 	}
 	if (optind < argc) {
-		sbx_cli_error("unexpected argument '%s'", argv[optind]);
-		return SBX_EXIT_USAGE;
+		sl_cli_error("unexpected argument '%s'", argv[optind]);
+		return SL_EXIT_USAGE;
 	}
 	return config_show(cli, json);
 }
 
-int sbx_cmd_init(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_init(struct sl_cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"force", no_argument, NULL, 'f'},
@@ -142,20 +141,20 @@ int sbx_cmd_init(struct sbx_cli *cli, int argc, char **argv)
 	};
 	const char *path =
 		cli->config_file ? cli->config_file : "sbxloop.yaml";
-	struct sbx_config_opts opts;
-	struct sbx_core *core = NULL;
+	struct sl_config_opts opts;
+	struct sl_core *core = NULL;
 	char *errors = NULL;
-	int force = 0, opt, fd, rc = SBX_EXIT_OK;
+	int force = 0, opt, fd, rc = SL_EXIT_OK;
 	FILE *f;
 
 	while ((opt = getopt_long(argc, argv, "f", longopts, NULL)) != -1) {
 		if (opt != 'f')
-			return sbx_cli_usage(find_cmd("init"), 1);
+			return sl_cli_usage(find_cmd("init"), 1);
 		force = 1;
 	}
 	if (optind < argc) {
-		sbx_cli_error("unexpected argument '%s'", argv[optind]);
-		return SBX_EXIT_USAGE;
+		sl_cli_error("unexpected argument '%s'", argv[optind]);
+		return SL_EXIT_USAGE;
 	}
 	/*
 	 * The starter lists defaults only: load without any file or
@@ -165,29 +164,29 @@ int sbx_cmd_init(struct sbx_cli *cli, int argc, char **argv)
 	opts.config_file = "/dev/null";
 	opts.no_user_file = 1;
 	opts.no_env = 1;
-	sbx_core_open(&core, &opts, &errors);
+	sl_core_open(&core, &opts, &errors);
 	free(errors);
 	fd = open(path, O_WRONLY | O_CREAT | (force ? O_TRUNC : O_EXCL), 0644);
 	if (fd < 0) {
 		if (errno == EEXIST) {
-			sbx_cli_error("'%s' already exists", path);
-			sbx_cli_hint("pass --force to overwrite it");
+			sl_cli_error("'%s' already exists", path);
+			sl_cli_hint("pass --force to overwrite it");
 		} else {
-			sbx_cli_error("cannot write '%s': %s", path,
-				      strerror(errno));
+			sl_cli_error("cannot write '%s': %s", path,
+				     strerror(errno));
 		}
-		rc = SBX_EXIT_USAGE;
+		rc = SL_EXIT_USAGE;
 		goto out;
 	}
 	f = fdopen(fd, "w");
-	sbx_config_write_starter(core->cfg, f);
+	sl_config_write_starter(core->cfg, f);
 	if (fclose(f) != 0) {
-		sbx_cli_error("cannot write '%s': %s", path, strerror(errno));
-		rc = SBX_EXIT_FAIL;
+		sl_cli_error("cannot write '%s': %s", path, strerror(errno));
+		rc = SL_EXIT_FAIL;
 		goto out;
 	}
 	printf("wrote %s\n", path);
 out:
-	sbx_core_close(core);
+	sl_core_close(core);
 	return rc;
 }

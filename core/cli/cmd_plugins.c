@@ -46,36 +46,36 @@ static uint32_t component_caps(const struct sbxloop_component *c)
 }
 
 /* In the child: create the instance, ask it, report "C<caps>" or "E<why>". */
-static void probe_child(struct sbx_core *core, const char *name, int fd)
+static void probe_child(struct sl_core *core, const char *name, int fd)
 {
-	struct sbx_instance inst;
+	struct sl_instance inst;
 	struct sbxloop_error err = {0, ""};
-	struct sbx_plugin_call call;
+	struct sl_plugin_call call;
 	const struct sbxloop_sandbox_ops *ops;
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	uint32_t caps;
 
-	if (sbx_core_instantiate(core, SBXLOOP_KIND_SANDBOX, name, &inst,
-				 &err) < 0) {
-		sbx_buf_addf(&b, "E%s", err.message);
+	if (sl_core_instantiate(core, SBXLOOP_KIND_SANDBOX, name, &inst,
+				&err) < 0) {
+		sl_buf_addf(&b, "E%s", err.message);
 	} else {
 		ops = inst.ops;
-		sbx_plugin_enter(&call, inst.module, "capabilities()");
+		sl_plugin_enter(&call, inst.module, "capabilities()");
 		caps = ops->capabilities(inst.ctx);
-		sbx_plugin_leave(&call);
-		sbx_instance_destroy(&inst);
-		sbx_buf_addf(&b, "C%lu", (unsigned long)caps);
+		sl_plugin_leave(&call);
+		sl_instance_destroy(&inst);
+		sl_buf_addf(&b, "C%lu", (unsigned long)caps);
 	}
 	if (write(fd, b.buf, b.len) < 0)
 		_exit(1);
 	_exit(0);
 }
 
-static void probe_configured(struct sbx_core *core, struct probe *pr)
+static void probe_configured(struct sl_core *core, struct probe *pr)
 {
-	const char *name = sbx_config_str(core->cfg, "plugins.sandbox");
-	const struct sbx_module *m = NULL;
-	struct sbx_buf b = SBX_BUF_INIT;
+	const char *name = sl_config_str(core->cfg, "plugins.sandbox");
+	const struct sl_module *m = NULL;
+	struct sl_buf b = SL_BUF_INIT;
 	char chunk[512];
 	int fds[2], status = 0;
 	ssize_t n;
@@ -85,7 +85,7 @@ static void probe_configured(struct sbx_core *core, struct probe *pr)
 	if (!name)
 		name = "local";
 	pr->component =
-		sbx_registry_find(&core->reg, SBXLOOP_KIND_SANDBOX, name, &m);
+		sl_registry_find(&core->reg, SBXLOOP_KIND_SANDBOX, name, &m);
 	if (!pr->component)
 		return;
 	fflush(stdout);
@@ -113,7 +113,7 @@ static void probe_configured(struct sbx_core *core, struct probe *pr)
 			continue;
 		if (n < 0)
 			break;
-		sbx_buf_add(&b, chunk, (size_t)n);
+		sl_buf_add(&b, chunk, (size_t)n);
 	}
 	close(fds[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -125,7 +125,7 @@ static void probe_configured(struct sbx_core *core, struct probe *pr)
 			 m->name, m->path, WTERMSIG(status),
 			 strsignal(WTERMSIG(status)));
 	} else if (WIFEXITED(status) &&
-		   WEXITSTATUS(status) == SBX_EXIT_PLUGIN_EXITED) {
+		   WEXITSTATUS(status) == SL_EXIT_PLUGIN_EXITED) {
 		pr->faulted = 1;
 		snprintf(pr->why, sizeof(pr->why),
 			 "module '%s' (%s) called exit()", m->name, m->path);
@@ -144,10 +144,10 @@ static void probe_configured(struct sbx_core *core, struct probe *pr)
 			 m->name, m->path,
 			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	}
-	sbx_buf_release(&b);
+	sl_buf_release(&b);
 }
 
-static void print_text(const struct sbx_registry *reg, const struct probe *pr,
+static void print_text(const struct sl_registry *reg, const struct probe *pr,
 		       int color)
 {
 	const char *red = color ? "\033[31m" : "";
@@ -158,7 +158,7 @@ static void print_text(const struct sbx_registry *reg, const struct probe *pr,
 	if (reg->n_modules == 0)
 		printf("no plugin modules found\n");
 	for (i = 0; i < reg->n_modules; i++) {
-		const struct sbx_module *m = &reg->modules[i];
+		const struct sl_module *m = &reg->modules[i];
 
 		if (!m->desc) {
 			printf("%s  %srefused%s  %s\n    %s\n", m->name, red,
@@ -174,14 +174,14 @@ static void print_text(const struct sbx_registry *reg, const struct probe *pr,
 			uint32_t caps = component_caps(c);
 			char capbuf[512];
 
-			printf("    %s:%s", sbx_kind_name(c->kind), c->name);
+			printf("    %s:%s", sl_kind_name(c->kind), c->name);
 			if (c->struct_size > offsetof(struct sbxloop_component,
 						      summary) &&
 			    c->summary)
 				printf("  %s", c->summary);
 			if (c == pr->component && pr->ok) {
-				sbx_caps_format(pr->caps, capbuf,
-						sizeof(capbuf));
+				sl_caps_format(pr->caps, capbuf,
+					       sizeof(capbuf));
 				printf("\n      capabilities (configured): %s",
 				       *capbuf ? capbuf : "(none)");
 			} else if (c == pr->component) {
@@ -190,7 +190,7 @@ static void print_text(const struct sbx_registry *reg, const struct probe *pr,
 				       pr->why);
 			}
 			if (c->kind == SBXLOOP_KIND_SANDBOX) {
-				sbx_caps_format(caps, capbuf, sizeof(capbuf));
+				sl_caps_format(caps, capbuf, sizeof(capbuf));
 				printf("\n      capabilities (best case): %s",
 				       *capbuf ? capbuf : "(none)");
 			}
@@ -209,13 +209,13 @@ static void add_caps(cJSON *o, const char *key, uint32_t caps)
 	cJSON *arr = cJSON_AddArrayToObject(o, key);
 	char capbuf[512], *tok, *save = NULL;
 
-	sbx_caps_format(caps, capbuf, sizeof(capbuf));
+	sl_caps_format(caps, capbuf, sizeof(capbuf));
 	for (tok = strtok_r(capbuf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))
 		cJSON_AddItemToArray(arr, cJSON_CreateString(tok));
 }
 
-static void print_json(const struct sbx_registry *reg, const struct probe *pr)
+static void print_json(const struct sl_registry *reg, const struct probe *pr)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON *mods = cJSON_AddArrayToObject(root, "modules");
@@ -226,7 +226,7 @@ static void print_json(const struct sbx_registry *reg, const struct probe *pr)
 	for (i = 0; i < reg->n_dirs; i++)
 		cJSON_AddItemToArray(dirs, cJSON_CreateString(reg->dirs[i]));
 	for (i = 0; i < reg->n_modules; i++) {
-		const struct sbx_module *m = &reg->modules[i];
+		const struct sl_module *m = &reg->modules[i];
 		cJSON *o = cJSON_CreateObject(), *comps;
 		char abi[32];
 
@@ -252,7 +252,7 @@ static void print_json(const struct sbx_registry *reg, const struct probe *pr)
 			cJSON *co = cJSON_CreateObject();
 
 			cJSON_AddStringToObject(co, "kind",
-						sbx_kind_name(c->kind));
+						sl_kind_name(c->kind));
 			cJSON_AddStringToObject(co, "name", c->name);
 			if (c->kind == SBXLOOP_KIND_SANDBOX) {
 				cJSON_AddBoolToObject(co, "configured",
@@ -276,7 +276,7 @@ static void print_json(const struct sbx_registry *reg, const struct probe *pr)
 	cJSON_Delete(root);
 }
 
-int sbx_cmd_plugins(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_plugins(struct sl_cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
@@ -287,14 +287,14 @@ int sbx_cmd_plugins(struct sbx_cli *cli, int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		if (opt != 'j')
-			return sbx_cli_usage(&sbx_commands[2], 1);
+			return sl_cli_usage(&sl_commands[2], 1);
 		json = 1;
 	}
 	if (optind < argc) {
-		sbx_cli_error("unexpected argument '%s'", argv[optind]);
-		return SBX_EXIT_USAGE;
+		sl_cli_error("unexpected argument '%s'", argv[optind]);
+		return SL_EXIT_USAGE;
 	}
-	rc = sbx_cli_open_core(cli);
+	rc = sl_cli_open_core(cli);
 	if (rc && !cli->core)
 		return rc;
 	/* A broken config still lets the listing run: it helps fix it. */
@@ -307,10 +307,9 @@ int sbx_cmd_plugins(struct sbx_cli *cli, int argc, char **argv)
 	else
 		print_text(&cli->core->reg, &pr, cli->color);
 	if (pr.faulted) {
-		sbx_cli_error(
-			"the configured sandbox provider is unusable: %s",
-			pr.why);
-		return SBX_EXIT_FAIL;
+		sl_cli_error("the configured sandbox provider is unusable: %s",
+			     pr.why);
+		return SL_EXIT_FAIL;
 	}
 	return rc;
 }

@@ -42,18 +42,18 @@ static void on_signal(int sig)
 		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
 			/* nothing left to try */
 		}
-		_exit(SBX_EXIT_INTERRUPTED);
+		_exit(SL_EXIT_INTERRUPTED);
 	}
 }
 
 struct session {
-	struct sbx_cli *cli;
-	struct sbx_core *core;
-	struct sbx_instance store;
-	struct sbx_instance sinks[MAX_SINKS];
+	struct sl_cli *cli;
+	struct sl_core *core;
+	struct sl_instance store;
+	struct sl_instance sinks[MAX_SINKS];
 	size_t n_sinks;
-	struct sbx_bus *bus;
-	struct sbx_engine *engine;
+	struct sl_bus *bus;
+	struct sl_engine *engine;
 	const char *verb; /* "run" or "resume" */
 	char run_id[32];
 	const char *outcome;
@@ -70,10 +70,10 @@ static void *engine_main(void *arg)
 	struct session *s = arg;
 
 	if (s->resume)
-		s->rc = sbx_engine_resume(s->engine, s->run_id, &s->err);
+		s->rc = sl_engine_resume(s->engine, s->run_id, &s->err);
 	else
-		s->rc = sbx_engine_start(s->engine, s->run_id, s->outcome,
-					 &s->err);
+		s->rc = sl_engine_start(s->engine, s->run_id, s->outcome,
+					&s->err);
 	atomic_store(&s->done, 1);
 	return NULL;
 }
@@ -86,14 +86,14 @@ static void sleep_ms(long ms)
 		;
 }
 
-static int set_override(struct sbx_core *core, const char *key,
+static int set_override(struct sl_core *core, const char *key,
 			const char *json_value)
 {
 	char *error = NULL;
 
-	if (sbx_config_set(core->cfg, key, json_value, &error) < 0) {
-		sbx_cli_error("invalid option for '%s': %s", key,
-			      error ? error : "rejected");
+	if (sl_config_set(core->cfg, key, json_value, &error) < 0) {
+		sl_cli_error("invalid option for '%s': %s", key,
+			     error ? error : "rejected");
 		free(error);
 		return -1;
 	}
@@ -110,7 +110,7 @@ static int stored_cfg_cb(void *user, const struct sbxloop_run_row *run)
 	struct stored_cfg *sc = user;
 
 	sc->found = 1;
-	sc->config_json = sbx_xstrdup(run->config_json);
+	sc->config_json = sl_xstrdup(run->config_json);
 	return 0;
 }
 
@@ -125,22 +125,22 @@ static int rehydrate(struct session *s)
 	const struct sbxloop_store_ops *st = s->store.ops;
 	struct sbxloop_error err = {0, ""};
 	struct stored_cfg sc = {NULL, 0};
-	struct sbx_buf diff = SBX_BUF_INIT;
+	struct sl_buf diff = SL_BUF_INIT;
 	char *cur_text = NULL;
 	cJSON *stored = NULL, *cur = NULL, *it;
 	int rc;
 
 	rc = st->run_get(s->store.ctx, s->run_id, stored_cfg_cb, &sc, &err);
 	if (rc == SBXLOOP_ENOTFOUND || (rc == 0 && !sc.found)) {
-		sbx_cli_error("unknown run %s", s->run_id);
+		sl_cli_error("unknown run %s", s->run_id);
 		rc = -1;
 		goto out;
 	}
 	if (rc < 0) {
-		sbx_cli_error("resume failed: %s", err.message);
+		sl_cli_error("resume failed: %s", err.message);
 		goto out;
 	}
-	sbx_core_set_run(s->core, s->run_id);
+	sl_core_set_run(s->core, s->run_id);
 	stored = sc.config_json ? cJSON_Parse(sc.config_json) : NULL;
 	if (!cJSON_IsObject(stored)) {
 		cJSON *d = cJSON_CreateObject();
@@ -149,11 +149,11 @@ static int rehydrate(struct session *s)
 			d, "message",
 			"the run's stored config is unreadable; "
 			"resuming with the current config");
-		sbx_emit(s->core, SBX_EV_RUN_CONFIG_DRIFT, NULL, d);
+		sl_emit(s->core, SL_EV_RUN_CONFIG_DRIFT, NULL, d);
 		rc = 0;
 		goto out;
 	}
-	cur_text = sbx_config_to_json(s->core->cfg);
+	cur_text = sl_config_to_json(s->core->cfg);
 	cur = cJSON_Parse(cur_text);
 	cJSON_ArrayForEach (it, stored) {
 		const cJSON *now =
@@ -162,7 +162,7 @@ static int rehydrate(struct session *s)
 		size_t k;
 		int skip = 0;
 
-		for (k = 0; k < SBX_ARRAY_SIZE(own); k++)
+		for (k = 0; k < SL_ARRAY_SIZE(own); k++)
 			if (strcmp(own[k], it->string) == 0)
 				skip = 1;
 		if (skip || !now)
@@ -171,17 +171,16 @@ static int rehydrate(struct session *s)
 		b = cJSON_PrintUnformatted(now);
 		if (strcmp(a, b) != 0) {
 			if (diff.len)
-				sbx_buf_adds(&diff, ", ");
-			sbx_buf_addf(&diff, "%s (run: %s, current: %s)",
-				     it->string, a, b);
+				sl_buf_adds(&diff, ", ");
+			sl_buf_addf(&diff, "%s (run: %s, current: %s)",
+				    it->string, a, b);
 			if (!cJSON_IsNull(it) &&
-			    sbx_config_set(s->core->cfg, it->string, a,
-					   &error) < 0)
-				sbx_log(SBXLOOP_LOG_WARN,
-					"cannot restore '%s' from the run's "
-					"config: %s",
-					it->string,
-					error ? error : "rejected");
+			    sl_config_set(s->core->cfg, it->string, a,
+					  &error) < 0)
+				sl_log(SBXLOOP_LOG_WARN,
+				       "cannot restore '%s' from the run's "
+				       "config: %s",
+				       it->string, error ? error : "rejected");
 			free(error);
 		}
 		free(a);
@@ -189,18 +188,18 @@ static int rehydrate(struct session *s)
 	}
 	if (diff.len) {
 		cJSON *d = cJSON_CreateObject();
-		char *msg = sbx_xasprintf("resuming with the run's original "
-					  "config; the current config "
-					  "differs: %s",
-					  sbx_buf_str(&diff));
+		char *msg = sl_xasprintf("resuming with the run's original "
+					 "config; the current config "
+					 "differs: %s",
+					 sl_buf_str(&diff));
 
 		cJSON_AddStringToObject(d, "message", msg);
 		free(msg);
-		sbx_emit(s->core, SBX_EV_RUN_CONFIG_DRIFT, NULL, d);
+		sl_emit(s->core, SL_EV_RUN_CONFIG_DRIFT, NULL, d);
 	}
 	rc = 0;
 out:
-	sbx_buf_release(&diff);
+	sl_buf_release(&diff);
 	cJSON_Delete(stored);
 	cJSON_Delete(cur);
 	free(cur_text);
@@ -210,12 +209,12 @@ out:
 
 static void open_sinks(struct session *s)
 {
-	size_t i, n = sbx_config_list_len(s->core->cfg, "plugins.sinks");
+	size_t i, n = sl_config_list_len(s->core->cfg, "plugins.sinks");
 	int have_plain = 0;
 
 	for (i = 0; i < n && s->n_sinks < MAX_SINKS; i++) {
 		const char *name =
-			sbx_config_list_item(s->core->cfg, "plugins.sinks", i);
+			sl_config_list_item(s->core->cfg, "plugins.sinks", i);
 		struct sbxloop_error err = {0, ""};
 
 		if (s->no_tui && strcmp(name, "tui") == 0) {
@@ -225,15 +224,15 @@ static void open_sinks(struct session *s)
 		}
 		if (strcmp(name, "plain") == 0)
 			have_plain = 1;
-		if (sbx_core_instantiate(s->core, SBXLOOP_KIND_SINK, name,
-					 &s->sinks[s->n_sinks], &err) < 0) {
-			sbx_log(SBXLOOP_LOG_WARN,
-				"event sink '%s' is "
-				"unavailable: %s",
-				name, err.message);
+		if (sl_core_instantiate(s->core, SBXLOOP_KIND_SINK, name,
+					&s->sinks[s->n_sinks], &err) < 0) {
+			sl_log(SBXLOOP_LOG_WARN,
+			       "event sink '%s' is "
+			       "unavailable: %s",
+			       name, err.message);
 			continue;
 		}
-		sbx_bus_add_sink(s->bus, &s->sinks[s->n_sinks++]);
+		sl_bus_add_sink(s->bus, &s->sinks[s->n_sinks++]);
 	}
 }
 
@@ -242,19 +241,18 @@ static int open_session(struct session *s)
 	struct sbxloop_error err = {0, ""};
 	const char *name;
 
-	if (sbx_cli_open_core(s->cli) != 0)
-		return SBX_EXIT_USAGE;
+	if (sl_cli_open_core(s->cli) != 0)
+		return SL_EXIT_USAGE;
 	s->core = s->cli->core;
-	name = sbx_config_str(s->core->cfg, "plugins.store");
-	if (sbx_core_instantiate(s->core, SBXLOOP_KIND_STORE,
-				 name ? name : "sqlite", &s->store,
-				 &err) < 0) {
-		sbx_cli_error("%s failed: %s", s->verb, err.message);
-		return SBX_EXIT_USAGE;
+	name = sl_config_str(s->core->cfg, "plugins.store");
+	if (sl_core_instantiate(s->core, SBXLOOP_KIND_STORE,
+				name ? name : "sqlite", &s->store, &err) < 0) {
+		sl_cli_error("%s failed: %s", s->verb, err.message);
+		return SL_EXIT_USAGE;
 	}
-	if (sbx_bus_open(s->core, &s->store, &s->bus, &err) < 0) {
-		sbx_cli_error("%s failed: %s", s->verb, err.message);
-		return SBX_EXIT_USAGE;
+	if (sl_bus_open(s->core, &s->store, &s->bus, &err) < 0) {
+		sl_cli_error("%s failed: %s", s->verb, err.message);
+		return SL_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -262,13 +260,13 @@ static int open_session(struct session *s)
 static int open_provider(struct session *s)
 {
 	struct sbxloop_error err = {0, ""};
-	const char *name = sbx_config_str(s->core->cfg, "plugins.sandbox");
+	const char *name = sl_config_str(s->core->cfg, "plugins.sandbox");
 
-	if (sbx_core_instantiate(s->core, SBXLOOP_KIND_SANDBOX,
-				 name ? name : "local", &s->core->sandbox,
-				 &err) < 0) {
-		sbx_cli_error("%s failed: %s", s->verb, err.message);
-		return SBX_EXIT_USAGE;
+	if (sl_core_instantiate(s->core, SBXLOOP_KIND_SANDBOX,
+				name ? name : "local", &s->core->sandbox,
+				&err) < 0) {
+		sl_cli_error("%s failed: %s", s->verb, err.message);
+		return SL_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -277,15 +275,15 @@ static void close_session(struct session *s)
 {
 	size_t i;
 
-	sbx_engine_free(s->engine);
+	sl_engine_free(s->engine);
 	s->engine = NULL;
 	if (s->core)
-		sbx_instance_destroy(&s->core->sandbox);
+		sl_instance_destroy(&s->core->sandbox);
 	if (s->bus)
-		sbx_bus_close(s->bus);
+		sl_bus_close(s->bus);
 	for (i = 0; i < s->n_sinks; i++)
-		sbx_instance_destroy(&s->sinks[i]);
-	sbx_instance_destroy(&s->store);
+		sl_instance_destroy(&s->sinks[i]);
+	sl_instance_destroy(&s->store);
 }
 
 /* Drive the engine on a thread; the main thread handles signals. */
@@ -301,29 +299,29 @@ static int drive(struct session *s)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
-	s->engine = sbx_engine_new(s->core, &s->store);
+	s->engine = sl_engine_new(s->core, &s->store);
 	if (pthread_create(&th, NULL, engine_main, s) != 0) {
-		sbx_cli_error("%s failed: cannot start the engine thread",
-			      s->verb);
-		return SBX_EXIT_USAGE;
+		sl_cli_error("%s failed: cannot start the engine thread",
+			     s->verb);
+		return SL_EXIT_USAGE;
 	}
 	while (!atomic_load(&s->done)) {
 		if (signals_seen && !interrupted) {
 			interrupted = 1;
-			since = sbx_monotonic();
-			sbx_engine_request_cancel(s->engine);
+			since = sl_monotonic();
+			sl_engine_request_cancel(s->engine);
 			fprintf(stderr,
 				"interrupted: removing sandboxes (Ctrl+C "
 				"again to force quit)\n");
 		}
-		if (interrupted && sbx_monotonic() - since > QUIESCE_S) {
+		if (interrupted && sl_monotonic() - since > QUIESCE_S) {
 			/* the job in flight dies with us (PDEATHSIG) */
-			sbx_engine_teardown(s->engine);
+			sl_engine_teardown(s->engine);
 			printf("run %s interrupted: resume with `sbxloop "
 			       "resume %s`\n",
 			       s->run_id, s->run_id);
 			fflush(stdout);
-			_exit(SBX_EXIT_INTERRUPTED);
+			_exit(SL_EXIT_INTERRUPTED);
 		}
 		sleep_ms(50);
 	}
@@ -331,22 +329,22 @@ static int drive(struct session *s)
 	if (signals_seen && !interrupted)
 		interrupted = 1;
 	if (interrupted) {
-		sbx_engine_teardown(s->engine);
+		sl_engine_teardown(s->engine);
 		printf("run %s interrupted: resume with `sbxloop resume %s`\n",
 		       s->run_id, s->run_id);
-		code = SBX_EXIT_INTERRUPTED;
+		code = SL_EXIT_INTERRUPTED;
 	} else if (s->rc < 0) {
-		sbx_cli_error("%s failed: %s", s->verb, s->err.message);
+		sl_cli_error("%s failed: %s", s->verb, s->err.message);
 		if (s->rc != SBXLOOP_ESTATE && s->rc != SBXLOOP_ENOTFOUND)
-			sbx_cli_hint("the run can be resumed: sbxloop resume "
-				     "%s",
-				     s->run_id);
-		code = SBX_EXIT_USAGE;
+			sl_cli_hint("the run can be resumed: sbxloop resume "
+				    "%s",
+				    s->run_id);
+		code = SL_EXIT_USAGE;
 	} else {
-		sbx_engine_print_summary(s->engine, stdout);
-		code = strcmp(sbx_engine_state(s->engine), "completed") == 0
-			       ? SBX_EXIT_OK
-			       : SBX_EXIT_FAIL;
+		sl_engine_print_summary(s->engine, stdout);
+		code = strcmp(sl_engine_state(s->engine), "completed") == 0
+			       ? SL_EXIT_OK
+			       : SL_EXIT_FAIL;
 	}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
@@ -373,7 +371,7 @@ static int parse_options(struct session *s, int argc, char **argv,
 		{"no-tui", no_argument, NULL, O_NOTUI},
 		{NULL, 0, NULL, 0},
 	};
-	char **ov = sbx_xcalloc(8, sizeof(*ov));
+	char **ov = sl_xcalloc(8, sizeof(*ov));
 	size_t n = 0;
 	int opt;
 
@@ -386,21 +384,20 @@ static int parse_options(struct session *s, int argc, char **argv,
 		case O_MODEL: {
 			cJSON *q = cJSON_CreateString(optarg);
 
-			ov[n++] = sbx_xstrdup("model");
+			ov[n++] = sl_xstrdup("model");
 			ov[n++] = cJSON_PrintUnformatted(q);
 			cJSON_Delete(q);
 			break;
 		}
 		case O_KEEP:
 		case O_NOKEEP:
-			ov[n++] = sbx_xstrdup("keep_sandboxes");
-			ov[n++] =
-				sbx_xstrdup(opt == O_KEEP ? "true" : "false");
+			ov[n++] = sl_xstrdup("keep_sandboxes");
+			ov[n++] = sl_xstrdup(opt == O_KEEP ? "true" : "false");
 			break;
 		case O_KOF:
 		case O_NOKOF:
-			ov[n++] = sbx_xstrdup("keep_on_failure");
-			ov[n++] = sbx_xstrdup(opt == O_KOF ? "true" : "false");
+			ov[n++] = sl_xstrdup("keep_on_failure");
+			ov[n++] = sl_xstrdup(opt == O_KOF ? "true" : "false");
 			break;
 		case O_TUI:
 			s->no_tui = 0;
@@ -409,17 +406,17 @@ static int parse_options(struct session *s, int argc, char **argv,
 			s->no_tui = 1;
 			break;
 		default:
-			sbx_cli_error("unknown option '%s'", argv[optind - 1]);
+			sl_cli_error("unknown option '%s'", argv[optind - 1]);
 			goto fail;
 		}
 		if (n + 2 > 8) {
-			sbx_cli_error("too many options");
+			sl_cli_error("too many options");
 			goto fail;
 		}
 	}
 	if (optind != argc - 1 || !*argv[optind]) {
-		sbx_cli_error("%s needs exactly one %s", s->verb,
-			      allow_run_opts ? "OUTCOME" : "RUN");
+		sl_cli_error("%s needs exactly one %s", s->verb,
+			     allow_run_opts ? "OUTCOME" : "RUN");
 		goto fail;
 	}
 	*positional = argv[optind];
@@ -433,9 +430,9 @@ fail:
 	return -1;
 }
 
-static int command(struct sbx_cli *cli, int argc, char **argv, int resume)
+static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 {
-	const struct sbx_command *cmd;
+	const struct sl_command *cmd;
 	struct session s;
 	const char *pos = NULL;
 	char **ov = NULL;
@@ -448,32 +445,32 @@ static int command(struct sbx_cli *cli, int argc, char **argv, int resume)
 	s.verb = resume ? "resume" : "run";
 	atomic_init(&s.done, 0);
 	if (parse_options(&s, argc, argv, !resume, &pos, &ov, &n_ov) < 0) {
-		for (cmd = sbx_commands; cmd->name; cmd++)
+		for (cmd = sl_commands; cmd->name; cmd++)
 			if (strcmp(cmd->name, s.verb) == 0)
-				sbx_cli_usage(cmd, 1);
-		return SBX_EXIT_USAGE;
+				sl_cli_usage(cmd, 1);
+		return SL_EXIT_USAGE;
 	}
 	code = open_session(&s);
 	if (code)
 		goto out;
 	if (resume) {
-		if (!sbx_run_id_valid(pos)) {
-			sbx_cli_error("unknown run %s", pos);
-			code = SBX_EXIT_USAGE;
+		if (!sl_run_id_valid(pos)) {
+			sl_cli_error("unknown run %s", pos);
+			code = SL_EXIT_USAGE;
 			goto out;
 		}
 		snprintf(s.run_id, sizeof(s.run_id), "%s", pos);
 		if (rehydrate(&s) < 0) {
-			code = SBX_EXIT_USAGE;
+			code = SL_EXIT_USAGE;
 			goto out;
 		}
 	} else {
-		sbx_run_id_new(s.run_id);
+		sl_run_id_new(s.run_id);
 		s.outcome = pos;
 	}
 	for (i = 0; i + 1 < n_ov; i += 2)
 		if (set_override(s.core, ov[i], ov[i + 1]) < 0) {
-			code = SBX_EXIT_USAGE;
+			code = SL_EXIT_USAGE;
 			goto out;
 		}
 	open_sinks(&s);
@@ -489,12 +486,12 @@ out:
 	return code;
 }
 
-int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_run(struct sl_cli *cli, int argc, char **argv)
 {
 	return command(cli, argc, argv, 0);
 }
 
-int sbx_cmd_resume(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_resume(struct sl_cli *cli, int argc, char **argv)
 {
 	return command(cli, argc, argv, 1);
 }

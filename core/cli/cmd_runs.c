@@ -55,21 +55,21 @@ static int is_terminal(const char *state)
  * Open the core and the configured store; 0 or an exit code. `reader`:
  * the command only reads it (a read-only state directory will do).
  */
-static int open_store(struct sbx_cli *cli, struct sbx_instance *store,
+static int open_store(struct sl_cli *cli, struct sl_instance *store,
 		      int reader)
 {
 	struct sbxloop_error err = {0, ""};
 	const char *name;
-	int rc = sbx_cli_open_core(cli);
+	int rc = sl_cli_open_core(cli);
 
 	if (rc)
 		return rc;
 	cli->core->state_read_only = reader;
-	name = sbx_config_str(cli->core->cfg, "plugins.store");
-	if (sbx_core_instantiate(cli->core, SBXLOOP_KIND_STORE,
-				 name ? name : "sqlite", store, &err)) {
-		sbx_cli_error("%s", err.message);
-		return SBX_EXIT_USAGE;
+	name = sl_config_str(cli->core->cfg, "plugins.store");
+	if (sl_core_instantiate(cli->core, SBXLOOP_KIND_STORE,
+				name ? name : "sqlite", store, &err)) {
+		sl_cli_error("%s", err.message);
+		return SL_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -79,12 +79,12 @@ static int store_failed(const char *run_id, const struct sbxloop_error *err,
 			int rc)
 {
 	if (rc == SBXLOOP_ENOTFOUND && run_id) {
-		sbx_cli_error("unknown run '%s'", run_id);
-		sbx_cli_hint("`sbxloop status` lists the known runs");
-		return SBX_EXIT_USAGE;
+		sl_cli_error("unknown run '%s'", run_id);
+		sl_cli_hint("`sbxloop status` lists the known runs");
+		return SL_EXIT_USAGE;
 	}
-	sbx_cli_error("%s", err->message);
-	return rc == SBXLOOP_ECORRUPT ? SBX_EXIT_USAGE : SBX_EXIT_FAIL;
+	sl_cli_error("%s", err->message);
+	return rc == SBXLOOP_ECORRUPT ? SL_EXIT_USAGE : SL_EXIT_FAIL;
 }
 
 /* A copy of a run row that outlives the store's callback. */
@@ -114,11 +114,11 @@ static int run_copy_cb(void *user, const struct sbxloop_run_row *row)
 	struct run_copy *r = user;
 
 	run_copy_free(r);
-	r->run_id = sbx_xstrdup(row->run_id);
-	r->state = sbx_xstrdup(row->state);
-	r->outcome = sbx_xstrdup(row->outcome ? row->outcome : "");
+	r->run_id = sl_xstrdup(row->run_id);
+	r->state = sl_xstrdup(row->state);
+	r->outcome = sl_xstrdup(row->outcome ? row->outcome : "");
 	r->reason =
-		row->reason && *row->reason ? sbx_xstrdup(row->reason) : NULL;
+		row->reason && *row->reason ? sl_xstrdup(row->reason) : NULL;
 	r->created_at = row->created_at;
 	r->updated_at = row->updated_at;
 	r->tasks_done = row->tasks_done;
@@ -127,7 +127,7 @@ static int run_copy_cb(void *user, const struct sbxloop_run_row *row)
 	return 0;
 }
 
-static int get_run(struct sbx_instance *store, const char *run_id,
+static int get_run(struct sl_instance *store, const char *run_id,
 		   struct run_copy *out)
 {
 	const struct sbxloop_store_ops *ops = store->ops;
@@ -145,24 +145,24 @@ static int get_run(struct sbx_instance *store, const char *run_id,
 /* First `max` characters (UTF-8) of s on one line; caller frees. */
 static char *clip(const char *s, size_t max)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	size_t chars = 0;
 
 	for (; s && *s; s++) {
 		if (((unsigned char)*s & 0xc0) != 0x80 && chars++ == max) {
-			sbx_buf_adds(&b, "\xe2\x80\xa6");
+			sl_buf_adds(&b, "\xe2\x80\xa6");
 			break;
 		}
-		sbx_buf_addc(&b, *s == '\n' || *s == '\t' ? ' ' : *s);
+		sl_buf_addc(&b, *s == '\n' || *s == '\t' ? ' ' : *s);
 	}
-	return b.buf ? sbx_buf_detach(&b) : sbx_xstrdup("");
+	return b.buf ? sl_buf_detach(&b) : sl_xstrdup("");
 }
 
 /* A table cell: clipped, secrets masked, controls escaped; caller frees. */
 static char *cell(const char *s, size_t max)
 {
 	char *c = clip(s, max);
-	char *shown = sbx_shown(c, 0);
+	char *shown = sl_shown(c, 0);
 
 	free(c);
 	return shown;
@@ -171,7 +171,7 @@ static char *cell(const char *s, size_t max)
 /* Print text built for a terminal (several lines) safely. */
 static void print_shown(const char *text)
 {
-	char *shown = sbx_shown(text, SBX_TERM_KEEP_NL);
+	char *shown = sl_shown(text, SL_TERM_KEEP_NL);
 
 	fputs(shown, stdout);
 	free(shown);
@@ -206,8 +206,8 @@ static void format_duration(double secs, char *buf, size_t len)
 static void print_json(cJSON *root, int pretty)
 {
 	char *text = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
-	char *clean = sbx_shown(text ? text : "null",
-				SBX_TERM_JSON | SBX_TERM_KEEP_NL);
+	char *clean =
+		sl_shown(text ? text : "null", SL_TERM_JSON | SL_TERM_KEEP_NL);
 
 	printf("%s\n", clean);
 	free(clean);
@@ -236,11 +236,11 @@ static int want_json(int argc, char **argv, const char **run_id)
 	return json;
 }
 
-static const struct sbx_command *command(const char *name)
+static const struct sl_command *command(const char *name)
 {
-	const struct sbx_command *c;
+	const struct sl_command *c;
 
-	for (c = sbx_commands; c->name; c++)
+	for (c = sl_commands; c->name; c++)
 		if (!strcmp(c->name, name))
 			return c;
 	return NULL;
@@ -260,7 +260,7 @@ static int run_list_cb(void *user, const struct sbxloop_run_row *row)
 
 	if (l->n == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 64;
-		l->runs = sbx_xrealloc(l->runs, l->cap * sizeof(*l->runs));
+		l->runs = sl_xrealloc(l->runs, l->cap * sizeof(*l->runs));
 	}
 	memset(&l->runs[l->n], 0, sizeof(l->runs[0]));
 	run_copy_cb(&l->runs[l->n], row);
@@ -288,12 +288,12 @@ static cJSON *run_json(const struct run_copy *r)
 	return o;
 }
 
-static int status_all(struct sbx_instance *store, int json)
+static int status_all(struct sl_instance *store, int json)
 {
 	const struct sbxloop_store_ops *ops = store->ops;
 	struct sbxloop_error err = {0, ""};
 	struct run_list l = {NULL, 0, 0};
-	struct sbx_buf out = SBX_BUF_INIT;
+	struct sl_buf out = SL_BUF_INIT;
 	size_t i;
 	int rc;
 
@@ -314,8 +314,8 @@ static int status_all(struct sbx_instance *store, int json)
 		printf("no runs yet\n");
 		goto out;
 	}
-	sbx_buf_addf(&out, "%-24s %-24s %-7s %-16s %-8s %s\n", "run", "state",
-		     "tasks", "started", "duration", "outcome");
+	sl_buf_addf(&out, "%-24s %-24s %-7s %-16s %-8s %s\n", "run", "state",
+		    "tasks", "started", "duration", "outcome");
 	for (i = 0; i < l.n; i++) {
 		struct run_copy *r = &l.runs[i];
 		char started[32], dur[32], tasks[32], *raw, *state, *outcome;
@@ -326,25 +326,25 @@ static int status_all(struct sbx_instance *store, int json)
 				sizeof(dur));
 		snprintf(tasks, sizeof(tasks), "%d/%d", r->tasks_done,
 			 r->tasks_total);
-		raw = r->reason ? sbx_xasprintf("%s \xe2\x80\x94 %s", r->state,
-						r->reason)
-				: sbx_xstrdup(r->state);
+		raw = r->reason ? sl_xasprintf("%s \xe2\x80\x94 %s", r->state,
+					       r->reason)
+				: sl_xstrdup(r->state);
 		state = cell(raw, SIZE_MAX);
 		free(raw);
 		outcome = cell(r->outcome, OUTCOME_CLIP);
 		id = cell(r->run_id, SIZE_MAX);
-		sbx_buf_addf(&out, "%-24s %-24s %-7s %-16s %-8s %s\n", id,
-			     state, tasks, started, dur, outcome);
+		sl_buf_addf(&out, "%-24s %-24s %-7s %-16s %-8s %s\n", id,
+			    state, tasks, started, dur, outcome);
 		free(id);
 		free(state);
 		free(outcome);
 	}
-	print_shown(sbx_buf_str(&out));
+	print_shown(sl_buf_str(&out));
 out:
 	for (i = 0; i < l.n; i++)
 		run_copy_free(&l.runs[i]);
 	free(l.runs);
-	sbx_buf_release(&out);
+	sl_buf_release(&out);
 	return rc;
 }
 
@@ -380,12 +380,12 @@ static int jint(const cJSON *o, const char *key)
 	return (int)cJSON_GetNumberValue(cJSON_GetObjectItem(o, key));
 }
 
-static int status_one(struct sbx_instance *store, const char *run_id, int json)
+static int status_one(struct sl_instance *store, const char *run_id, int json)
 {
 	const struct sbxloop_store_ops *ops = store->ops;
 	struct sbxloop_error err = {0, ""};
 	struct run_copy r;
-	struct sbx_buf out = SBX_BUF_INIT;
+	struct sl_buf out = SL_BUF_INIT;
 	cJSON *tasks = cJSON_CreateArray(), *t;
 	int rc;
 
@@ -413,23 +413,23 @@ static int status_one(struct sbx_instance *store, const char *run_id, int json)
 		char *id = cell(r.run_id, SIZE_MAX);
 		char *state = cell(r.state, SIZE_MAX);
 		char *reason = r.reason ? cell(r.reason, SIZE_MAX) : NULL;
-		char *outcome = sbx_shown(r.outcome, 0);
+		char *outcome = sl_shown(r.outcome, 0);
 
-		sbx_buf_addf(&out, "run %s  state: %s\n", id, state);
+		sl_buf_addf(&out, "run %s  state: %s\n", id, state);
 		if (reason)
-			sbx_buf_addf(&out, "reason: %s\n", reason);
-		sbx_buf_addf(&out, "outcome: %s\n", outcome);
+			sl_buf_addf(&out, "reason: %s\n", reason);
+		sl_buf_addf(&out, "outcome: %s\n", outcome);
 		free(id);
 		free(state);
 		free(reason);
 		free(outcome);
 	}
 	if (cJSON_GetArraySize(tasks) == 0) {
-		sbx_buf_adds(&out, "no tasks yet\n");
+		sl_buf_adds(&out, "no tasks yet\n");
 	} else {
-		sbx_buf_addf(&out, "\n%-16s %-32s %-13s %-4s %-6s %s\n",
-			     "task", "title", "state", "rev", "replan",
-			     "last feedback");
+		sl_buf_addf(&out, "\n%-16s %-32s %-13s %-4s %-6s %s\n", "task",
+			    "title", "state", "rev", "replan",
+			    "last feedback");
 		cJSON_ArrayForEach (t, tasks) {
 			char *id = cell(jstr(t, "task_id"), SIZE_MAX);
 			char *title = cell(jstr(t, "title"), 32);
@@ -437,48 +437,48 @@ static int status_one(struct sbx_instance *store, const char *run_id, int json)
 			char *fb =
 				cell(jstr(t, "last_feedback"), FEEDBACK_CLIP);
 
-			sbx_buf_addf(&out, "%-16s %-32s %-13s %-4d %-6d %s\n",
-				     id, title, state, jint(t, "revisions"),
-				     jint(t, "replans"), fb);
+			sl_buf_addf(&out, "%-16s %-32s %-13s %-4d %-6d %s\n",
+				    id, title, state, jint(t, "revisions"),
+				    jint(t, "replans"), fb);
 			free(id);
 			free(title);
 			free(state);
 			free(fb);
 		}
 	}
-	sbx_buf_addf(&out, "\n%d phase attempts recorded\n", r.attempts);
-	print_shown(sbx_buf_str(&out));
+	sl_buf_addf(&out, "\n%d phase attempts recorded\n", r.attempts);
+	print_shown(sl_buf_str(&out));
 out:
 	cJSON_Delete(tasks);
 	run_copy_free(&r);
-	sbx_buf_release(&out);
+	sl_buf_release(&out);
 	return rc;
 }
 
-int sbx_cmd_status(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_status(struct sl_cli *cli, int argc, char **argv)
 {
-	struct sbx_instance store;
+	struct sl_instance store;
 	const char *run_id = NULL;
 	int json = want_json(argc, argv, &run_id);
 	int rc;
 
 	memset(&store, 0, sizeof(store));
 	if (json < 0)
-		return sbx_cli_usage(command("status"), 1);
+		return sl_cli_usage(command("status"), 1);
 	rc = open_store(cli, &store, 1);
 	if (rc)
 		return rc;
 	rc = run_id ? status_one(&store, run_id, json)
 		    : status_all(&store, json);
-	sbx_instance_destroy(&store);
+	sl_instance_destroy(&store);
 	return rc;
 }
 
 /* ------------------------------------------------------------- cancel */
 
-int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_cancel(struct sl_cli *cli, int argc, char **argv)
 {
-	struct sbx_instance store;
+	struct sl_instance store;
 	struct sbxloop_run_update upd;
 	struct sbxloop_error err = {0, ""};
 	const struct sbxloop_store_ops *ops;
@@ -490,7 +490,7 @@ int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv)
 	memset(&store, 0, sizeof(store));
 	memset(&r, 0, sizeof(r));
 	if (want_json(argc, argv, &run_id) != 0 || !run_id)
-		return sbx_cli_usage(command("cancel"), 1);
+		return sl_cli_usage(command("cancel"), 1);
 	rc = open_store(cli, &store, 0);
 	if (rc)
 		return rc;
@@ -506,9 +506,9 @@ int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv)
 	if (rc == SBXLOOP_ESTATE) {
 		if (!prev[0] && get_run(&store, run_id, &r) == 0)
 			snprintf(prev, sizeof(prev), "%s", r.state);
-		sbx_cli_error("run %s is already %s; nothing to cancel",
-			      run_id, prev[0] ? prev : "finished");
-		rc = SBX_EXIT_USAGE;
+		sl_cli_error("run %s is already %s; nothing to cancel", run_id,
+			     prev[0] ? prev : "finished");
+		rc = SL_EXIT_USAGE;
 		goto out;
 	}
 	if (rc) {
@@ -518,15 +518,15 @@ int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv)
 	printf("run %s cancelled\n", run_id);
 out:
 	run_copy_free(&r);
-	sbx_instance_destroy(&store);
+	sl_instance_destroy(&store);
 	return rc;
 }
 
 /* --------------------------------------------------------------- logs */
 
 struct logs {
-	struct sbx_instance *store;
-	struct sbx_instance sink; /* the plain sink, unless --json */
+	struct sl_instance *store;
+	struct sl_instance sink; /* the plain sink, unless --json */
 	int json;
 	int64_t last_seq;
 	int failed;
@@ -540,7 +540,7 @@ static int logs_cb(void *user, const struct sbxloop_event *ev)
 
 	l->last_seq = ev->seq;
 	if (l->json) {
-		char *clean = sbx_shown(ev->json, SBX_TERM_JSON);
+		char *clean = sl_shown(ev->json, SL_TERM_JSON);
 
 		fputs(clean, stdout);
 		fputc('\n', stdout);
@@ -566,8 +566,8 @@ static int logs_query(struct logs *l, const struct sbxloop_event_query *q0)
 	if (rc)
 		return store_failed(q.run_id, &l->err, rc);
 	if (l->failed) {
-		sbx_cli_error("%s", l->err.message);
-		return SBX_EXIT_FAIL;
+		sl_cli_error("%s", l->err.message);
+		return SL_EXIT_FAIL;
 	}
 	return 0;
 }
@@ -598,14 +598,14 @@ static int logs_follow(struct logs *l, const struct sbxloop_event_query *q,
 					       &last_ts, &err) == 0) {
 				active = r.updated_at > last_ts ? r.updated_at
 								: last_ts;
-				if (sbx_now() - active > stale_min * 60.0) {
+				if (sl_now() - active > stale_min * 60.0) {
 					fprintf(stderr,
 						"warning: run %s has shown no "
 						"activity for over %ld "
 						"minutes; its process may be "
 						"dead\n",
 						q->run_id, stale_min);
-					sbx_cli_hint(
+					sl_cli_hint(
 						"resume it with `sbxloop "
 						"resume %s`, or keep waiting "
 						"with --stale-after 0",
@@ -620,7 +620,7 @@ static int logs_follow(struct logs *l, const struct sbxloop_event_query *q,
 	return rc;
 }
 
-int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_logs(struct sl_cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"type", required_argument, NULL, 't'},
@@ -631,8 +631,8 @@ int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv)
 		{"stale-after", required_argument, NULL, 'a'},
 		{NULL, 0, NULL, 0},
 	};
-	const struct sbx_command *cmd = command("logs");
-	struct sbx_instance store;
+	const struct sl_command *cmd = command("logs");
+	struct sl_instance store;
 	struct sbxloop_event_query q;
 	struct logs l;
 	struct run_copy r;
@@ -658,10 +658,10 @@ int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv)
 			errno = 0;
 			l.last_seq = strtoll(optarg, &end, 10);
 			if (errno || *end || l.last_seq < 0) {
-				sbx_cli_error("--since wants a sequence "
-					      "number, not '%s'",
-					      optarg);
-				return SBX_EXIT_USAGE;
+				sl_cli_error("--since wants a sequence "
+					     "number, not '%s'",
+					     optarg);
+				return SL_EXIT_USAGE;
 			}
 			break;
 		case 'j':
@@ -674,18 +674,18 @@ int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv)
 			errno = 0;
 			stale_min = strtol(optarg, &end, 10);
 			if (errno || *end || stale_min < 0) {
-				sbx_cli_error("--stale-after wants minutes, "
-					      "not '%s'",
-					      optarg);
-				return SBX_EXIT_USAGE;
+				sl_cli_error("--stale-after wants minutes, "
+					     "not '%s'",
+					     optarg);
+				return SL_EXIT_USAGE;
 			}
 			break;
 		default:
-			return sbx_cli_usage(cmd, 1);
+			return sl_cli_usage(cmd, 1);
 		}
 	}
 	if (argc - optind != 1)
-		return sbx_cli_usage(cmd, 1);
+		return sl_cli_usage(cmd, 1);
 	q.run_id = argv[optind];
 	rc = open_store(cli, &store, 1);
 	if (rc)
@@ -696,16 +696,15 @@ int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv)
 		goto out;
 	if (!l.json) {
 		/* the plain sink owns the dense line; show every event */
-		if (sbx_config_set(cli->core->cfg, "plain.events", "all",
-				   &cfg_err) ||
-		    sbx_config_set(cli->core->cfg, "plain.color",
-				   cli->color ? "always" : "never",
-				   &cfg_err) ||
-		    sbx_core_instantiate(cli->core, SBXLOOP_KIND_SINK, "plain",
-					 &l.sink, &l.err)) {
-			sbx_cli_error("cannot print events: %s",
-				      cfg_err ? cfg_err : l.err.message);
-			rc = SBX_EXIT_FAIL;
+		if (sl_config_set(cli->core->cfg, "plain.events", "all",
+				  &cfg_err) ||
+		    sl_config_set(cli->core->cfg, "plain.color",
+				  cli->color ? "always" : "never", &cfg_err) ||
+		    sl_core_instantiate(cli->core, SBXLOOP_KIND_SINK, "plain",
+					&l.sink, &l.err)) {
+			sl_cli_error("cannot print events: %s",
+				     cfg_err ? cfg_err : l.err.message);
+			rc = SL_EXIT_FAIL;
 			goto out;
 		}
 	}
@@ -713,7 +712,7 @@ int sbx_cmd_logs(struct sbx_cli *cli, int argc, char **argv)
 out:
 	free(cfg_err);
 	run_copy_free(&r);
-	sbx_instance_destroy(&l.sink);
-	sbx_instance_destroy(&store);
+	sl_instance_destroy(&l.sink);
+	sl_instance_destroy(&store);
 	return rc;
 }

@@ -33,11 +33,11 @@
 #define AGENT_ENV "COPILOT_GITHUB_TOKEN"
 #define AGENT_HOST "api.github.com"
 
-static const struct sbx_command *command(const char *name)
+static const struct sl_command *command(const char *name)
 {
-	const struct sbx_command *c;
+	const struct sl_command *c;
 
-	for (c = sbx_commands; c->name; c++)
+	for (c = sl_commands; c->name; c++)
 		if (!strcmp(c->name, name))
 			return c;
 	return NULL;
@@ -46,29 +46,29 @@ static const struct sbx_command *command(const char *name)
 /* ---------------------------------------------------------- plumbing */
 
 /* The configured provider (and the store when `store` is non-NULL). */
-static int open_provider(struct sbx_cli *cli, struct sbx_instance *box,
-			 struct sbx_instance *store)
+static int open_provider(struct sl_cli *cli, struct sl_instance *box,
+			 struct sl_instance *store)
 {
 	struct sbxloop_error err = {0, ""};
 	const char *name;
-	int rc = sbx_cli_open_core(cli);
+	int rc = sl_cli_open_core(cli);
 
 	if (rc)
 		return rc;
-	name = sbx_config_str(cli->core->cfg, "plugins.sandbox");
-	if (sbx_core_instantiate(cli->core, SBXLOOP_KIND_SANDBOX,
-				 name ? name : "local", box, &err)) {
-		sbx_cli_error("%s", err.message);
-		return SBX_EXIT_USAGE;
+	name = sl_config_str(cli->core->cfg, "plugins.sandbox");
+	if (sl_core_instantiate(cli->core, SBXLOOP_KIND_SANDBOX,
+				name ? name : "local", box, &err)) {
+		sl_cli_error("%s", err.message);
+		return SL_EXIT_USAGE;
 	}
 	if (!store)
 		return 0;
-	name = sbx_config_str(cli->core->cfg, "plugins.store");
-	if (sbx_core_instantiate(cli->core, SBXLOOP_KIND_STORE,
-				 name ? name : "sqlite", store, &err)) {
-		sbx_cli_error("%s", err.message);
-		sbx_instance_destroy(box);
-		return SBX_EXIT_USAGE;
+	name = sl_config_str(cli->core->cfg, "plugins.store");
+	if (sl_core_instantiate(cli->core, SBXLOOP_KIND_STORE,
+				name ? name : "sqlite", store, &err)) {
+		sl_cli_error("%s", err.message);
+		sl_instance_destroy(box);
+		return SL_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -91,12 +91,11 @@ static void box_list_cb(void *user, const struct sbxloop_sandbox_entry *e)
 
 	if (l->n == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 8;
-		l->rows = sbx_xrealloc(l->rows, l->cap * sizeof(*l->rows));
+		l->rows = sl_xrealloc(l->rows, l->cap * sizeof(*l->rows));
 	}
-	l->rows[l->n].name = sbx_xstrdup(e->name);
-	l->rows[l->n].status = sbx_xstrdup(e->status ? e->status : "");
-	l->rows[l->n].workspace =
-		sbx_xstrdup(e->workspace ? e->workspace : "");
+	l->rows[l->n].name = sl_xstrdup(e->name);
+	l->rows[l->n].status = sl_xstrdup(e->status ? e->status : "");
+	l->rows[l->n].workspace = sl_xstrdup(e->workspace ? e->workspace : "");
 	l->n++;
 }
 
@@ -113,7 +112,7 @@ static void box_list_free(struct box_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
-static int list_boxes(struct sbx_instance *box, struct box_list *l,
+static int list_boxes(struct sl_instance *box, struct box_list *l,
 		      struct sbxloop_error *err)
 {
 	const struct sbxloop_sandbox_ops *ops = box->ops;
@@ -142,7 +141,7 @@ static int pair_name(const char *name, char *run, size_t run_size,
 	const char *rest, *dash;
 	size_t n;
 
-	if (!sbx_starts_with(name, PAIR_PREFIX))
+	if (!sl_starts_with(name, PAIR_PREFIX))
 		return -1;
 	rest = name + strlen(PAIR_PREFIX);
 	dash = strrchr(rest, '-');
@@ -153,7 +152,7 @@ static int pair_name(const char *name, char *run, size_t run_size,
 		return -1;
 	memcpy(run, rest, n);
 	run[n] = '\0';
-	if (!sbx_run_id_valid(run))
+	if (!sl_run_id_valid(run))
 		return -1;
 	*role = dash + 1;
 	return 0;
@@ -164,22 +163,22 @@ static int pair_name(const char *name, char *run, size_t run_size,
  * configured strategy (sbx leaves name-scoped registrations behind, and
  * a later sandbox of the same name would inherit them).
  */
-static void revoke_secrets(struct sbx_core *core, const char *name,
+static void revoke_secrets(struct sl_core *core, const char *name,
 			   const char *role)
 {
-	size_t i, n = sbx_config_list_len(core->cfg, "plugins.secrets");
+	size_t i, n = sl_config_list_len(core->cfg, "plugins.secrets");
 
 	for (i = 0; i < n; i++) {
 		const char *sname =
-			sbx_config_list_item(core->cfg, "plugins.secrets", i);
+			sl_config_list_item(core->cfg, "plugins.secrets", i);
 		const struct sbxloop_secret_ops *ops;
 		struct sbxloop_secret_req req;
 		struct sbxloop_error err = {0, ""};
-		struct sbx_instance inst;
+		struct sl_instance inst;
 		int github = role && !strcmp(role, "github");
 
-		if (sbx_core_instantiate(core, SBXLOOP_KIND_SECRET, sname,
-					 &inst, &err))
+		if (sl_core_instantiate(core, SBXLOOP_KIND_SECRET, sname,
+					&inst, &err))
 			continue;
 		ops = inst.ops;
 		memset(&req, 0, sizeof(req));
@@ -191,16 +190,16 @@ static void revoke_secrets(struct sbx_core *core, const char *name,
 		req.bind_host = github ? NULL : AGENT_HOST;
 		req.service = github ? "github" : NULL;
 		ops->revoke(inst.ctx, &req, &err);
-		sbx_instance_destroy(&inst);
+		sl_instance_destroy(&inst);
 	}
 }
 
 /* ------------------------------------------------------- sandbox ls */
 
-static int sandbox_ls(struct sbx_cli *cli)
+static int sandbox_ls(struct sl_cli *cli)
 {
 	struct sbxloop_error err = {0, ""};
-	struct sbx_instance box;
+	struct sl_instance box;
 	struct box_list l;
 	size_t i;
 	int rc;
@@ -210,8 +209,8 @@ static int sandbox_ls(struct sbx_cli *cli)
 		return rc;
 	rc = list_boxes(&box, &l, &err);
 	if (rc) {
-		sbx_cli_error("cannot list sandboxes: %s", err.message);
-		rc = SBX_EXIT_USAGE;
+		sl_cli_error("cannot list sandboxes: %s", err.message);
+		rc = SL_EXIT_USAGE;
 		goto out;
 	}
 	if (!l.n) {
@@ -224,7 +223,7 @@ static int sandbox_ls(struct sbx_cli *cli)
 		       l.rows[i].workspace);
 out:
 	box_list_free(&l);
-	sbx_instance_destroy(&box);
+	sl_instance_destroy(&box);
 	return rc;
 }
 
@@ -237,11 +236,11 @@ static void add_target(char ***targets, size_t *n, const char *name)
 	for (i = 0; i < *n; i++)
 		if (!strcmp((*targets)[i], name))
 			return;
-	*targets = sbx_xrealloc(*targets, (*n + 1) * sizeof(**targets));
-	(*targets)[(*n)++] = sbx_xstrdup(name);
+	*targets = sl_xrealloc(*targets, (*n + 1) * sizeof(**targets));
+	(*targets)[(*n)++] = sl_xstrdup(name);
 }
 
-static int sandbox_rm(struct sbx_cli *cli, int argc, char **argv)
+static int sandbox_rm(struct sl_cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"run", required_argument, NULL, 'r'},
@@ -250,7 +249,7 @@ static int sandbox_rm(struct sbx_cli *cli, int argc, char **argv)
 	};
 	const struct sbxloop_sandbox_ops *ops;
 	struct sbxloop_error err = {0, ""};
-	struct sbx_instance box;
+	struct sl_instance box;
 	struct box_list l;
 	char **targets = NULL, *name;
 	const char *run = NULL, *role;
@@ -267,15 +266,15 @@ static int sandbox_rm(struct sbx_cli *cli, int argc, char **argv)
 		else if (opt == 'a')
 			all = 1;
 		else
-			return sbx_cli_usage(command("sandbox"), 1);
+			return sl_cli_usage(command("sandbox"), 1);
 	}
 	for (; optind < argc; optind++)
 		add_target(&targets, &n, argv[optind]);
 	if (run) {
-		name = sbx_xasprintf(PAIR_PREFIX "%s-agent", run);
+		name = sl_xasprintf(PAIR_PREFIX "%s-agent", run);
 		add_target(&targets, &n, name);
 		free(name);
-		name = sbx_xasprintf(PAIR_PREFIX "%s-github", run);
+		name = sl_xasprintf(PAIR_PREFIX "%s-github", run);
 		add_target(&targets, &n, name);
 		free(name);
 	}
@@ -284,20 +283,20 @@ static int sandbox_rm(struct sbx_cli *cli, int argc, char **argv)
 		goto out;
 	ops = box.ops;
 	if (list_boxes(&box, &l, &err)) {
-		sbx_cli_error("cannot list sandboxes: %s", err.message);
-		rc = SBX_EXIT_USAGE;
+		sl_cli_error("cannot list sandboxes: %s", err.message);
+		rc = SL_EXIT_USAGE;
 		goto out_box;
 	}
 	for (i = 0; all && i < l.n; i++)
 		add_target(&targets, &n, l.rows[i].name);
 	if (!n) {
-		sbx_cli_error("nothing to remove: pass a NAME, --run, or "
-			      "--all");
-		rc = SBX_EXIT_USAGE;
+		sl_cli_error("nothing to remove: pass a NAME, --run, or "
+			     "--all");
+		rc = SL_EXIT_USAGE;
 		goto out_box;
 	}
 	for (i = 0; i < n; i++) {
-		if (sbx_starts_with(targets[i], PAIR_PREFIX) &&
+		if (sl_starts_with(targets[i], PAIR_PREFIX) &&
 		    !box_listed(&l, targets[i])) {
 			printf("skip %s: no such sandbox\n", targets[i]);
 			continue;
@@ -312,7 +311,7 @@ static int sandbox_rm(struct sbx_cli *cli, int argc, char **argv)
 		printf("removed %s\n", targets[i]);
 	}
 out_box:
-	sbx_instance_destroy(&box);
+	sl_instance_destroy(&box);
 out:
 	box_list_free(&l);
 	for (i = 0; i < n; i++)
@@ -374,7 +373,7 @@ struct prune_row {
 };
 
 /* Classify one listed sandbox against the store (UPSTREAM.md 8.8). */
-static void classify(struct sbx_instance *store, const char *name,
+static void classify(struct sl_instance *store, const char *name,
 		     double min_age_s, int include_kept, struct prune_row *pr)
 {
 	const struct sbxloop_store_ops *st = store->ops;
@@ -385,8 +384,8 @@ static void classify(struct sbx_instance *store, const char *name,
 	memset(pr, 0, sizeof(*pr));
 	snprintf(pr->age, sizeof(pr->age), "?");
 	snprintf(pr->state, sizeof(pr->state), "-");
-	if (sbx_starts_with(name, PAIR_PREFIX "daemon-github-") ||
-	    sbx_starts_with(name, PAIR_PREFIX "concierge-")) {
+	if (sl_starts_with(name, PAIR_PREFIX "daemon-github-") ||
+	    sl_starts_with(name, PAIR_PREFIX "concierge-")) {
 		pr->verdict = UNTOUCHED;
 		snprintf(pr->reason, sizeof(pr->reason), "daemon-owned");
 		return;
@@ -412,7 +411,7 @@ static void classify(struct sbx_instance *store, const char *name,
 	st->event_last_ts(store->ctx, pr->run, &last, &err);
 	if (last < ri.updated_at)
 		last = ri.updated_at;
-	age = last > 0 ? sbx_now() - last : -1;
+	age = last > 0 ? sl_now() - last : -1;
 	format_age(age, pr->age, sizeof(pr->age));
 	if (pr->kept && !include_kept) {
 		pr->verdict = KEEP;
@@ -436,7 +435,7 @@ static void classify(struct sbx_instance *store, const char *name,
 }
 
 /* Count orphan candidates with the defaults (doctor); -1 on failure. */
-static int count_orphans(struct sbx_instance *box, struct sbx_instance *store)
+static int count_orphans(struct sl_instance *box, struct sl_instance *store)
 {
 	struct sbxloop_error err = {0, ""};
 	struct prune_row pr;
@@ -454,7 +453,7 @@ static int count_orphans(struct sbx_instance *box, struct sbx_instance *store)
 	return n;
 }
 
-static int sandbox_prune(struct sbx_cli *cli, int argc, char **argv)
+static int sandbox_prune(struct sl_cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"include-kept", no_argument, NULL, 'k'},
@@ -467,7 +466,7 @@ static int sandbox_prune(struct sbx_cli *cli, int argc, char **argv)
 	const struct sbxloop_sandbox_ops *ops;
 	const struct sbxloop_store_ops *st;
 	struct sbxloop_error err = {0, ""};
-	struct sbx_instance box, store;
+	struct sl_instance box, store;
 	struct prune_row pr;
 	struct box_list l;
 	double min_age = MIN_AGE_HOURS;
@@ -493,14 +492,14 @@ static int sandbox_prune(struct sbx_cli *cli, int argc, char **argv)
 			errno = 0;
 			min_age = strtod(optarg, &end);
 			if (errno || *end || min_age < 0) {
-				sbx_cli_error("--min-age must be a number of "
-					      "hours, not '%s'",
-					      optarg);
-				return SBX_EXIT_USAGE;
+				sl_cli_error("--min-age must be a number of "
+					     "hours, not '%s'",
+					     optarg);
+				return SL_EXIT_USAGE;
 			}
 			break;
 		default:
-			return sbx_cli_usage(command("sandbox"), 1);
+			return sl_cli_usage(command("sandbox"), 1);
 		}
 	}
 	if (dry)
@@ -511,8 +510,8 @@ static int sandbox_prune(struct sbx_cli *cli, int argc, char **argv)
 	ops = box.ops;
 	st = store.ops;
 	if (list_boxes(&box, &l, &err)) {
-		sbx_cli_error("cannot list sandboxes: %s", err.message);
-		rc = SBX_EXIT_USAGE;
+		sl_cli_error("cannot list sandboxes: %s", err.message);
+		rc = SL_EXIT_USAGE;
 		goto out;
 	}
 	if (!l.n) {
@@ -533,9 +532,9 @@ static int sandbox_prune(struct sbx_cli *cli, int argc, char **argv)
 		if (!force)
 			continue;
 		if (ops->sandbox_remove(box.ctx, l.rows[i].name, &err)) {
-			sbx_cli_error("cannot remove '%s': %s", l.rows[i].name,
-				      err.message);
-			rc = SBX_EXIT_FAIL;
+			sl_cli_error("cannot remove '%s': %s", l.rows[i].name,
+				     err.message);
+			rc = SL_EXIT_FAIL;
 			continue;
 		}
 		revoke_secrets(cli->core, l.rows[i].name, pr.role);
@@ -558,26 +557,26 @@ static int sandbox_prune(struct sbx_cli *cli, int argc, char **argv)
 		       orphans);
 out:
 	box_list_free(&l);
-	sbx_instance_destroy(&store);
-	sbx_instance_destroy(&box);
+	sl_instance_destroy(&store);
+	sl_instance_destroy(&box);
 	return rc;
 }
 
-int sbx_cmd_sandbox(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_sandbox(struct sl_cli *cli, int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
 
 	if (!sub)
-		return sbx_cli_usage(command("sandbox"), 1);
+		return sl_cli_usage(command("sandbox"), 1);
 	if (!strcmp(sub, "ls"))
-		return argc > 2 ? sbx_cli_usage(command("sandbox"), 1)
+		return argc > 2 ? sl_cli_usage(command("sandbox"), 1)
 				: sandbox_ls(cli);
 	if (!strcmp(sub, "rm"))
 		return sandbox_rm(cli, argc - 1, argv + 1);
 	if (!strcmp(sub, "prune"))
 		return sandbox_prune(cli, argc - 1, argv + 1);
-	sbx_cli_error("unknown sandbox command '%s'", sub);
-	return sbx_cli_usage(command("sandbox"), 1);
+	sl_cli_error("unknown sandbox command '%s'", sub);
+	return sl_cli_usage(command("sandbox"), 1);
 }
 
 /* -------------------------------------------------------------- shell */
@@ -597,7 +596,7 @@ static void print_err_line(void *user, const char *line, size_t len)
 	print_line(stderr, line, len);
 }
 
-static int run_known(struct sbx_instance *store, const char *run)
+static int run_known(struct sl_instance *store, const char *run)
 {
 	const struct sbxloop_store_ops *st = store->ops;
 	struct sbxloop_error err = {0, ""};
@@ -608,7 +607,7 @@ static int run_known(struct sbx_instance *store, const char *run)
 	       ri.known;
 }
 
-int sbx_cmd_shell(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"role", required_argument, NULL, 'r'},
@@ -617,7 +616,7 @@ int sbx_cmd_shell(struct sbx_cli *cli, int argc, char **argv)
 	};
 	const struct sbxloop_sandbox_ops *ops;
 	struct sbxloop_error err = {0, ""};
-	struct sbx_instance box, store;
+	struct sl_instance box, store;
 	const char *role = "agent", *cmd = NULL, *run, *provider;
 	char *name = NULL;
 	struct box_list l;
@@ -632,37 +631,36 @@ int sbx_cmd_shell(struct sbx_cli *cli, int argc, char **argv)
 		else if (opt == 'c')
 			cmd = optarg;
 		else
-			return sbx_cli_usage(command("shell"), 1);
+			return sl_cli_usage(command("shell"), 1);
 	}
 	if (optind + 1 != argc)
-		return sbx_cli_usage(command("shell"), 1);
+		return sl_cli_usage(command("shell"), 1);
 	run = argv[optind];
 	if (strcmp(role, "agent") && strcmp(role, "github")) {
-		sbx_cli_error("--role must be agent or github, not '%s'",
-			      role);
-		return SBX_EXIT_USAGE;
+		sl_cli_error("--role must be agent or github, not '%s'", role);
+		return SL_EXIT_USAGE;
 	}
 	rc = open_provider(cli, &box, &store);
 	if (rc)
 		return rc;
 	ops = box.ops;
 	if (!run_known(&store, run)) {
-		sbx_cli_error("unknown run '%s'", run);
-		sbx_cli_hint("`sbxloop status` lists the known runs");
-		rc = SBX_EXIT_USAGE;
+		sl_cli_error("unknown run '%s'", run);
+		sl_cli_hint("`sbxloop status` lists the known runs");
+		rc = SL_EXIT_USAGE;
 		goto out;
 	}
-	name = sbx_xasprintf(PAIR_PREFIX "%s-%s", run, role);
+	name = sl_xasprintf(PAIR_PREFIX "%s-%s", run, role);
 	if (list_boxes(&box, &l, &err)) {
-		sbx_cli_error("cannot list sandboxes: %s", err.message);
-		rc = SBX_EXIT_USAGE;
+		sl_cli_error("cannot list sandboxes: %s", err.message);
+		rc = SL_EXIT_USAGE;
 		goto out;
 	}
 	if (!box_listed(&l, name)) {
-		sbx_cli_error("sandbox '%s' does not exist", name);
-		sbx_cli_hint("sandboxes are removed when a run ends unless "
-			     "kept (keep_sandboxes, keep_on_failure)");
-		rc = SBX_EXIT_USAGE;
+		sl_cli_error("sandbox '%s' does not exist", name);
+		sl_cli_hint("sandboxes are removed when a run ends unless "
+			    "kept (keep_sandboxes, keep_on_failure)");
+		rc = SL_EXIT_USAGE;
 		goto out;
 	}
 	if (cmd) {
@@ -679,26 +677,26 @@ int sbx_cmd_shell(struct sbx_cli *cli, int argc, char **argv)
 		memset(&res, 0, sizeof(res));
 		rc = ops->exec(box.ctx, name, &spec, &res, &err);
 		if (rc) {
-			sbx_cli_error("%s", err.message);
-			rc = SBX_EXIT_FAIL;
+			sl_cli_error("%s", err.message);
+			rc = SL_EXIT_FAIL;
 		} else {
-			rc = res.exit_code < 0 ? SBX_EXIT_FAIL : res.exit_code;
+			rc = res.exit_code < 0 ? SL_EXIT_FAIL : res.exit_code;
 		}
-		sbx_proc_result_clear(&res);
+		sl_proc_result_clear(&res);
 		goto out;
 	}
-	provider = sbx_config_str(cli->core->cfg, "plugins.sandbox");
+	provider = sl_config_str(cli->core->cfg, "plugins.sandbox");
 	if (!provider || strcmp(provider, "sbx")) {
-		sbx_cli_error("an interactive shell needs the sbx provider "
-			      "(this config uses '%s')",
-			      provider ? provider : "local");
-		sbx_cli_hint("pass -c CMD to run one command instead");
-		rc = SBX_EXIT_USAGE;
+		sl_cli_error("an interactive shell needs the sbx provider "
+			     "(this config uses '%s')",
+			     provider ? provider : "local");
+		sl_cli_hint("pass -c CMD to run one command instead");
+		rc = SL_EXIT_USAGE;
 		goto out;
 	}
 	{
 		/* the terminal belongs to the shell: exec sbx in place */
-		const char *app = sbx_config_str(cli->core->cfg, "app_name");
+		const char *app = sl_config_str(cli->core->cfg, "app_name");
 		const char *args[12];
 		size_t n = 0;
 
@@ -717,14 +715,14 @@ int sbx_cmd_shell(struct sbx_cli *cli, int argc, char **argv)
 		args[n] = NULL;
 		fflush(NULL);
 		execvp("sbx", (char *const *)args);
-		sbx_cli_error("cannot run sbx: %s", strerror(errno));
-		rc = SBX_EXIT_USAGE;
+		sl_cli_error("cannot run sbx: %s", strerror(errno));
+		rc = SL_EXIT_USAGE;
 	}
 out:
 	free(name);
 	box_list_free(&l);
-	sbx_instance_destroy(&store);
-	sbx_instance_destroy(&box);
+	sl_instance_destroy(&store);
+	sl_instance_destroy(&box);
 	return rc;
 }
 
@@ -751,11 +749,11 @@ static void reg_cb(void *user, const char *env, const char *scope,
 		return;
 	if (l->n == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 8;
-		l->rows = sbx_xrealloc(l->rows, l->cap * sizeof(*l->rows));
+		l->rows = sl_xrealloc(l->rows, l->cap * sizeof(*l->rows));
 	}
-	l->rows[l->n].env = sbx_xstrdup(env);
-	l->rows[l->n].scope = sbx_xstrdup(scope);
-	l->rows[l->n].hosts = sbx_xstrdup(detail ? detail : "");
+	l->rows[l->n].env = sl_xstrdup(env);
+	l->rows[l->n].scope = sl_xstrdup(scope);
+	l->rows[l->n].hosts = sl_xstrdup(detail ? detail : "");
 	l->n++;
 }
 
@@ -778,7 +776,7 @@ static const char *assess(const struct reg_row *r, const struct box_list *l,
 {
 	int canonical = strstr(r->hosts, AGENT_HOST) != NULL;
 
-	if (sbx_starts_with(r->scope, PAIR_PREFIX)) {
+	if (sl_starts_with(r->scope, PAIR_PREFIX)) {
 		if (!box_listed(l, r->scope)) {
 			*note = "its sandbox is gone";
 			return "stale";
@@ -795,7 +793,7 @@ static const char *assess(const struct reg_row *r, const struct box_list *l,
 	return "foreign";
 }
 
-int sbx_cmd_secrets(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"apply", no_argument, NULL, 'a'},
@@ -805,7 +803,7 @@ int sbx_cmd_secrets(struct sbx_cli *cli, int argc, char **argv)
 	const char *sub = argc > 1 ? argv[1] : NULL;
 	const struct sbxloop_secret_ops *sops;
 	struct sbxloop_error err = {0, ""};
-	struct sbx_instance box, proxy;
+	struct sl_instance box, proxy;
 	struct reg_list regs;
 	struct box_list l;
 	size_t i;
@@ -815,7 +813,7 @@ int sbx_cmd_secrets(struct sbx_cli *cli, int argc, char **argv)
 	memset(&l, 0, sizeof(l));
 	memset(&proxy, 0, sizeof(proxy));
 	if (!sub || (strcmp(sub, "list") && strcmp(sub, "clean")))
-		return sbx_cli_usage(command("secrets"), 1);
+		return sl_cli_usage(command("secrets"), 1);
 	clean = !strcmp(sub, "clean");
 	argc--;
 	argv++;
@@ -826,26 +824,26 @@ int sbx_cmd_secrets(struct sbx_cli *cli, int argc, char **argv)
 		else if (opt == 'A' && clean)
 			all = 1;
 		else
-			return sbx_cli_usage(command("secrets"), 1);
+			return sl_cli_usage(command("secrets"), 1);
 	}
 	if (optind != argc)
-		return sbx_cli_usage(command("secrets"), 1);
+		return sl_cli_usage(command("secrets"), 1);
 	rc = open_provider(cli, &box, NULL);
 	if (rc)
 		return rc;
-	if (sbx_core_instantiate(cli->core, SBXLOOP_KIND_SECRET, "sbx-proxy",
-				 &proxy, &err)) {
-		sbx_cli_error("%s", err.message);
-		rc = SBX_EXIT_USAGE;
+	if (sl_core_instantiate(cli->core, SBXLOOP_KIND_SECRET, "sbx-proxy",
+				&proxy, &err)) {
+		sl_cli_error("%s", err.message);
+		rc = SL_EXIT_USAGE;
 		goto out;
 	}
 	sops = proxy.ops;
 	if (!sops->list || sops->list(proxy.ctx, reg_cb, &regs, &err) ||
 	    list_boxes(&box, &l, &err)) {
-		sbx_cli_error("cannot inspect sbx secrets: %s",
-			      err.message[0] ? err.message
-					     : "listing unsupported");
-		rc = SBX_EXIT_USAGE;
+		sl_cli_error("cannot inspect sbx secrets: %s",
+			     err.message[0] ? err.message
+					    : "listing unsupported");
+		rc = SL_EXIT_USAGE;
 		goto out;
 	}
 	if (!clean) {
@@ -885,9 +883,9 @@ int sbx_cmd_secrets(struct sbx_cli *cli, int argc, char **argv)
 		req.value = "";
 		req.bind_host = AGENT_HOST;
 		if (sops->revoke(proxy.ctx, &req, &err)) {
-			sbx_cli_error("cannot remove %s in scope %s: %s",
-				      req.env_name, req.sandbox, err.message);
-			rc = SBX_EXIT_FAIL;
+			sl_cli_error("cannot remove %s in scope %s: %s",
+				     req.env_name, req.sandbox, err.message);
+			rc = SL_EXIT_FAIL;
 			continue;
 		}
 		printf("removed %s in scope %s\n", req.env_name, req.sandbox);
@@ -897,8 +895,8 @@ int sbx_cmd_secrets(struct sbx_cli *cli, int argc, char **argv)
 out:
 	reg_list_free(&regs);
 	box_list_free(&l);
-	sbx_instance_destroy(&proxy);
-	sbx_instance_destroy(&box);
+	sl_instance_destroy(&proxy);
+	sl_instance_destroy(&box);
 	return rc;
 }
 
@@ -926,10 +924,10 @@ static void row(struct doctor *d, const char *check, const char *status,
 }
 
 /* Run `sbx [--app-name X] ARGS`; 0 when it ran. */
-static int run_sbx(struct sbx_core *core, const char *const *args,
+static int run_sbx(struct sl_core *core, const char *const *args,
 		   struct sbxloop_proc_result *res)
 {
-	const char *app = sbx_config_str(core->cfg, "app_name");
+	const char *app = sl_config_str(core->cfg, "app_name");
 	struct sbxloop_proc_spec spec;
 	struct sbxloop_error err = {0, ""};
 	const char *argv[16];
@@ -949,7 +947,7 @@ static int run_sbx(struct sbx_core *core, const char *const *args,
 	spec.timeout_s = 120;
 	memset(res, 0, sizeof(*res));
 	res->struct_size = sizeof(*res);
-	return sbx_proc_run(&spec, res, &err);
+	return sl_proc_run(&spec, res, &err);
 }
 
 static void first_line(const char *s, char *buf, size_t size)
@@ -963,7 +961,7 @@ static void first_line(const char *s, char *buf, size_t size)
 	buf[n] = '\0';
 }
 
-static void check_policy(struct doctor *d, struct sbx_core *core,
+static void check_policy(struct doctor *d, struct sl_core *core,
 			 const char *host)
 {
 	const char *args[] = {"policy", "check", "network", host, NULL};
@@ -994,12 +992,12 @@ static void check_policy(struct doctor *d, struct sbx_core *core,
 	} else {
 		row(d, label, "warn", "errored (not a policy answer)");
 	}
-	sbx_proc_result_clear(&res);
+	sl_proc_result_clear(&res);
 }
 
-static void check_worker(struct doctor *d, struct sbx_core *core)
+static void check_worker(struct doctor *d, struct sl_core *core)
 {
-	char *path = sbx_worker_path(core);
+	char *path = sl_worker_path(core);
 	const char *argv[] = {path, "version", NULL};
 	struct sbxloop_proc_spec spec;
 	struct sbxloop_proc_result res;
@@ -1020,7 +1018,7 @@ static void check_worker(struct doctor *d, struct sbx_core *core)
 	spec.argv = argv;
 	spec.timeout_s = 30;
 	memset(&res, 0, sizeof(res));
-	if (sbx_proc_run(&spec, &res, &err) || res.exit_code) {
+	if (sl_proc_run(&spec, &res, &err) || res.exit_code) {
 		row(d, "worker binary", "FAIL", "'%s version' failed", path);
 		goto out;
 	}
@@ -1034,22 +1032,22 @@ static void check_worker(struct doctor *d, struct sbx_core *core)
 	else
 		row(d, "worker binary", "ok", "%s (%s)", path, ver);
 out:
-	sbx_proc_result_clear(&res);
+	sl_proc_result_clear(&res);
 	free(path);
 }
 
-static void check_state_dir(struct doctor *d, struct sbx_core *core)
+static void check_state_dir(struct doctor *d, struct sl_core *core)
 {
-	const char *dir = sbx_core_state_dir(core);
+	const char *dir = sl_core_state_dir(core);
 	char *probe;
 	FILE *f;
 
 	if (!dir) {
 		row(d, "state dir", "FAIL", "cannot create '%s'",
-		    sbx_config_str(core->cfg, "state_dir"));
+		    sl_config_str(core->cfg, "state_dir"));
 		return;
 	}
-	probe = sbx_xasprintf("%s/.doctor-probe-%ld", dir, (long)getpid());
+	probe = sl_xasprintf("%s/.doctor-probe-%ld", dir, (long)getpid());
 	f = fopen(probe, "w");
 	if (!f || fputs("ok\n", f) < 0) {
 		row(d, "state dir", "FAIL", "'%s' is not writable: %s", dir,
@@ -1063,10 +1061,10 @@ static void check_state_dir(struct doctor *d, struct sbx_core *core)
 	free(probe);
 }
 
-int sbx_cmd_doctor(struct sbx_cli *cli, int argc, char **argv)
+int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv)
 {
 	struct doctor d = {0};
-	struct sbx_instance box, store;
+	struct sl_instance box, store;
 	struct sbxloop_proc_result res;
 	const char *provider, *repo, *app;
 	int rc, have_sbx = 0, logged_in = 0;
@@ -1074,12 +1072,12 @@ int sbx_cmd_doctor(struct sbx_cli *cli, int argc, char **argv)
 
 	(void)argv;
 	if (argc > 1)
-		return sbx_cli_usage(command("doctor"), 1);
-	rc = sbx_cli_open_core(cli);
+		return sl_cli_usage(command("doctor"), 1);
+	rc = sl_cli_open_core(cli);
 	if (rc)
 		return rc;
-	provider = sbx_config_str(cli->core->cfg, "plugins.sandbox");
-	app = sbx_config_str(cli->core->cfg, "app_name");
+	provider = sl_config_str(cli->core->cfg, "plugins.sandbox");
+	app = sl_config_str(cli->core->cfg, "app_name");
 	printf("%-30s %-5s %s\n", "CHECK", "STATUS", "DETAIL");
 
 	if (provider && !strcmp(provider, "sbx")) {
@@ -1097,7 +1095,7 @@ int sbx_cmd_doctor(struct sbx_cli *cli, int argc, char **argv)
 			    "`sbx version` failed: install Docker Sandboxes "
 			    "and put `sbx` on PATH");
 		}
-		sbx_proc_result_clear(&res);
+		sl_proc_result_clear(&res);
 		if (have_sbx) {
 			const char *ls[] = {"ls", NULL};
 
@@ -1111,7 +1109,7 @@ int sbx_cmd_doctor(struct sbx_cli *cli, int argc, char **argv)
 				    app && *app ? " --app-name " : "",
 				    app && *app ? app : "");
 			}
-			sbx_proc_result_clear(&res);
+			sl_proc_result_clear(&res);
 		}
 		if (logged_in && open_provider(cli, &box, &store) == 0) {
 			int n = count_orphans(&box, &store);
@@ -1126,8 +1124,8 @@ int sbx_cmd_doctor(struct sbx_cli *cli, int argc, char **argv)
 				    n);
 			else
 				row(&d, "orphaned sandboxes", "ok", "none");
-			sbx_instance_destroy(&store);
-			sbx_instance_destroy(&box);
+			sl_instance_destroy(&store);
+			sl_instance_destroy(&box);
 		}
 		if (logged_in) {
 			check_policy(&d, cli->core, "api.githubcopilot.com");
@@ -1144,7 +1142,7 @@ int sbx_cmd_doctor(struct sbx_cli *cli, int argc, char **argv)
 				    "the model token on its command line, "
 				    "visible to local `ps`; sbxloop masks it "
 				    "everywhere it writes");
-			sbx_proc_result_clear(&res);
+			sl_proc_result_clear(&res);
 		}
 	} else {
 		row(&d, "sandbox provider", "ok", "%s (no sbx checks)",
@@ -1157,7 +1155,7 @@ int sbx_cmd_doctor(struct sbx_cli *cli, int argc, char **argv)
 		row(&d, AGENT_ENV, "FAIL",
 		    "not set: create a fine-grained PAT with \"Copilot "
 		    "Requests\" and export it");
-	repo = sbx_config_str(cli->core->cfg, "github.repo");
+	repo = sl_config_str(cli->core->cfg, "github.repo");
 	if (repo && *repo) {
 		if ((getenv("GH_TOKEN") && *getenv("GH_TOKEN")) ||
 		    (getenv("GITHUB_TOKEN") && *getenv("GITHUB_TOKEN")))
@@ -1171,5 +1169,5 @@ int sbx_cmd_doctor(struct sbx_cli *cli, int argc, char **argv)
 	}
 	check_state_dir(&d, cli->core);
 	check_worker(&d, cli->core);
-	return d.hard_failures ? SBX_EXIT_FAIL : SBX_EXIT_OK;
+	return d.hard_failures ? SL_EXIT_FAIL : SL_EXIT_OK;
 }

@@ -32,16 +32,16 @@ struct raw {
 	int is_list;
 	int is_null;
 	int from_env; /* scalars may be comma lists */
-	enum sbx_source source;
+	enum sl_source source;
 	char *origin;      /* "file:line:col" or "SBXLOOP_X" */
 	char *key_origin;  /* where the key itself is, or NULL */
 	char *sect_origin; /* where its section's key is, or NULL */
 };
 
-struct sbx_config {
-	struct sbx_config_value *values;
+struct sl_config {
+	struct sl_config_value *values;
 	size_t n_values;
-	struct sbx_config_spec *owned_specs[64]; /* per component, owned */
+	struct sl_config_spec *owned_specs[64]; /* per component, owned */
 	size_t n_owned;
 	char **sections; /* claimed top-level mapping names */
 	size_t n_sections;
@@ -66,7 +66,7 @@ static void raw_clear(struct raw *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static void value_clear(struct sbx_config_value *v)
+static void value_clear(struct sl_config_value *v)
 {
 	size_t i;
 
@@ -81,43 +81,43 @@ static void value_clear(struct sbx_config_value *v)
 	v->origin = NULL;
 }
 
-const char *sbx_source_name(enum sbx_source src)
+const char *sl_source_name(enum sl_source src)
 {
 	switch (src) {
-	case SBX_SRC_DEFAULT:
+	case SL_SRC_DEFAULT:
 		return "default";
-	case SBX_SRC_USER:
+	case SL_SRC_USER:
 		return "user file";
-	case SBX_SRC_PROJECT:
+	case SL_SRC_PROJECT:
 		return "project file";
-	case SBX_SRC_ENV:
+	case SL_SRC_ENV:
 		return "env";
-	case SBX_SRC_CLI:
+	case SL_SRC_CLI:
 		return "command line";
 	}
 	return "?";
 }
 
-static void add_error(struct sbx_buf *errs, const char *origin,
-		      const char *fmt, ...) SBXLOOP_PRINTF(3, 4);
+static void add_error(struct sl_buf *errs, const char *origin, const char *fmt,
+		      ...) SBXLOOP_PRINTF(3, 4);
 
-static void add_error(struct sbx_buf *errs, const char *origin,
-		      const char *fmt, ...)
+static void add_error(struct sl_buf *errs, const char *origin, const char *fmt,
+		      ...)
 {
 	va_list ap;
 
 	if (origin)
-		sbx_buf_addf(errs, "%s: ", origin);
+		sl_buf_addf(errs, "%s: ", origin);
 	va_start(ap, fmt);
-	sbx_buf_vaddf(errs, fmt, ap);
+	sl_buf_vaddf(errs, fmt, ap);
 	va_end(ap);
-	sbx_buf_addc(errs, '\n');
+	sl_buf_addc(errs, '\n');
 }
 
 /* ---- the schema ------------------------------------------------------- */
 
-static struct sbx_config_value *find_value(const struct sbx_config *cfg,
-					   const char *path)
+static struct sl_config_value *find_value(const struct sl_config *cfg,
+					  const char *path)
 {
 	size_t i;
 
@@ -131,8 +131,8 @@ static int section_is_core(const char *name)
 {
 	size_t i, n = strlen(name);
 
-	for (i = 0; i < sbx_core_schema_len; i++) {
-		const char *p = sbx_core_schema[i].path;
+	for (i = 0; i < sl_core_schema_len; i++) {
+		const char *p = sl_core_schema[i].path;
 
 		if (strncmp(p, name, n) == 0 && p[n] == '.')
 			return 1;
@@ -140,7 +140,7 @@ static int section_is_core(const char *name)
 	return 0;
 }
 
-static int section_is_claimed(const struct sbx_config *cfg, const char *name)
+static int section_is_claimed(const struct sl_config *cfg, const char *name)
 {
 	size_t i;
 
@@ -157,7 +157,7 @@ static int section_is_claimed(const struct sbx_config *cfg, const char *name)
  * top level), for "did you mean". Returns a pointer into the schema or
  * NULL when nothing is close.
  */
-static const char *suggest(const struct sbx_config *cfg, const char *section,
+static const char *suggest(const struct sl_config *cfg, const char *section,
 			   const char *key, char *buf, size_t len)
 {
 	size_t i, best = (size_t)-1, seclen = strlen(section);
@@ -183,7 +183,7 @@ static const char *suggest(const struct sbx_config *cfg, const char *section,
 			top[n] = '\0';
 			name = top;
 		}
-		d = sbx_levenshtein(key, name);
+		d = sl_levenshtein(key, name);
 		if (d < best) {
 			best = d;
 			snprintf(buf, len, "%s", name);
@@ -195,8 +195,8 @@ static const char *suggest(const struct sbx_config *cfg, const char *section,
 	return winner;
 }
 
-static void unknown_key_error(const struct sbx_config *cfg,
-			      struct sbx_buf *errs, const struct raw *r)
+static void unknown_key_error(const struct sl_config *cfg, struct sl_buf *errs,
+			      const struct raw *r)
 {
 	char section[128] = "", buf[128];
 	const char *dot = strchr(r->path, '.');
@@ -243,7 +243,7 @@ static int parse_bool(const char *s, int *out)
 	static const char *const no[] = {"false", "no", "off", "0"};
 	size_t i;
 
-	for (i = 0; i < SBX_ARRAY_SIZE(yes); i++) {
+	for (i = 0; i < SL_ARRAY_SIZE(yes); i++) {
 		if (strcasecmp(s, yes[i]) == 0) {
 			*out = 1;
 			return 0;
@@ -282,12 +282,12 @@ static char *trim_dup(const char *s)
 	n = strlen(s);
 	while (n && isspace((unsigned char)s[n - 1]))
 		n--;
-	return sbx_xstrndup(s, n);
+	return sl_xstrndup(s, n);
 }
 
 /* Check one scalar against a spec; returns the canonical text or NULL. */
-static char *convert_scalar(const struct sbx_config_spec *spec, const char *s,
-			    const char *origin, struct sbx_buf *errs)
+static char *convert_scalar(const struct sl_config_spec *spec, const char *s,
+			    const char *origin, struct sl_buf *errs)
 {
 	char buf[512], *end;
 	const char *why, *canon = buf;
@@ -336,17 +336,17 @@ static char *convert_scalar(const struct sbx_config_spec *spec, const char *s,
 		break;
 	}
 	if (spec->choices && !in_choices(spec->choices, canon)) {
-		struct sbx_buf c = SBX_BUF_INIT;
+		struct sl_buf c = SL_BUF_INIT;
 		const char *p;
 
 		for (p = spec->choices; *p; p++)
 			if (*p == '|')
-				sbx_buf_adds(&c, ", ");
+				sl_buf_adds(&c, ", ");
 			else
-				sbx_buf_addc(&c, *p);
+				sl_buf_addc(&c, *p);
 		add_error(errs, origin, "%s: expected one of %s, found '%s'",
-			  spec->path, sbx_buf_str(&c), canon);
-		sbx_buf_release(&c);
+			  spec->path, sl_buf_str(&c), canon);
+		sl_buf_release(&c);
 		return NULL;
 	}
 	if (spec->check) {
@@ -358,14 +358,14 @@ static char *convert_scalar(const struct sbx_config_spec *spec, const char *s,
 			return NULL;
 		}
 	}
-	return sbx_xstrdup(canon);
+	return sl_xstrdup(canon);
 }
 
 /* Apply a raw entry to its value; errors go to errs. */
-static void apply_raw(struct sbx_config_value *v, const struct raw *r,
-		      struct sbx_buf *errs)
+static void apply_raw(struct sl_config_value *v, const struct raw *r,
+		      struct sl_buf *errs)
 {
-	const struct sbx_config_spec *spec = v->spec;
+	const struct sl_config_spec *spec = v->spec;
 	char **items = NULL;
 	size_t n = 0, i;
 	int bad = 0;
@@ -418,12 +418,12 @@ static void apply_raw(struct sbx_config_value *v, const struct raw *r,
 
 		while (*p) {
 			size_t len = strcspn(p, ",");
-			char *t = sbx_xstrndup(p, len), *tt = trim_dup(t);
+			char *t = sl_xstrndup(p, len), *tt = trim_dup(t);
 
 			free(t);
 			if (*tt) {
-				items = sbx_xrealloc(items,
-						     (n + 1) * sizeof(*items));
+				items = sl_xrealloc(items,
+						    (n + 1) * sizeof(*items));
 				items[n++] = tt;
 			} else {
 				free(tt);
@@ -433,7 +433,7 @@ static void apply_raw(struct sbx_config_value *v, const struct raw *r,
 				p++;
 		}
 	} else {
-		items = sbx_xcalloc(r->n_items + 1, sizeof(*items));
+		items = sl_xcalloc(r->n_items + 1, sizeof(*items));
 		for (i = 0; i < r->n_items; i++)
 			items[n++] = trim_dup(r->items[i]);
 	}
@@ -470,7 +470,7 @@ static void apply_raw(struct sbx_config_value *v, const struct raw *r,
 done:
 	v->source = r->source;
 	free(v->origin);
-	v->origin = sbx_xstrdup(r->origin);
+	v->origin = sl_xstrdup(r->origin);
 }
 
 /* ---- YAML ------------------------------------------------------------- */
@@ -524,7 +524,7 @@ static void grow(void *pp, size_t *cap, size_t need, size_t elem)
 	*cap = *cap ? *cap * 2 : 8;
 	if (*cap < need)
 		*cap = need;
-	*p = sbx_xrealloc(*p, *cap * elem);
+	*p = sl_xrealloc(*p, *cap * elem);
 }
 
 static size_t sat_add(size_t a, size_t b)
@@ -548,7 +548,7 @@ static void anchor_set(struct ydoc *d, const char *name, struct ynode *n)
 
 	if (d->n_anchors + 1 > d->n_buckets * 2) {
 		size_t nb = d->n_buckets ? d->n_buckets * 4 : 64;
-		struct yanchor **b = sbx_xcalloc(nb, sizeof(*b));
+		struct yanchor **b = sl_xcalloc(nb, sizeof(*b));
 
 		for (i = 0; i < d->n_buckets; i++) {
 			while (d->buckets[i]) {
@@ -566,8 +566,8 @@ static void anchor_set(struct ydoc *d, const char *name, struct ynode *n)
 		d->n_buckets = nb;
 	}
 	/* a redefined anchor shadows the earlier one: newest first */
-	a = sbx_xcalloc(1, sizeof(*a));
-	a->name = sbx_xstrdup(name);
+	a = sl_xcalloc(1, sizeof(*a));
+	a->name = sl_xstrdup(name);
 	a->node = n;
 	i = anchor_hash(name, d->n_buckets);
 	a->next = d->buckets[i];
@@ -613,7 +613,7 @@ static void ydoc_free(struct ydoc *d)
 static struct ynode *ynode_new(struct ydoc *d, enum ykind kind,
 			       yaml_mark_t mark)
 {
-	struct ynode *n = sbx_xcalloc(1, sizeof(*n));
+	struct ynode *n = sl_xcalloc(1, sizeof(*n));
 
 	n->kind = kind;
 	n->mark = mark;
@@ -642,34 +642,34 @@ static yaml_mark_t offset_mark(const char *text, size_t len, size_t off)
 }
 
 static void parser_error(const yaml_parser_t *p, const char *file,
-			 const char *text, size_t len, struct sbx_buf *errs)
+			 const char *text, size_t len, struct sl_buf *errs)
 {
 	yaml_mark_t m = p->problem_mark;
 
 	if (p->error == YAML_READER_ERROR)
 		m = offset_mark(text, len, p->problem_offset);
 	if (p->context)
-		sbx_buf_addf(errs, "%s:%zu:%zu: invalid YAML: %s %s\n", file,
-			     m.line + 1, m.column + 1, p->problem, p->context);
+		sl_buf_addf(errs, "%s:%zu:%zu: invalid YAML: %s %s\n", file,
+			    m.line + 1, m.column + 1, p->problem, p->context);
 	else
-		sbx_buf_addf(errs, "%s:%zu:%zu: invalid YAML: %s\n", file,
-			     m.line + 1, m.column + 1,
-			     p->problem ? p->problem : "parse error");
+		sl_buf_addf(errs, "%s:%zu:%zu: invalid YAML: %s\n", file,
+			    m.line + 1, m.column + 1,
+			    p->problem ? p->problem : "parse error");
 }
 
-static void yerror(struct sbx_buf *errs, const char *file, yaml_mark_t m,
+static void yerror(struct sl_buf *errs, const char *file, yaml_mark_t m,
 		   const char *fmt, ...) SBXLOOP_PRINTF(4, 5);
 
-static void yerror(struct sbx_buf *errs, const char *file, yaml_mark_t m,
+static void yerror(struct sl_buf *errs, const char *file, yaml_mark_t m,
 		   const char *fmt, ...)
 {
 	va_list ap;
 
-	sbx_buf_addf(errs, "%s:%zu:%zu: ", file, m.line + 1, m.column + 1);
+	sl_buf_addf(errs, "%s:%zu:%zu: ", file, m.line + 1, m.column + 1);
 	va_start(ap, fmt);
-	sbx_buf_vaddf(errs, fmt, ap);
+	sl_buf_vaddf(errs, fmt, ap);
 	va_end(ap);
-	sbx_buf_addc(errs, '\n');
+	sl_buf_addc(errs, '\n');
 }
 
 /*
@@ -677,7 +677,7 @@ static void yerror(struct sbx_buf *errs, const char *file, yaml_mark_t m,
  * stream holds none). 0, or -1 with one error added to errs.
  */
 static int ydoc_load(struct ydoc *d, const char *text, size_t len,
-		     const char *file, struct sbx_buf *errs)
+		     const char *file, struct sl_buf *errs)
 {
 	yaml_parser_t parser;
 	yaml_event_t ev;
@@ -704,18 +704,17 @@ static int ydoc_load(struct ydoc *d, const char *text, size_t len,
 			break;
 		case YAML_DOCUMENT_START_EVENT:
 			if (++docs > 1) {
-				sbx_buf_addf(
-					errs,
-					"%s: more than one YAML document; "
-					"sbxloop reads exactly one\n",
-					file);
+				sl_buf_addf(errs,
+					    "%s: more than one YAML document; "
+					    "sbxloop reads exactly one\n",
+					    file);
 				rc = -1;
 			}
 			break;
 		case YAML_SCALAR_EVENT:
 			n = ynode_new(d, Y_SCALAR, ev.start_mark);
 			n->len = ev.data.scalar.length;
-			n->value = sbx_xstrndup(
+			n->value = sl_xstrndup(
 				(const char *)ev.data.scalar.value, n->len);
 			n->plain = ev.data.scalar.style ==
 				   YAML_PLAIN_SCALAR_STYLE;
@@ -831,9 +830,8 @@ static char *node_origin(const struct ysrc *src, const struct ynode *n,
 	yaml_mark_t m = via ? *via : n->mark;
 
 	if (!src->marks)
-		return sbx_xstrdup(src->name);
-	return sbx_xasprintf("%s:%zu:%zu", src->name, m.line + 1,
-			     m.column + 1);
+		return sl_xstrdup(src->name);
+	return sl_xasprintf("%s:%zu:%zu", src->name, m.line + 1, m.column + 1);
 }
 
 static int scalar_is_null(const struct ynode *n)
@@ -876,7 +874,7 @@ static long find_control(const char *s, size_t len, int allow_tab, size_t *at)
 /* 0, or -1 with an error naming `what` ("budgets.max_tasks", a key...). */
 static int reject_controls(const char *s, size_t len, int is_key,
 			   const char *origin, const char *what,
-			   struct sbx_buf *errs)
+			   struct sl_buf *errs)
 {
 	size_t at;
 	long c = find_control(s, len, !is_key, &at);
@@ -898,13 +896,13 @@ static int reject_controls(const char *s, size_t len, int is_key,
 /* Turn a value node into a raw entry; 0 or -1 with an error added. */
 static int node_to_raw(struct ynode *node, const yaml_mark_t *via,
 		       const struct ysrc *file, const char *path,
-		       struct raw *r, struct sbx_buf *errs)
+		       struct raw *r, struct sl_buf *errs)
 {
 	size_t i;
 
 	memset(r, 0, sizeof(*r));
 	node = deref(node, &via);
-	r->path = sbx_xstrdup(path);
+	r->path = sl_xstrdup(path);
 	r->origin = node_origin(file, node, via);
 	switch (node->kind) {
 	case Y_SCALAR:
@@ -916,11 +914,11 @@ static int node_to_raw(struct ynode *node, const yaml_mark_t *via,
 		if (scalar_is_null(node))
 			r->is_null = 1;
 		else
-			r->scalar = sbx_xstrdup(node->value);
+			r->scalar = sl_xstrdup(node->value);
 		return 0;
 	case Y_SEQUENCE:
 		r->is_list = 1;
-		r->items = sbx_xcalloc(node->n_kids + 1, sizeof(char *));
+		r->items = sl_xcalloc(node->n_kids + 1, sizeof(char *));
 		for (i = 0; i < node->n_kids; i++) {
 			const yaml_mark_t *ivia = via;
 			struct ynode *item = deref(node->kids[i], &ivia);
@@ -942,7 +940,7 @@ static int node_to_raw(struct ynode *node, const yaml_mark_t *via,
 				raw_clear(r);
 				return -1;
 			}
-			r->items[r->n_items++] = sbx_xstrdup(item->value);
+			r->items[r->n_items++] = sl_xstrdup(item->value);
 		}
 		return 0;
 	default:
@@ -976,8 +974,8 @@ static int keyref_cmp(const void *a, const void *b)
 static size_t *find_duplicates(struct ynode *map, const yaml_mark_t *via)
 {
 	size_t np = map->n_kids / 2, i, m = 0;
-	size_t *first = sbx_xcalloc(np + 1, sizeof(*first));
-	struct keyref *refs = sbx_xcalloc(np + 1, sizeof(*refs));
+	size_t *first = sl_xcalloc(np + 1, sizeof(*first));
+	struct keyref *refs = sl_xcalloc(np + 1, sizeof(*refs));
 
 	for (i = 0; i < np; i++) {
 		const yaml_mark_t *kvia = via;
@@ -1016,7 +1014,7 @@ static void push_raw(struct raw **out, size_t *n_out, size_t *cap,
 static void walk_mapping(struct ynode *map, const yaml_mark_t *via,
 			 const struct ysrc *file, const char *prefix,
 			 const char *sect_origin, int depth, struct raw **out,
-			 size_t *n_out, size_t *cap_out, struct sbx_buf *errs)
+			 size_t *n_out, size_t *cap_out, struct sl_buf *errs)
 {
 	size_t *first = find_duplicates(map, via);
 	size_t i, np = map->n_kids / 2;
@@ -1054,8 +1052,8 @@ static void walk_mapping(struct ynode *map, const yaml_mark_t *via,
 			continue;
 		}
 		free(o);
-		path = *prefix ? sbx_xasprintf("%s.%s", prefix, key)
-			       : sbx_xstrdup(key);
+		path = *prefix ? sl_xasprintf("%s.%s", prefix, key)
+			       : sl_xstrdup(key);
 		if (v->kind == Y_MAPPING) {
 			if (depth > 0) {
 				o = node_origin(file, v, vvia);
@@ -1082,7 +1080,7 @@ static void walk_mapping(struct ynode *map, const yaml_mark_t *via,
 		}
 		if (node_to_raw(v, vvia, file, path, &r, errs) == 0) {
 			r.key_origin = node_origin(file, k, kvia);
-			r.sect_origin = sbx_xstrdup(sect_origin);
+			r.sect_origin = sl_xstrdup(sect_origin);
 			push_raw(out, n_out, cap_out, &r);
 		}
 		free(path);
@@ -1093,27 +1091,27 @@ static void walk_mapping(struct ynode *map, const yaml_mark_t *via,
 /* Read a whole file; NULL with errno set on failure. Caller frees. */
 static char *slurp(FILE *f, size_t *len)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	char chunk[8192];
 	size_t n;
 
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		sbx_buf_add(&b, chunk, n);
+		sl_buf_add(&b, chunk, n);
 	if (ferror(f)) {
 		int e = errno ? errno : EIO;
 
-		sbx_buf_release(&b);
+		sl_buf_release(&b);
 		errno = e;
 		return NULL;
 	}
 	*len = b.len;
-	return b.buf ? sbx_buf_detach(&b) : sbx_xstrdup("");
+	return b.buf ? sl_buf_detach(&b) : sl_xstrdup("");
 }
 
 /* Parse one file; a missing optional file is not an error. */
-static int parse_file(const char *file, int required, enum sbx_source src,
+static int parse_file(const char *file, int required, enum sl_source src,
 		      struct raw **out, size_t *n_out, size_t *cap_out,
-		      struct sbx_buf *errs)
+		      struct sl_buf *errs)
 {
 	struct ydoc doc;
 	struct ynode *root;
@@ -1126,8 +1124,8 @@ static int parse_file(const char *file, int required, enum sbx_source src,
 	if (!f) {
 		if (errno == ENOENT && !required)
 			return 0;
-		sbx_buf_addf(errs, "cannot open '%s': %s\n", file,
-			     strerror(errno));
+		sl_buf_addf(errs, "cannot open '%s': %s\n", file,
+			    strerror(errno));
 		return -1;
 	}
 	errno = 0;
@@ -1135,8 +1133,8 @@ static int parse_file(const char *file, int required, enum sbx_source src,
 	fclose(f);
 	if (!text) {
 		/* a directory opens, and fails at the first read */
-		sbx_buf_addf(errs, "cannot read config '%s': %s\n", file,
-			     strerror(errno));
+		sl_buf_addf(errs, "cannot read config '%s': %s\n", file,
+			    strerror(errno));
 		return -1;
 	}
 	if (ydoc_load(&doc, text, len, file, errs) < 0) {
@@ -1147,10 +1145,10 @@ static int parse_file(const char *file, int required, enum sbx_source src,
 	if (root && root->kind == Y_SCALAR && scalar_is_null(root))
 		root = NULL;
 	if (root && root->kind != Y_MAPPING) {
-		sbx_buf_addf(errs,
-			     "%s:%zu:%zu: expected a mapping of settings at "
-			     "the top level\n",
-			     file, root->mark.line + 1, root->mark.column + 1);
+		sl_buf_addf(errs,
+			    "%s:%zu:%zu: expected a mapping of settings at "
+			    "the top level\n",
+			    file, root->mark.line + 1, root->mark.column + 1);
 		rc = -1;
 	} else if (root) {
 		walk_mapping(root, NULL, &ys, "", NULL, 0, out, n_out, cap_out,
@@ -1165,30 +1163,30 @@ static int parse_file(const char *file, int required, enum sbx_source src,
 
 /* Parse a default or environment value as a YAML flow value. */
 static int parse_inline(const char *text, const char *path, const char *origin,
-			struct raw *r, struct sbx_buf *errs)
+			struct raw *r, struct sl_buf *errs)
 {
 	struct ysrc ys = {origin, 0};
 	const yaml_mark_t *via = NULL;
 	struct ydoc doc;
-	struct sbx_buf tmp = SBX_BUF_INIT;
+	struct sl_buf tmp = SL_BUF_INIT;
 	int rc = -1;
 
 	memset(r, 0, sizeof(*r));
 	if (ydoc_load(&doc, text, strlen(text), origin, &tmp) < 0) {
 		/* not YAML: take the raw text as a string */
-		sbx_buf_release(&tmp);
+		sl_buf_release(&tmp);
 		if (reject_controls(text, strlen(text), 0, origin, path,
 				    errs) < 0)
 			return -1;
-		r->path = sbx_xstrdup(path);
-		r->origin = sbx_xstrdup(origin);
-		r->scalar = sbx_xstrdup(text);
+		r->path = sl_xstrdup(path);
+		r->origin = sl_xstrdup(origin);
+		r->scalar = sl_xstrdup(text);
 		return 0;
 	}
 	if (!doc.root) {
-		r->path = sbx_xstrdup(path);
-		r->origin = sbx_xstrdup(origin);
-		r->scalar = sbx_xstrdup("");
+		r->path = sl_xstrdup(path);
+		r->origin = sl_xstrdup(origin);
+		r->scalar = sl_xstrdup("");
 		rc = 0;
 	} else if (deref(doc.root, &via)->kind == Y_MAPPING) {
 		add_error(errs, origin,
@@ -1203,40 +1201,40 @@ static int parse_inline(const char *text, const char *path, const char *origin,
 
 /* ---- layers ------------------------------------------------------------ */
 
-static void add_spec(struct sbx_config *cfg, const struct sbx_config_spec *s)
+static void add_spec(struct sl_config *cfg, const struct sl_config_spec *s)
 {
-	struct sbx_config_value *v;
-	struct sbx_buf errs = SBX_BUF_INIT;
+	struct sl_config_value *v;
+	struct sl_buf errs = SL_BUF_INIT;
 	struct raw r;
 
-	cfg->values = sbx_xrealloc(cfg->values,
-				   (cfg->n_values + 1) * sizeof(*cfg->values));
+	cfg->values = sl_xrealloc(cfg->values,
+				  (cfg->n_values + 1) * sizeof(*cfg->values));
 	v = &cfg->values[cfg->n_values++];
 	memset(v, 0, sizeof(*v));
 	v->spec = s;
-	v->source = SBX_SRC_DEFAULT;
+	v->source = SL_SRC_DEFAULT;
 	if (!s->dflt)
 		return;
 	if (parse_inline(s->dflt, s->path, "default", &r, &errs) == 0) {
 		apply_raw(v, &r, &errs);
 		raw_clear(&r);
 	}
-	v->source = SBX_SRC_DEFAULT;
+	v->source = SL_SRC_DEFAULT;
 	free(v->origin);
 	v->origin = NULL;
 	if (errs.len) /* a broken built-in default is a programming error */
 		fprintf(stderr, "bug: default of %s: %s", s->path,
-			sbx_buf_str(&errs));
-	sbx_buf_release(&errs);
+			sl_buf_str(&errs));
+	sl_buf_release(&errs);
 }
 
 /*
  * SBXLOOP_ variables: each one is a key (SBXLOOP_KEY, SBXLOOP_SECTION__KEY)
  * or one of the variables sbxloop, its worker or its test harness read
- * (sbx_tool_variable); anything else is a mistake and is reported.
+ * (sl_tool_variable); anything else is a mistake and is reported.
  */
-static void env_layer(struct sbx_config *cfg, struct raw **out, size_t *n,
-		      size_t *cap, struct sbx_buf *errs)
+static void env_layer(struct sl_config *cfg, struct raw **out, size_t *n,
+		      size_t *cap, struct sl_buf *errs)
 {
 	char **e;
 
@@ -1250,13 +1248,13 @@ static void env_layer(struct sbx_config *cfg, struct raw **out, size_t *n,
 
 		if (!eq || strncmp(*e, "SBXLOOP_", 8) != 0)
 			continue;
-		name = sbx_xstrndup(*e, (size_t)(eq - *e));
-		if (sbx_tool_variable(name)) {
+		name = sl_xstrndup(*e, (size_t)(eq - *e));
+		if (sl_tool_variable(name)) {
 			free(name);
 			continue;
 		}
 		len = strlen(name + 8);
-		path = sbx_xcalloc(len + 1, 1);
+		path = sl_xcalloc(len + 1, 1);
 		for (i = 0, p = path; i < len; i++) {
 			char c = name[8 + i];
 
@@ -1299,7 +1297,7 @@ static void env_layer(struct sbx_config *cfg, struct raw **out, size_t *n,
 					  "variable sbxloop reads",
 					  path);
 		} else if (parse_inline(eq + 1, path, name, &r, errs) == 0) {
-			r.source = SBX_SRC_ENV;
+			r.source = SL_SRC_ENV;
 			r.from_env = 1;
 			push_raw(out, n, cap, &r);
 		}
@@ -1309,14 +1307,14 @@ static void env_layer(struct sbx_config *cfg, struct raw **out, size_t *n,
 }
 
 /* Apply the raw entries the schema knows; keep the rest pending. */
-static void apply_all(struct sbx_config *cfg, struct raw *raws, size_t n,
-		      struct sbx_buf *errs)
+static void apply_all(struct sl_config *cfg, struct raw *raws, size_t n,
+		      struct sl_buf *errs)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++) {
 		struct raw *r = &raws[i];
-		struct sbx_config_value *v = find_value(cfg, r->path);
+		struct sl_config_value *v = find_value(cfg, r->path);
 		char top[128];
 		size_t tl = strcspn(r->path, ".");
 
@@ -1333,12 +1331,12 @@ static void apply_all(struct sbx_config *cfg, struct raw *raws, size_t n,
 			continue;
 		}
 		if (!strchr(r->path, '.') && r->is_null) {
-			char *marker = sbx_xasprintf("%s.", r->path);
+			char *marker = sl_xasprintf("%s.", r->path);
 
 			free(r->path);
 			r->path = marker;
 			free(r->sect_origin);
-			r->sect_origin = sbx_xstrdup(r->key_origin);
+			r->sect_origin = sl_xstrdup(r->key_origin);
 		} else if (!strchr(r->path, '.') ||
 			   section_is_claimed(cfg, top)) {
 			unknown_key_error(cfg, errs, r);
@@ -1354,31 +1352,31 @@ static char *home_dir(void)
 {
 	const char *h = getenv("HOME");
 
-	return sbx_xstrdup(h && *h ? h : "/");
+	return sl_xstrdup(h && *h ? h : "/");
 }
 
-static void resolve_state_dir(struct sbx_config *cfg)
+static void resolve_state_dir(struct sl_config *cfg)
 {
-	struct sbx_config_value *v = find_value(cfg, "state_dir");
+	struct sl_config_value *v = find_value(cfg, "state_dir");
 	char *home, *s;
 
 	if (!v || !v->str)
 		return;
 	home = home_dir();
 	if (strcmp(v->str, "~") == 0)
-		s = sbx_xstrdup(home);
+		s = sl_xstrdup(home);
 	else if (strncmp(v->str, "~/", 2) == 0)
-		s = sbx_xasprintf("%s/%s", home, v->str + 2);
+		s = sl_xasprintf("%s/%s", home, v->str + 2);
 	else if (v->str[0] != '/')
-		s = sbx_xasprintf("%s/%s", cfg->cwd, v->str);
+		s = sl_xasprintf("%s/%s", cfg->cwd, v->str);
 	else
-		s = sbx_xstrdup(v->str);
+		s = sl_xstrdup(v->str);
 	free(v->str);
 	v->str = s;
 	free(home);
 }
 
-static void cross_checks(struct sbx_config *cfg, struct sbx_buf *errs)
+static void cross_checks(struct sl_config *cfg, struct sl_buf *errs)
 {
 	static const char *const pairs[][2] = {
 		{"limits.disk_warn", "limits.disk_abort"},
@@ -1386,16 +1384,14 @@ static void cross_checks(struct sbx_config *cfg, struct sbx_buf *errs)
 	};
 	size_t i;
 
-	for (i = 0; i < SBX_ARRAY_SIZE(pairs); i++) {
-		const struct sbx_config_value *w =
-			find_value(cfg, pairs[i][0]);
-		const struct sbx_config_value *a =
-			find_value(cfg, pairs[i][1]);
-		double wv = sbx_config_double(cfg, pairs[i][0], 0);
-		double av = sbx_config_double(cfg, pairs[i][1], 0);
+	for (i = 0; i < SL_ARRAY_SIZE(pairs); i++) {
+		const struct sl_config_value *w = find_value(cfg, pairs[i][0]);
+		const struct sl_config_value *a = find_value(cfg, pairs[i][1]);
+		double wv = sl_config_double(cfg, pairs[i][0], 0);
+		double av = sl_config_double(cfg, pairs[i][1], 0);
 
 		if (av > 0 && !(av > wv)) {
-			const struct sbx_config_value *blame =
+			const struct sl_config_value *blame =
 				a->source >= w->source ? a : w;
 
 			add_error(errs, blame->origin,
@@ -1406,11 +1402,11 @@ static void cross_checks(struct sbx_config *cfg, struct sbx_buf *errs)
 	}
 }
 
-int sbx_config_load(struct sbx_config **out, const struct sbx_config_opts *o,
-		    char **errors)
+int sl_config_load(struct sl_config **out, const struct sl_config_opts *o,
+		   char **errors)
 {
-	struct sbx_config *cfg = sbx_xcalloc(1, sizeof(*cfg));
-	struct sbx_buf errs = SBX_BUF_INIT;
+	struct sl_config *cfg = sl_xcalloc(1, sizeof(*cfg));
+	struct sl_buf errs = SL_BUF_INIT;
 	struct raw *raws = NULL;
 	size_t n = 0, cap = 0, i;
 	char cwd[4096];
@@ -1420,37 +1416,37 @@ int sbx_config_load(struct sbx_config **out, const struct sbx_config_opts *o,
 	*out = NULL;
 	*errors = NULL;
 	if (o && o->cwd)
-		cfg->cwd = sbx_xstrdup(o->cwd);
+		cfg->cwd = sl_xstrdup(o->cwd);
 	else
-		cfg->cwd = sbx_xstrdup(getcwd(cwd, sizeof(cwd)) ? cwd : ".");
-	for (i = 0; i < sbx_core_schema_len; i++)
-		add_spec(cfg, &sbx_core_schema[i]);
+		cfg->cwd = sl_xstrdup(getcwd(cwd, sizeof(cwd)) ? cwd : ".");
+	for (i = 0; i < sl_core_schema_len; i++)
+		add_spec(cfg, &sl_core_schema[i]);
 
 	if (!o || !o->no_user_file) {
 		xdg = getenv("XDG_CONFIG_HOME");
 		if (xdg && *xdg) {
 			user_file =
-				sbx_xasprintf("%s/sbxloop/config.yaml", xdg);
+				sl_xasprintf("%s/sbxloop/config.yaml", xdg);
 		} else {
 			char *home = home_dir();
 
-			user_file = sbx_xasprintf(
+			user_file = sl_xasprintf(
 				"%s/.config/sbxloop/config.yaml", home);
 			free(home);
 		}
-		parse_file(user_file, 0, SBX_SRC_USER, &raws, &n, &cap, &errs);
+		parse_file(user_file, 0, SL_SRC_USER, &raws, &n, &cap, &errs);
 	}
 	if (o && o->config_file) {
-		cfg->project_file = sbx_xstrdup(o->config_file);
-		parse_file(o->config_file, 1, SBX_SRC_PROJECT, &raws, &n, &cap,
+		cfg->project_file = sl_xstrdup(o->config_file);
+		parse_file(o->config_file, 1, SL_SRC_PROJECT, &raws, &n, &cap,
 			   &errs);
 	} else {
-		char *p = sbx_xasprintf("%s/sbxloop.yaml", cfg->cwd);
+		char *p = sl_xasprintf("%s/sbxloop.yaml", cfg->cwd);
 
 		if (access(p, F_OK) == 0)
-			cfg->project_file = sbx_xstrdup("sbxloop.yaml");
+			cfg->project_file = sl_xstrdup("sbxloop.yaml");
 		parse_file(cfg->project_file ? "sbxloop.yaml" : p, 0,
-			   SBX_SRC_PROJECT, &raws, &n, &cap, &errs);
+			   SL_SRC_PROJECT, &raws, &n, &cap, &errs);
 		free(p);
 	}
 	if (!o || !o->no_env)
@@ -1464,18 +1460,18 @@ int sbx_config_load(struct sbx_config **out, const struct sbx_config_opts *o,
 	cross_checks(cfg, &errs);
 	*out = cfg;
 	if (errs.len) {
-		*errors = sbx_buf_detach(&errs);
+		*errors = sl_buf_detach(&errs);
 		return SBXLOOP_EINVAL;
 	}
 	return 0;
 }
 
-int sbx_config_add_component(struct sbx_config *cfg, const char *section,
-			     const struct sbxloop_config_key *keys,
-			     char **errors)
+int sl_config_add_component(struct sl_config *cfg, const char *section,
+			    const struct sbxloop_config_key *keys,
+			    char **errors)
 {
-	struct sbx_buf errs = SBX_BUF_INIT;
-	struct sbx_config_spec *specs;
+	struct sl_buf errs = SL_BUF_INIT;
+	struct sl_config_spec *specs;
 	size_t nk = 0, i, j, sl = strlen(section);
 
 	*errors = NULL;
@@ -1483,15 +1479,15 @@ int sbx_config_add_component(struct sbx_config *cfg, const char *section,
 		return 0; /* core sections and repeats are not re-declared */
 	while (keys && keys[nk].name)
 		nk++;
-	if (cfg->n_owned >= SBX_ARRAY_SIZE(cfg->owned_specs))
+	if (cfg->n_owned >= SL_ARRAY_SIZE(cfg->owned_specs))
 		return SBXLOOP_ENOMEM;
-	specs = sbx_xcalloc(nk + 1, sizeof(*specs));
+	specs = sl_xcalloc(nk + 1, sizeof(*specs));
 	cfg->owned_specs[cfg->n_owned++] = specs;
-	cfg->sections = sbx_xrealloc(cfg->sections,
-				     (cfg->n_sections + 1) * sizeof(char *));
-	cfg->sections[cfg->n_sections++] = sbx_xstrdup(section);
+	cfg->sections = sl_xrealloc(cfg->sections,
+				    (cfg->n_sections + 1) * sizeof(char *));
+	cfg->sections[cfg->n_sections++] = sl_xstrdup(section);
 	for (i = 0; i < nk; i++) {
-		specs[i].path = sbx_xasprintf("%s.%s", section, keys[i].name);
+		specs[i].path = sl_xasprintf("%s.%s", section, keys[i].name);
 		specs[i].type = keys[i].type;
 		specs[i].dflt = keys[i].default_value;
 		specs[i].choices = keys[i].choices;
@@ -1503,7 +1499,7 @@ int sbx_config_add_component(struct sbx_config *cfg, const char *section,
 		struct raw *r = &cfg->pending[i];
 
 		if (strncmp(r->path, section, sl) == 0 && r->path[sl] == '.') {
-			struct sbx_config_value *v = find_value(cfg, r->path);
+			struct sl_config_value *v = find_value(cfg, r->path);
 
 			if (r->path[sl + 1] == '\0')
 				; /* an empty mapping of this section */
@@ -1518,15 +1514,15 @@ int sbx_config_add_component(struct sbx_config *cfg, const char *section,
 	}
 	cfg->n_pending = j;
 	if (errs.len) {
-		*errors = sbx_buf_detach(&errs);
+		*errors = sl_buf_detach(&errs);
 		return SBXLOOP_EINVAL;
 	}
 	return 0;
 }
 
-int sbx_config_finish(struct sbx_config *cfg, char **errors)
+int sl_config_finish(struct sl_config *cfg, char **errors)
 {
-	struct sbx_buf errs = SBX_BUF_INIT;
+	struct sl_buf errs = SL_BUF_INIT;
 	size_t i;
 
 	*errors = NULL;
@@ -1555,13 +1551,13 @@ int sbx_config_finish(struct sbx_config *cfg, char **errors)
 				  top);
 	}
 	if (errs.len) {
-		*errors = sbx_buf_detach(&errs);
+		*errors = sl_buf_detach(&errs);
 		return SBXLOOP_EINVAL;
 	}
 	return 0;
 }
 
-void sbx_config_free(struct sbx_config *cfg)
+void sl_config_free(struct sl_config *cfg)
 {
 	size_t i, j;
 
@@ -1588,71 +1584,71 @@ void sbx_config_free(struct sbx_config *cfg)
 
 /* ---- accessors ---------------------------------------------------------- */
 
-const struct sbx_config_value *sbx_config_get(const struct sbx_config *cfg,
-					      const char *path)
+const struct sl_config_value *sl_config_get(const struct sl_config *cfg,
+					    const char *path)
 {
 	return find_value(cfg, path);
 }
 
-const char *sbx_config_str(const struct sbx_config *cfg, const char *path)
+const char *sl_config_str(const struct sl_config *cfg, const char *path)
 {
-	const struct sbx_config_value *v = find_value(cfg, path);
+	const struct sl_config_value *v = find_value(cfg, path);
 
 	return v ? v->str : NULL;
 }
 
-long long sbx_config_int(const struct sbx_config *cfg, const char *path,
-			 long long dflt)
+long long sl_config_int(const struct sl_config *cfg, const char *path,
+			long long dflt)
 {
-	const char *s = sbx_config_str(cfg, path);
+	const char *s = sl_config_str(cfg, path);
 
 	return s ? strtoll(s, NULL, 10) : dflt;
 }
 
-double sbx_config_double(const struct sbx_config *cfg, const char *path,
-			 double dflt)
+double sl_config_double(const struct sl_config *cfg, const char *path,
+			double dflt)
 {
-	const char *s = sbx_config_str(cfg, path);
+	const char *s = sl_config_str(cfg, path);
 
 	return s ? strtod(s, NULL) : dflt;
 }
 
-int sbx_config_bool(const struct sbx_config *cfg, const char *path, int dflt)
+int sl_config_bool(const struct sl_config *cfg, const char *path, int dflt)
 {
-	const char *s = sbx_config_str(cfg, path);
+	const char *s = sl_config_str(cfg, path);
 
 	return s ? strcmp(s, "true") == 0 : dflt;
 }
 
-size_t sbx_config_list_len(const struct sbx_config *cfg, const char *path)
+size_t sl_config_list_len(const struct sl_config *cfg, const char *path)
 {
-	const struct sbx_config_value *v = find_value(cfg, path);
+	const struct sl_config_value *v = find_value(cfg, path);
 
 	return v ? v->n_items : 0;
 }
 
-const char *sbx_config_list_item(const struct sbx_config *cfg,
-				 const char *path, size_t i)
+const char *sl_config_list_item(const struct sl_config *cfg, const char *path,
+				size_t i)
 {
-	const struct sbx_config_value *v = find_value(cfg, path);
+	const struct sl_config_value *v = find_value(cfg, path);
 
 	return v && i < v->n_items ? v->items[i] : NULL;
 }
 
-int sbx_config_set(struct sbx_config *cfg, const char *path, const char *value,
-		   char **error)
+int sl_config_set(struct sl_config *cfg, const char *path, const char *value,
+		  char **error)
 {
-	struct sbx_config_value *v = find_value(cfg, path);
-	struct sbx_buf errs = SBX_BUF_INIT;
+	struct sl_config_value *v = find_value(cfg, path);
+	struct sl_buf errs = SL_BUF_INIT;
 	struct raw r;
 
 	*error = NULL;
 	if (!v) {
-		*error = sbx_xasprintf("unknown key '%s'", path);
+		*error = sl_xasprintf("unknown key '%s'", path);
 		return SBXLOOP_EINVAL;
 	}
 	if (parse_inline(value, path, "command line", &r, &errs) == 0) {
-		r.source = SBX_SRC_CLI;
+		r.source = SL_SRC_CLI;
 		r.from_env = 1;
 		apply_raw(v, &r, &errs);
 		raw_clear(&r);
@@ -1660,24 +1656,24 @@ int sbx_config_set(struct sbx_config *cfg, const char *path, const char *value,
 	if (strcmp(path, "state_dir") == 0)
 		resolve_state_dir(cfg);
 	if (errs.len) {
-		*error = sbx_buf_detach(&errs);
+		*error = sl_buf_detach(&errs);
 		return SBXLOOP_EINVAL;
 	}
 	return 0;
 }
 
-size_t sbx_config_count(const struct sbx_config *cfg)
+size_t sl_config_count(const struct sl_config *cfg)
 {
 	return cfg->n_values;
 }
 
-const struct sbx_config_value *sbx_config_at(const struct sbx_config *cfg,
-					     size_t i)
+const struct sl_config_value *sl_config_at(const struct sl_config *cfg,
+					   size_t i)
 {
 	return i < cfg->n_values ? &cfg->values[i] : NULL;
 }
 
-const char *sbx_config_project_file(const struct sbx_config *cfg)
+const char *sl_config_project_file(const struct sl_config *cfg)
 {
 	return cfg->project_file;
 }
@@ -1698,45 +1694,45 @@ static int needs_quotes(const char *s)
 	return 0;
 }
 
-static void yaml_scalar(struct sbx_buf *b, const char *s, int is_string)
+static void yaml_scalar(struct sl_buf *b, const char *s, int is_string)
 {
 	const char *p;
 
 	if (!is_string || !needs_quotes(s)) {
-		sbx_buf_adds(b, s);
+		sl_buf_adds(b, s);
 		return;
 	}
-	sbx_buf_addc(b, '"');
+	sl_buf_addc(b, '"');
 	for (p = s; *p; p++) {
 		if (*p == '"' || *p == '\\')
-			sbx_buf_addc(b, '\\');
-		sbx_buf_addc(b, *p);
+			sl_buf_addc(b, '\\');
+		sl_buf_addc(b, *p);
 	}
-	sbx_buf_addc(b, '"');
+	sl_buf_addc(b, '"');
 }
 
-char *sbx_config_value_yaml(const struct sbx_config_value *v)
+char *sl_config_value_yaml(const struct sl_config_value *v)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	size_t i;
 
 	if (v->spec->type == SBXLOOP_VALUE_LIST) {
-		sbx_buf_addc(&b, '[');
+		sl_buf_addc(&b, '[');
 		for (i = 0; i < v->n_items; i++) {
 			if (i)
-				sbx_buf_adds(&b, ", ");
+				sl_buf_adds(&b, ", ");
 			yaml_scalar(&b, v->items[i], 1);
 		}
-		sbx_buf_addc(&b, ']');
+		sl_buf_addc(&b, ']');
 	} else if (!v->str) {
-		sbx_buf_adds(&b, "null");
+		sl_buf_adds(&b, "null");
 	} else {
 		yaml_scalar(&b, v->str, v->spec->type == SBXLOOP_VALUE_STRING);
 	}
-	return sbx_buf_detach(&b);
+	return sl_buf_detach(&b);
 }
 
-void sbx_config_write_starter(const struct sbx_config *cfg, FILE *out)
+void sl_config_write_starter(const struct sl_config *cfg, FILE *out)
 {
 	char section[128] = "";
 	size_t i;
@@ -1751,7 +1747,7 @@ void sbx_config_write_starter(const struct sbx_config *cfg, FILE *out)
 		"# `sbxloop config show` prints every resolved key and its "
 		"source.\n");
 	for (i = 0; i < cfg->n_values; i++) {
-		const struct sbx_config_value *v = &cfg->values[i];
+		const struct sl_config_value *v = &cfg->values[i];
 		const char *path = v->spec->path;
 		const char *dot = strchr(path, '.');
 		const char *key = dot ? dot + 1 : path;
@@ -1780,87 +1776,87 @@ void sbx_config_write_starter(const struct sbx_config *cfg, FILE *out)
 		}
 		/* the default as written in the schema ("~/.sbxloop"),
 		 * not as resolved for this machine */
-		if (v->source == SBX_SRC_DEFAULT && v->spec->dflt &&
+		if (v->source == SL_SRC_DEFAULT && v->spec->dflt &&
 		    *v->spec->dflt)
-			text = sbx_xstrdup(v->spec->dflt);
+			text = sl_xstrdup(v->spec->dflt);
 		else
-			text = sbx_config_value_yaml(v);
+			text = sl_config_value_yaml(v);
 		fprintf(out, "%s%s: %s\n", indent, key, text);
 		free(text);
 	}
 }
 
-static void json_string(struct sbx_buf *b, const char *s)
+static void json_string(struct sl_buf *b, const char *s)
 {
 	const unsigned char *p;
 
-	sbx_buf_addc(b, '"');
+	sl_buf_addc(b, '"');
 	for (p = (const unsigned char *)s; *p; p++) {
 		switch (*p) {
 		case '"':
-			sbx_buf_adds(b, "\\\"");
+			sl_buf_adds(b, "\\\"");
 			break;
 		case '\\':
-			sbx_buf_adds(b, "\\\\");
+			sl_buf_adds(b, "\\\\");
 			break;
 		case '\n':
-			sbx_buf_adds(b, "\\n");
+			sl_buf_adds(b, "\\n");
 			break;
 		case '\t':
-			sbx_buf_adds(b, "\\t");
+			sl_buf_adds(b, "\\t");
 			break;
 		case '\r':
-			sbx_buf_adds(b, "\\r");
+			sl_buf_adds(b, "\\r");
 			break;
 		default:
 			if (*p < 0x20)
-				sbx_buf_addf(b, "\\u%04x", *p);
+				sl_buf_addf(b, "\\u%04x", *p);
 			else
-				sbx_buf_addc(b, (char)*p);
+				sl_buf_addc(b, (char)*p);
 		}
 	}
-	sbx_buf_addc(b, '"');
+	sl_buf_addc(b, '"');
 }
 
-char *sbx_config_to_json(const struct sbx_config *cfg)
+char *sl_config_to_json(const struct sl_config *cfg)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	size_t i, j;
 
-	sbx_buf_addc(&b, '{');
+	sl_buf_addc(&b, '{');
 	for (i = 0; i < cfg->n_values; i++) {
-		const struct sbx_config_value *v = &cfg->values[i];
+		const struct sl_config_value *v = &cfg->values[i];
 
 		if (i)
-			sbx_buf_addc(&b, ',');
+			sl_buf_addc(&b, ',');
 		json_string(&b, v->spec->path);
-		sbx_buf_addc(&b, ':');
+		sl_buf_addc(&b, ':');
 		if (v->spec->type == SBXLOOP_VALUE_LIST) {
-			sbx_buf_addc(&b, '[');
+			sl_buf_addc(&b, '[');
 			for (j = 0; j < v->n_items; j++) {
 				if (j)
-					sbx_buf_addc(&b, ',');
+					sl_buf_addc(&b, ',');
 				json_string(&b, v->items[j]);
 			}
-			sbx_buf_addc(&b, ']');
+			sl_buf_addc(&b, ']');
 		} else if (!v->str) {
-			sbx_buf_adds(&b, "null");
+			sl_buf_adds(&b, "null");
 		} else if (v->spec->type == SBXLOOP_VALUE_STRING) {
 			json_string(&b, v->str);
 		} else {
-			sbx_buf_adds(&b, v->str);
+			sl_buf_adds(&b, v->str);
 		}
 	}
-	sbx_buf_addc(&b, '}');
-	return sbx_buf_detach(&b);
+	sl_buf_addc(&b, '}');
+	return sl_buf_detach(&b);
 }
 
 /* ---- .env --------------------------------------------------------------- */
 
-int sbx_dotenv_load(const char *path, char **error)
+int sl_dotenv_load(const char *path, char **error)
 {
 	size_t len;
-	char *data = sbx_read_file(path, &len, 1 << 20);
+	char *data = sl_read_file(path, &len, 1 << 20);
 	char *line, *save = NULL;
 	int lineno = 0;
 

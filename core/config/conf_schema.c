@@ -14,7 +14,7 @@
 #include "config/conf.h"
 #include "config/policy_patterns.h"
 
-static const char *check_nonneg_int(const struct sbx_config_spec *spec,
+static const char *check_nonneg_int(const struct sl_config_spec *spec,
 				    const char *v, char *buf, size_t len)
 {
 	if (strtoll(v, NULL, 10) < 0)
@@ -22,7 +22,7 @@ static const char *check_nonneg_int(const struct sbx_config_spec *spec,
 	return NULL;
 }
 
-static const char *check_pos_int(const struct sbx_config_spec *spec,
+static const char *check_pos_int(const struct sl_config_spec *spec,
 				 const char *v, char *buf, size_t len)
 {
 	if (strtoll(v, NULL, 10) < 1)
@@ -30,7 +30,7 @@ static const char *check_pos_int(const struct sbx_config_spec *spec,
 	return NULL;
 }
 
-static const char *check_pos_float(const struct sbx_config_spec *spec,
+static const char *check_pos_float(const struct sl_config_spec *spec,
 				   const char *v, char *buf, size_t len)
 {
 	if (!(strtod(v, NULL) > 0))
@@ -38,7 +38,7 @@ static const char *check_pos_float(const struct sbx_config_spec *spec,
 	return NULL;
 }
 
-static const char *check_percent(const struct sbx_config_spec *spec,
+static const char *check_percent(const struct sl_config_spec *spec,
 				 const char *v, char *buf, size_t len)
 {
 	double d = strtod(v, NULL);
@@ -48,7 +48,7 @@ static const char *check_percent(const struct sbx_config_spec *spec,
 	return NULL;
 }
 
-static const char *check_dir_path(const struct sbx_config_spec *spec,
+static const char *check_dir_path(const struct sl_config_spec *spec,
 				  const char *v, char *buf, size_t len)
 {
 	if (!*v)
@@ -57,8 +57,8 @@ static const char *check_dir_path(const struct sbx_config_spec *spec,
 	return NULL;
 }
 
-static const char *check_repo(const struct sbx_config_spec *spec,
-			      const char *v, char *buf, size_t len)
+static const char *check_repo(const struct sl_config_spec *spec, const char *v,
+			      char *buf, size_t len)
 {
 	const char *p;
 	int slashes = 0, seg = 0;
@@ -82,10 +82,10 @@ static const char *check_repo(const struct sbx_config_spec *spec,
 	return NULL;
 }
 
-static const char *check_operator_pattern(const struct sbx_config_spec *spec,
+static const char *check_operator_pattern(const struct sl_config_spec *spec,
 					  const char *v, char *buf, size_t len)
 {
-	if (!sbx_pattern_valid(v, 1)) {
+	if (!sl_pattern_valid(v, 1)) {
 		snprintf(buf, len,
 			 "'%s' is not a domain pattern: use an exact domain "
 			 "(pypi.org), '*.domain' (*.example.com) or '*'",
@@ -95,10 +95,10 @@ static const char *check_operator_pattern(const struct sbx_config_spec *spec,
 	return NULL;
 }
 
-static const char *check_domain(const struct sbx_config_spec *spec,
+static const char *check_domain(const struct sl_config_spec *spec,
 				const char *v, char *buf, size_t len)
 {
-	if (!sbx_pattern_valid(v, 0)) {
+	if (!sl_pattern_valid(v, 0)) {
 		snprintf(buf, len,
 			 "'%s' is not a domain: use an exact domain or "
 			 "'*.domain'",
@@ -108,7 +108,7 @@ static const char *check_domain(const struct sbx_config_spec *spec,
 	return NULL;
 }
 
-static const char *check_exclude(const struct sbx_config_spec *spec,
+static const char *check_exclude(const struct sl_config_spec *spec,
 				 const char *v, char *buf, size_t len)
 {
 	if (!*v || strchr(v, '/') || strchr(v, '\\') || !strcmp(v, ".") ||
@@ -122,10 +122,10 @@ static const char *check_exclude(const struct sbx_config_spec *spec,
 	return NULL;
 }
 
-static const char *check_language(const struct sbx_config_spec *spec,
+static const char *check_language(const struct sl_config_spec *spec,
 				  const char *v, char *buf, size_t len)
 {
-	if (!sbx_language_canonical(v)) {
+	if (!sl_language_canonical(v)) {
 		snprintf(buf, len,
 			 "unknown language '%s' (supported: python, cpp, "
 			 "ruby, java, php, javascript, typescript, go, rust, "
@@ -142,7 +142,7 @@ static const char *check_language(const struct sbx_config_spec *spec,
 #define BOOL SBXLOOP_VALUE_BOOL
 #define LIST SBXLOOP_VALUE_LIST
 
-const struct sbx_config_spec sbx_core_schema[] = {
+const struct sl_config_spec sl_core_schema[] = {
 	{"model", STR, "auto", NULL,
 	 "model id the agents use; auto lets the agent CLI choose", NULL},
 	{"state_dir", STR, "~/.sbxloop", NULL,
@@ -270,8 +270,8 @@ const struct sbx_config_spec sbx_core_schema[] = {
 	 check_percent},
 };
 
-const size_t sbx_core_schema_len =
-	sizeof(sbx_core_schema) / sizeof(sbx_core_schema[0]);
+const size_t sl_core_schema_len =
+	sizeof(sl_core_schema) / sizeof(sl_core_schema[0]);
 
 /*
  * The SBXLOOP_ variables that are not config keys, in one place: a name
@@ -305,7 +305,7 @@ static const char *const tool_variables[] = {
 	"SBXLOOP_TEST_*",
 };
 
-int sbx_tool_variable(const char *name)
+int sl_tool_variable(const char *name)
 {
 	size_t i;
 

@@ -46,7 +46,7 @@ static int domain_valid(const char *d)
 	return strlen(last_label) >= 2;
 }
 
-int sbx_pattern_valid(const char *pattern, int allow_star)
+int sl_pattern_valid(const char *pattern, int allow_star)
 {
 	if (!pattern)
 		return 0;
@@ -62,7 +62,7 @@ int sbx_pattern_valid(const char *pattern, int allow_star)
  * hosts), an exact host, or `*.base` (base and every name under it).
  * One trailing dot (the FQDN form) is ignored; letters compare without
  * case. Ports, schemes and paths never reach here: the config validator
- * and sbx_egress_normalize refuse them, and non-ASCII names are no
+ * and sl_egress_normalize refuse them, and non-ASCII names are no
  * domain (IDNs are written as their ASCII `xn--` form and compared as
  * such).
  */
@@ -100,7 +100,7 @@ static int under(const struct hostset *d, const struct hostset *b)
 	       strncasecmp(d->base + d->len - b->len, b->base, b->len) == 0;
 }
 
-int sbx_pattern_covers(const char *pattern, const char *domain)
+int sl_pattern_covers(const char *pattern, const char *domain)
 {
 	struct hostset p = hostset_of(pattern), d = hostset_of(domain);
 
@@ -114,7 +114,7 @@ int sbx_pattern_covers(const char *pattern, const char *domain)
 	return under(&d, &p);
 }
 
-int sbx_pattern_overlaps(const char *a, const char *b)
+int sl_pattern_overlaps(const char *a, const char *b)
 {
 	struct hostset x = hostset_of(a), y = hostset_of(b);
 
@@ -145,7 +145,7 @@ static const struct {
 	{"dotnet", "dotnet|csharp|c#|net|dotnet-sdk"},
 };
 
-const char *sbx_language_canonical(const char *name)
+const char *sl_language_canonical(const char *name)
 {
 	char buf[64];
 	size_t i, n;

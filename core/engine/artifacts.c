@@ -58,8 +58,8 @@ static const char *match_component(const char *comp, size_t len,
 	return NULL;
 }
 
-const char *sbx_artifacts_match(const char *relpath,
-				const char *const *exclude, size_t n)
+const char *sl_artifacts_match(const char *relpath, const char *const *exclude,
+			       size_t n)
 {
 	const char *p = relpath;
 
@@ -77,8 +77,8 @@ const char *sbx_artifacts_match(const char *relpath,
 	return NULL;
 }
 
-void sbx_artifacts_tally_add(struct sbx_artifact_scan *scan, const char *key,
-			     size_t count)
+void sl_artifacts_tally_add(struct sl_artifact_scan *scan, const char *key,
+			    size_t count)
 {
 	size_t i;
 
@@ -93,17 +93,17 @@ void sbx_artifacts_tally_add(struct sbx_artifact_scan *scan, const char *key,
 		if (c > 0)
 			break;
 	}
-	scan->tally = sbx_xrealloc(scan->tally,
-				   (scan->n_tally + 1) * sizeof(*scan->tally));
+	scan->tally = sl_xrealloc(scan->tally,
+				  (scan->n_tally + 1) * sizeof(*scan->tally));
 	memmove(&scan->tally[i + 1], &scan->tally[i],
 		(scan->n_tally - i) * sizeof(*scan->tally));
-	scan->tally[i].key = sbx_xstrdup(key);
+	scan->tally[i].key = sl_xstrdup(key);
 	scan->tally[i].count = count;
 	scan->n_tally++;
 	scan->excluded += count;
 }
 
-void sbx_artifacts_scan_clear(struct sbx_artifact_scan *scan)
+void sl_artifacts_scan_clear(struct sl_artifact_scan *scan)
 {
 	size_t i;
 
@@ -148,8 +148,8 @@ static int list_dir(const char *path, char ***names, size_t *n)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		*names = sbx_xrealloc(*names, (*n + 1) * sizeof(**names));
-		(*names)[(*n)++] = sbx_xstrdup(de->d_name);
+		*names = sl_xrealloc(*names, (*n + 1) * sizeof(**names));
+		(*names)[(*n)++] = sl_xstrdup(de->d_name);
 	}
 	closedir(d);
 	if (*n)
@@ -160,7 +160,7 @@ static int list_dir(const char *path, char ***names, size_t *n)
 static int walk_dir(const char *root, const char *rel, struct walk *w)
 {
 	char *path =
-		*rel ? sbx_xasprintf("%s/%s", root, rel) : sbx_xstrdup(root);
+		*rel ? sl_xasprintf("%s/%s", root, rel) : sl_xstrdup(root);
 	char **names;
 	size_t n, i;
 	int rc = list_dir(path, &names, &n);
@@ -168,16 +168,16 @@ static int walk_dir(const char *root, const char *rel, struct walk *w)
 	if (rc)
 		goto out;
 	for (i = 0; i < n; i++) {
-		char *r = *rel ? sbx_xasprintf("%s/%s", rel, names[i])
-			       : sbx_xstrdup(names[i]);
-		char *full = sbx_xasprintf("%s/%s", root, r);
+		char *r = *rel ? sl_xasprintf("%s/%s", rel, names[i])
+			       : sl_xstrdup(names[i]);
+		char *full = sl_xasprintf("%s/%s", root, r);
 		struct stat st;
 
 		if (lstat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
 			walk_dir(root, r, w);
 			free(r);
 		} else if (lstat(full, &st) == 0) {
-			w->v = sbx_xrealloc(w->v, (w->n + 1) * sizeof(*w->v));
+			w->v = sl_xrealloc(w->v, (w->n + 1) * sizeof(*w->v));
 			w->v[w->n].relpath = r;
 			w->v[w->n].size = (long long)st.st_size;
 			w->v[w->n].is_file = S_ISREG(st.st_mode);
@@ -217,7 +217,7 @@ static const char **env_without_git(void)
 
 	for (e = environ; *e; e++)
 		n++;
-	env = sbx_xcalloc(n + 1, sizeof(*env));
+	env = sl_xcalloc(n + 1, sizeof(*env));
 	for (e = environ; *e; e++)
 		if (strncmp(*e, "GIT_", 4) != 0)
 			env[k++] = *e;
@@ -241,7 +241,7 @@ static int run_git(const char *cwd, const char *const *argv,
 	spec.cwd = cwd;
 	spec.timeout_s = 120;
 	spec.tail_max = GIT_OUTPUT_MAX;
-	rc = sbx_proc_run(&spec, res, &err);
+	rc = sl_proc_run(&spec, res, &err);
 	free(env);
 	if (rc == 0 && (res->exit_code != 0 || res->timed_out))
 		rc = SBXLOOP_ERR;
@@ -261,7 +261,7 @@ static char **gitignored(const char *root, int saw_gitignore, size_t *n)
 
 	*n = 0;
 	{
-		char *dotgit = sbx_xasprintf("%s/.git", root);
+		char *dotgit = sl_xasprintf("%s/.git", root);
 
 		checkout = lstat(dotgit, &st) == 0;
 		free(dotgit);
@@ -275,14 +275,14 @@ static char **gitignored(const char *root, int saw_gitignore, size_t *n)
 
 		if (!mkdtemp(tmpl))
 			return NULL;
-		tmp = sbx_xstrdup(tmpl);
+		tmp = sl_xstrdup(tmpl);
 		init[3] = tmp;
 		if (run_git(NULL, init, &res)) {
-			sbx_proc_result_clear(&res);
+			sl_proc_result_clear(&res);
 			goto out;
 		}
-		sbx_proc_result_clear(&res);
-		gitdir = sbx_xasprintf("--git-dir=%s/.git", tmp);
+		sl_proc_result_clear(&res);
+		gitdir = sl_xasprintf("--git-dir=%s/.git", tmp);
 		argv[k++] = "git";
 		argv[k++] = gitdir;
 		argv[k++] = "--work-tree=.";
@@ -298,25 +298,24 @@ static char **gitignored(const char *root, int saw_gitignore, size_t *n)
 	argv[k++] = "-z";
 	argv[k] = NULL;
 	if (run_git(root, argv, &res) == 0 && res.out_len < GIT_OUTPUT_MAX) {
-		list = sbx_xcalloc(1, sizeof(*list));
+		list = sl_xcalloc(1, sizeof(*list));
 		for (off = 0; off < res.out_len;) {
 			size_t len = strnlen(res.out + off, res.out_len - off);
 
 			if (len) {
-				list = sbx_xrealloc(list,
-						    (*n + 2) * sizeof(*list));
-				list[(*n)++] =
-					sbx_xstrndup(res.out + off, len);
+				list = sl_xrealloc(list,
+						   (*n + 2) * sizeof(*list));
+				list[(*n)++] = sl_xstrndup(res.out + off, len);
 			}
 			off += len + 1;
 		}
 		if (*n)
 			qsort(list, *n, sizeof(*list), cmp_str);
 	}
-	sbx_proc_result_clear(&res);
+	sl_proc_result_clear(&res);
 out:
 	if (tmp) {
-		sbx_artifacts_rmtree_quiet(tmp);
+		sl_artifacts_rmtree_quiet(tmp);
 		free(tmp);
 	}
 	free(gitdir);
@@ -325,9 +324,9 @@ out:
 
 /* -------------------------------------------------------------- scan */
 
-int sbx_artifacts_scan(const char *root, const char *const *exclude,
-		       size_t n_exclude, struct sbx_artifact_scan *scan,
-		       struct sbxloop_error *err)
+int sl_artifacts_scan(const char *root, const char *const *exclude,
+		      size_t n_exclude, struct sl_artifact_scan *scan,
+		      struct sbxloop_error *err)
 {
 	struct walk w = {NULL, 0, 0};
 	char **ignored;
@@ -337,9 +336,9 @@ int sbx_artifacts_scan(const char *root, const char *const *exclude,
 	memset(scan, 0, sizeof(*scan));
 	rc = walk_dir(root, "", &w);
 	if (rc) {
-		rc = sbx_error(err,
-			       rc == -ENOENT ? SBXLOOP_ENOTFOUND : SBXLOOP_ERR,
-			       "cannot read '%s': %s", root, strerror(-rc));
+		rc = sl_error(err,
+			      rc == -ENOENT ? SBXLOOP_ENOTFOUND : SBXLOOP_ERR,
+			      "cannot read '%s': %s", root, strerror(-rc));
 		goto out;
 	}
 	ignored = gitignored(root, w.saw_gitignore, &n_ignored);
@@ -349,18 +348,18 @@ int sbx_artifacts_scan(const char *root, const char *const *exclude,
 
 		if (!w.v[i].is_file)
 			continue;
-		key = sbx_artifacts_match(rel, exclude, n_exclude);
+		key = sl_artifacts_match(rel, exclude, n_exclude);
 		if (!key && ignored &&
 		    bsearch(&rel, ignored, n_ignored, sizeof(*ignored),
 			    cmp_str))
-			key = SBX_ARTIFACTS_GITIGNORED;
+			key = SL_ARTIFACTS_GITIGNORED;
 		if (key) {
-			sbx_artifacts_tally_add(scan, key, 1);
+			sl_artifacts_tally_add(scan, key, 1);
 			continue;
 		}
-		scan->files = sbx_xrealloc(scan->files,
-					   (scan->n_files + 1) *
-						   sizeof(*scan->files));
+		scan->files =
+			sl_xrealloc(scan->files, (scan->n_files + 1) *
+							 sizeof(*scan->files));
 		scan->files[scan->n_files].relpath = w.v[i].relpath;
 		scan->files[scan->n_files].size = w.v[i].size;
 		w.v[i].relpath = NULL;
@@ -375,40 +374,40 @@ out:
 	return rc;
 }
 
-char *sbx_artifacts_note(const struct sbx_artifact_scan *scan)
+char *sl_artifacts_note(const struct sl_artifact_scan *scan)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	size_t i;
 
 	if (!scan->excluded)
 		return NULL;
-	sbx_buf_addf(&b, "%zu file(s) excluded (", scan->excluded);
+	sl_buf_addf(&b, "%zu file(s) excluded (", scan->excluded);
 	for (i = 0; i < scan->n_tally; i++)
-		sbx_buf_addf(&b, "%s%s: %zu", i ? ", " : "",
-			     scan->tally[i].key, scan->tally[i].count);
-	sbx_buf_adds(&b, ")");
-	return sbx_buf_detach(&b);
+		sl_buf_addf(&b, "%s%s: %zu", i ? ", " : "", scan->tally[i].key,
+			    scan->tally[i].count);
+	sl_buf_adds(&b, ")");
+	return sl_buf_detach(&b);
 }
 
-const char **sbx_artifacts_excludes(const struct sbx_config *cfg, size_t *n)
+const char **sl_artifacts_excludes(const struct sl_config *cfg, size_t *n)
 {
-	size_t i, k = sbx_config_list_len(cfg, "artifacts.exclude");
-	const char **v = sbx_xcalloc(k + 1, sizeof(*v));
+	size_t i, k = sl_config_list_len(cfg, "artifacts.exclude");
+	const char **v = sl_xcalloc(k + 1, sizeof(*v));
 
 	for (i = 0; i < k; i++)
-		v[i] = sbx_config_list_item(cfg, "artifacts.exclude", i);
+		v[i] = sl_config_list_item(cfg, "artifacts.exclude", i);
 	*n = k;
 	return v;
 }
 
-char *sbx_artifacts_dir(const char *state_dir, const char *run_id,
-			const char *workspace, int mounted)
+char *sl_artifacts_dir(const char *state_dir, const char *run_id,
+		       const char *workspace, int mounted)
 {
 	if (!workspace || !*workspace)
 		return NULL;
 	if (mounted)
-		return sbx_xstrdup(workspace);
-	return sbx_xasprintf("%s/runs/%s/artifacts", state_dir, run_id);
+		return sl_xstrdup(workspace);
+	return sl_xasprintf("%s/runs/%s/artifacts", state_dir, run_id);
 }
 
 /* ------------------------------------------------------------ trees */
@@ -427,7 +426,7 @@ static int rmtree_rec(const char *path)
 	chmod(path, 0700); /* read-only dirs (Go module caches) */
 	if (list_dir(path, &names, &n) == 0) {
 		for (i = 0; i < n; i++) {
-			char *c = sbx_xasprintf("%s/%s", path, names[i]);
+			char *c = sl_xasprintf("%s/%s", path, names[i]);
 			int r = rmtree_rec(c);
 
 			if (r && !rc)
@@ -442,22 +441,22 @@ static int rmtree_rec(const char *path)
 	return rc;
 }
 
-int sbx_artifacts_list_dir(const char *path, char ***names, size_t *n)
+int sl_artifacts_list_dir(const char *path, char ***names, size_t *n)
 {
 	return list_dir(path, names, n);
 }
 
-int sbx_artifacts_rmtree(const char *path)
+int sl_artifacts_rmtree(const char *path)
 {
 	return rmtree_rec(path);
 }
 
-void sbx_artifacts_rmtree_quiet(const char *path)
+void sl_artifacts_rmtree_quiet(const char *path)
 {
 	(void)rmtree_rec(path);
 }
 
-long long sbx_artifacts_du(const char *path)
+long long sl_artifacts_du(const char *path)
 {
 	struct stat st;
 	long long total;
@@ -472,9 +471,9 @@ long long sbx_artifacts_du(const char *path)
 	if (list_dir(path, &names, &n) != 0)
 		return total;
 	for (i = 0; i < n; i++) {
-		char *c = sbx_xasprintf("%s/%s", path, names[i]);
+		char *c = sl_xasprintf("%s/%s", path, names[i]);
 
-		total += sbx_artifacts_du(c);
+		total += sl_artifacts_du(c);
 		free(c);
 		free(names[i]);
 	}
@@ -485,7 +484,7 @@ long long sbx_artifacts_du(const char *path)
 /* ----------------------------------------------------------- harvest */
 
 struct listing {
-	struct sbx_artifact_scan *scan;
+	struct sl_artifact_scan *scan;
 	const char *const *exclude;
 	size_t n;
 };
@@ -493,18 +492,18 @@ struct listing {
 static void on_listed(void *user, const char *line, size_t len)
 {
 	struct listing *l = user;
-	char *rel = sbx_xstrndup(line, len);
+	char *rel = sl_xstrndup(line, len);
 	const char *p = rel, *key;
 
 	if (p[0] == '.' && p[1] == '/')
 		p += 2;
-	key = sbx_artifacts_match(p, l->exclude, l->n);
+	key = sl_artifacts_match(p, l->exclude, l->n);
 	if (key)
-		sbx_artifacts_tally_add(l->scan, key, 1);
+		sl_artifacts_tally_add(l->scan, key, 1);
 	free(rel);
 }
 
-static int sandbox_run(const struct sbx_harvest *h, const char *const *argv,
+static int sandbox_run(const struct sl_harvest *h, const char *const *argv,
 		       struct listing *listing, const char *what,
 		       struct sbxloop_error *err)
 {
@@ -525,16 +524,16 @@ static int sandbox_run(const struct sbx_harvest *h, const char *const *argv,
 	}
 	rc = h->ops->exec(h->ctx, h->sandbox, &spec, &res, err);
 	if (rc == 0 && res.exit_code != 0)
-		rc = sbx_error(err, SBXLOOP_ERR,
-			       "harvest: %s in sandbox '%s' exited %d: %s",
-			       what, h->sandbox, res.exit_code,
-			       res.err ? res.err : "");
-	sbx_proc_result_clear(&res);
+		rc = sl_error(err, SBXLOOP_ERR,
+			      "harvest: %s in sandbox '%s' exited %d: %s",
+			      what, h->sandbox, res.exit_code,
+			      res.err ? res.err : "");
+	sl_proc_result_clear(&res);
 	return rc;
 }
 
 /* Drop everything but regular files and directories; count them. */
-static void drop_links(const char *root, struct sbx_artifact_scan *scan)
+static void drop_links(const char *root, struct sl_artifact_scan *scan)
 {
 	struct walk w = {NULL, 0, 0};
 	size_t i;
@@ -545,27 +544,27 @@ static void drop_links(const char *root, struct sbx_artifact_scan *scan)
 
 		if (w.v[i].is_file)
 			continue;
-		full = sbx_xasprintf("%s/%s", root, w.v[i].relpath);
+		full = sl_xasprintf("%s/%s", root, w.v[i].relpath);
 		if (unlink(full) == 0)
-			sbx_artifacts_tally_add(scan, LINK_KEY, 1);
+			sl_artifacts_tally_add(scan, LINK_KEY, 1);
 		free(full);
 	}
 	walk_clear(&w);
 }
 
-int sbx_artifacts_harvest(const struct sbx_harvest *h,
-			  struct sbx_artifact_scan *scan,
-			  struct sbxloop_error *err)
+int sl_artifacts_harvest(const struct sl_harvest *h,
+			 struct sl_artifact_scan *scan,
+			 struct sbxloop_error *err)
 {
-	struct sbx_artifact_scan listed, kept;
+	struct sl_artifact_scan listed, kept;
 	struct listing listing;
 	struct sbxloop_proc_spec ps;
 	struct sbxloop_proc_result pres;
 	const char *find_argv[] = {"find", ".", "-type", "f", NULL};
 	const char **tar_argv = NULL;
-	char *inside = sbx_xasprintf("%s/harvest.tar", h->home);
-	char *tarfile = sbx_xasprintf("%s.tar", h->dest);
-	char *staging = sbx_xasprintf("%s.staging", h->dest);
+	char *inside = sl_xasprintf("%s/harvest.tar", h->home);
+	char *tarfile = sl_xasprintf("%s.tar", h->dest);
+	char *staging = sl_xasprintf("%s.staging", h->dest);
 	const char *untar[] = {
 		"tar", "-xf", tarfile, "-C", staging, "--no-same-owner", NULL};
 	const char *rm_argv[] = {"rm", "-f", inside, NULL};
@@ -582,7 +581,7 @@ int sbx_artifacts_harvest(const struct sbx_harvest *h,
 	rc = sandbox_run(h, find_argv, &listing, "listing files", err);
 	if (rc)
 		goto out;
-	tar_argv = sbx_xcalloc(2 * h->n_exclude + 8, sizeof(*tar_argv));
+	tar_argv = sl_xcalloc(2 * h->n_exclude + 8, sizeof(*tar_argv));
 	tar_argv[k++] = "tar";
 	tar_argv[k++] = "-cf";
 	tar_argv[k++] = inside;
@@ -599,12 +598,12 @@ int sbx_artifacts_harvest(const struct sbx_harvest *h,
 	rc = h->ops->copy_out(h->ctx, h->sandbox, inside, tarfile, err);
 	if (rc)
 		goto out;
-	sbx_artifacts_rmtree_quiet(staging);
-	rc = sbx_mkdirs(staging, 0755);
+	sl_artifacts_rmtree_quiet(staging);
+	rc = sl_mkdirs(staging, 0755);
 	if (rc) {
-		rc = sbx_error(err, SBXLOOP_ERR,
-			       "harvest: cannot create '%s': %s", staging,
-			       strerror(-rc));
+		rc = sl_error(err, SBXLOOP_ERR,
+			      "harvest: cannot create '%s': %s", staging,
+			      strerror(-rc));
 		goto out;
 	}
 	memset(&ps, 0, sizeof(ps));
@@ -613,38 +612,38 @@ int sbx_artifacts_harvest(const struct sbx_harvest *h,
 	pres.struct_size = sizeof(pres);
 	ps.argv = untar;
 	ps.timeout_s = HARVEST_TIMEOUT_S;
-	rc = sbx_proc_run(&ps, &pres, err);
+	rc = sl_proc_run(&ps, &pres, err);
 	if (rc == 0 && pres.exit_code != 0)
-		rc = sbx_error(err, SBXLOOP_ERR,
-			       "harvest: cannot extract '%s': %s", tarfile,
-			       pres.err ? pres.err : "");
-	sbx_proc_result_clear(&pres);
+		rc = sl_error(err, SBXLOOP_ERR,
+			      "harvest: cannot extract '%s': %s", tarfile,
+			      pres.err ? pres.err : "");
+	sl_proc_result_clear(&pres);
 	if (rc)
 		goto out;
 	drop_links(staging, &listed);
-	sbx_artifacts_rmtree_quiet(h->dest);
+	sl_artifacts_rmtree_quiet(h->dest);
 	if (rename(staging, h->dest) != 0) {
-		rc = sbx_error(err, SBXLOOP_ERR,
-			       "harvest: cannot move '%s' "
-			       "to '%s': %s",
-			       staging, h->dest, strerror(errno));
+		rc = sl_error(err, SBXLOOP_ERR,
+			      "harvest: cannot move '%s' "
+			      "to '%s': %s",
+			      staging, h->dest, strerror(errno));
 		goto out;
 	}
-	rc = sbx_artifacts_scan(h->dest, h->exclude, h->n_exclude, &kept, err);
+	rc = sl_artifacts_scan(h->dest, h->exclude, h->n_exclude, &kept, err);
 	if (rc)
 		goto out;
 	/* the copy holds no excluded names, so its tally is gitignored */
 	*scan = kept;
 	memset(&kept, 0, sizeof(kept));
 	for (i = 0; i < listed.n_tally; i++)
-		sbx_artifacts_tally_add(scan, listed.tally[i].key,
-					listed.tally[i].count);
+		sl_artifacts_tally_add(scan, listed.tally[i].key,
+				       listed.tally[i].count);
 out:
 	sandbox_run(h, rm_argv, NULL, "rm", &(struct sbxloop_error){0, ""});
 	unlink(tarfile);
-	sbx_artifacts_rmtree_quiet(staging);
-	sbx_artifacts_scan_clear(&listed);
-	sbx_artifacts_scan_clear(&kept);
+	sl_artifacts_rmtree_quiet(staging);
+	sl_artifacts_scan_clear(&listed);
+	sl_artifacts_scan_clear(&kept);
 	free(tar_argv);
 	free(inside);
 	free(tarfile);
@@ -652,9 +651,9 @@ out:
 	return rc;
 }
 
-cJSON *sbx_artifacts_event_data(const char *path, int mounted,
-				const struct sbx_artifact_scan *scan,
-				const cJSON *sample)
+cJSON *sl_artifacts_event_data(const char *path, int mounted,
+			       const struct sl_artifact_scan *scan,
+			       const cJSON *sample)
 {
 	cJSON *d = cJSON_CreateObject();
 	size_t i;
@@ -669,7 +668,7 @@ cJSON *sbx_artifacts_event_data(const char *path, int mounted,
 			cJSON_AddNumberToObject(ex, scan->tally[i].key,
 						(double)scan->tally[i].count);
 	}
-	sbx_guard_artifact_fields(sample, d);
+	sl_guard_artifact_fields(sample, d);
 	return d;
 }
 
@@ -687,8 +686,8 @@ static int removed_cb(void *user, const struct sbxloop_event *ev)
 	return *removed;
 }
 
-int sbx_gc_workspace_removed(const struct sbxloop_store_ops *ops, void *ctx,
-			     const char *run_id, struct sbxloop_error *err)
+int sl_gc_workspace_removed(const struct sbxloop_store_ops *ops, void *ctx,
+			    const char *run_id, struct sbxloop_error *err)
 {
 	struct sbxloop_event_query q;
 	int removed = 0, rc;
@@ -696,7 +695,7 @@ int sbx_gc_workspace_removed(const struct sbxloop_store_ops *ops, void *ctx,
 	memset(&q, 0, sizeof(q));
 	q.struct_size = sizeof(q);
 	q.run_id = run_id;
-	q.type_prefix = SBX_EV_GC;
+	q.type_prefix = SL_EV_GC;
 	rc = ops->events_query(ctx, &q, removed_cb, &removed, err);
 	return rc ? rc : removed;
 }

@@ -4,8 +4,8 @@
  * files), the tally of what was left out, and the harvest that copies
  * an unmounted workspace out of the sandbox.
  */
-#ifndef SBX_ARTIFACTS_H
-#define SBX_ARTIFACTS_H
+#ifndef SL_ARTIFACTS_H
+#define SL_ARTIFACTS_H
 
 #include <stddef.h>
 
@@ -17,24 +17,24 @@
 #include "config/conf.h"
 
 /* Tally key of files the tree's own .gitignore rules ignore. */
-#define SBX_ARTIFACTS_GITIGNORED "gitignored"
+#define SL_ARTIFACTS_GITIGNORED "gitignored"
 
-struct sbx_artifact_file {
+struct sl_artifact_file {
 	char *relpath;
 	long long size;
 };
 
-struct sbx_artifact_tally {
+struct sl_artifact_tally {
 	char *key; /* the exclude entry (the pattern for globs) */
 	size_t count;
 };
 
-/* A scan result; release with sbx_artifacts_scan_clear. */
-struct sbx_artifact_scan {
-	struct sbx_artifact_file *files; /* kept files, sorted */
+/* A scan result; release with sl_artifacts_scan_clear. */
+struct sl_artifact_scan {
+	struct sl_artifact_file *files; /* kept files, sorted */
 	size_t n_files;
-	long long bytes;                  /* of the kept files */
-	struct sbx_artifact_tally *tally; /* sorted by key */
+	long long bytes;                 /* of the kept files */
+	struct sl_artifact_tally *tally; /* sorted by key */
 	size_t n_tally;
 	size_t excluded; /* sum of the tally */
 };
@@ -44,12 +44,12 @@ struct sbx_artifact_scan {
  * NULL. An entry with `*`, `?` or `[` is an fnmatch glob on one whole
  * path component; any other entry must equal a component.
  */
-const char *sbx_artifacts_match(const char *relpath,
-				const char *const *exclude, size_t n);
+const char *sl_artifacts_match(const char *relpath, const char *const *exclude,
+			       size_t n);
 
 /* Count one excluded file under `key` (keeps the tally sorted). */
-void sbx_artifacts_tally_add(struct sbx_artifact_scan *scan, const char *key,
-			     size_t count);
+void sl_artifacts_tally_add(struct sl_artifact_scan *scan, const char *key,
+			    size_t count);
 
 /*
  * Every regular file under `root`, minus excluded ones and, when `root`
@@ -57,37 +57,37 @@ void sbx_artifacts_tally_add(struct sbx_artifact_scan *scan, const char *key,
  * .gitignore rules ignore. 0, or a negative code when `root` cannot be
  * read.
  */
-int sbx_artifacts_scan(const char *root, const char *const *exclude,
-		       size_t n_exclude, struct sbx_artifact_scan *scan,
-		       struct sbxloop_error *err);
-void sbx_artifacts_scan_clear(struct sbx_artifact_scan *scan);
+int sl_artifacts_scan(const char *root, const char *const *exclude,
+		      size_t n_exclude, struct sl_artifact_scan *scan,
+		      struct sbxloop_error *err);
+void sl_artifacts_scan_clear(struct sl_artifact_scan *scan);
 
 /* "N file(s) excluded (k1, k2)" (caller frees), or NULL when none. */
-char *sbx_artifacts_note(const struct sbx_artifact_scan *scan);
+char *sl_artifacts_note(const struct sl_artifact_scan *scan);
 
 /* The config's artifacts.exclude as an array (borrowed strings;
  * caller frees the array only). */
-const char **sbx_artifacts_excludes(const struct sbx_config *cfg, size_t *n);
+const char **sl_artifacts_excludes(const struct sl_config *cfg, size_t *n);
 
 /*
  * UPSTREAM 11.1: NULL when the run never recorded a workspace; the
  * workspace when it is mounted; else <state_dir>/runs/<run>/artifacts.
  * Caller frees.
  */
-char *sbx_artifacts_dir(const char *state_dir, const char *run_id,
-			const char *workspace, int mounted);
+char *sl_artifacts_dir(const char *state_dir, const char *run_id,
+		       const char *workspace, int mounted);
 
 /* Sorted entry names of a directory (caller frees each and the array);
  * 0 or -errno. */
-int sbx_artifacts_list_dir(const char *path, char ***names, size_t *n);
+int sl_artifacts_list_dir(const char *path, char ***names, size_t *n);
 /* rm -rf without following links; 0 or the first -errno. */
-int sbx_artifacts_rmtree(const char *path);
-void sbx_artifacts_rmtree_quiet(const char *path);
+int sl_artifacts_rmtree(const char *path);
+void sl_artifacts_rmtree_quiet(const char *path);
 /* Bytes under `path` by lstat (links counted, not followed). */
-long long sbx_artifacts_du(const char *path);
+long long sl_artifacts_du(const char *path);
 
 /* The sandbox a harvest copies from, borrowed. */
-struct sbx_harvest {
+struct sl_harvest {
 	const struct sbxloop_sandbox_ops *ops;
 	void *ctx;
 	const char *sandbox; /* its name */
@@ -102,30 +102,30 @@ struct sbx_harvest {
 /*
  * Copy the workspace out of the sandbox into `dest` (replaced whole,
  * only once the new copy is complete), leaving out excluded files and
- * links; `scan` (an output, release it with sbx_artifacts_scan_clear)
+ * links; `scan` (an output, release it with sl_artifacts_scan_clear)
  * gets the kept files and the tally, what stayed inside included. Best
  * effort: a negative code means nothing changed in `dest`; the caller
  * logs it and goes on.
  */
-int sbx_artifacts_harvest(const struct sbx_harvest *h,
-			  struct sbx_artifact_scan *scan,
-			  struct sbxloop_error *err);
+int sl_artifacts_harvest(const struct sl_harvest *h,
+			 struct sl_artifact_scan *scan,
+			 struct sbxloop_error *err);
 
 /*
  * The data of a run.artifacts event: {path, files, mounted, excluded?
  * {key: count}, disk_used_pct?, resources_level?}. `sample` is the
  * agent's last sandbox.resources data (may be NULL). Caller owns it.
  */
-cJSON *sbx_artifacts_event_data(const char *path, int mounted,
-				const struct sbx_artifact_scan *scan,
-				const cJSON *sample);
+cJSON *sl_artifacts_event_data(const char *path, int mounted,
+			       const struct sl_artifact_scan *scan,
+			       const cJSON *sample);
 
 /*
  * Did `sbxloop gc` remove the run's recorded workspace (a daemon.gc
  * event with workspace_removed:true)? 1 yes, 0 no, negative when the
  * store failed (err says why). A resume must refuse such a run.
  */
-int sbx_gc_workspace_removed(const struct sbxloop_store_ops *ops, void *ctx,
-			     const char *run_id, struct sbxloop_error *err);
+int sl_gc_workspace_removed(const struct sbxloop_store_ops *ops, void *ctx,
+			    const char *run_id, struct sbxloop_error *err);
 
 #endif

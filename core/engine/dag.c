@@ -38,10 +38,10 @@ static int depth_of(struct node *nodes, size_t n, size_t i,
 	if (nodes[i].depth >= 0)
 		return nodes[i].depth;
 	if (nodes[i].visiting)
-		return sbx_error(err, SBXLOOP_EINVAL,
-				 "the dependencies form a cycle through task "
-				 "'%s'",
-				 nodes[i].id);
+		return sl_error(err, SBXLOOP_EINVAL,
+				"the dependencies form a cycle through task "
+				"'%s'",
+				nodes[i].id);
 	nodes[i].visiting = 1;
 	cJSON_ArrayForEach (d, nodes[i].deps) {
 		long j = find_node(nodes, n, d->valuestring);
@@ -67,8 +67,8 @@ static int cmp_node(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-int sbx_dag_order(const cJSON *tasks, size_t **order, size_t *n_out,
-		  struct sbxloop_error *err)
+int sl_dag_order(const cJSON *tasks, size_t **order, size_t *n_out,
+		 struct sbxloop_error *err)
 {
 	size_t n = (size_t)cJSON_GetArraySize(tasks), i;
 	struct node *nodes = NULL;
@@ -77,10 +77,10 @@ int sbx_dag_order(const cJSON *tasks, size_t **order, size_t *n_out,
 	*order = NULL;
 	*n_out = 0;
 	if (n == 0)
-		return sbx_error(err, SBXLOOP_EINVAL,
-				 "the task list is empty; at least one task "
-				 "is required");
-	nodes = sbx_xcalloc(n, sizeof(*nodes));
+		return sl_error(err, SBXLOOP_EINVAL,
+				"the task list is empty; at least one task "
+				"is required");
+	nodes = sl_xcalloc(n, sizeof(*nodes));
 	for (i = 0; i < n; i++) {
 		const cJSON *t = cJSON_GetArrayItem(tasks, (int)i);
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(t, "id");
@@ -91,14 +91,14 @@ int sbx_dag_order(const cJSON *tasks, size_t **order, size_t *n_out,
 		nodes[i].depth = -1;
 		nodes[i].pos = i;
 		if (!*nodes[i].id) {
-			rc = sbx_error(err, SBXLOOP_EINVAL,
-				       "task %zu has an empty id", i + 1);
+			rc = sl_error(err, SBXLOOP_EINVAL,
+				      "task %zu has an empty id", i + 1);
 			goto out;
 		}
 		if (find_node(nodes, i, nodes[i].id) >= 0) {
-			rc = sbx_error(err, SBXLOOP_EINVAL,
-				       "task id '%s' is used more than once",
-				       nodes[i].id);
+			rc = sl_error(err, SBXLOOP_EINVAL,
+				      "task id '%s' is used more than once",
+				      nodes[i].id);
 			goto out;
 		}
 	}
@@ -108,19 +108,19 @@ int sbx_dag_order(const cJSON *tasks, size_t **order, size_t *n_out,
 		cJSON_ArrayForEach (d, nodes[i].deps) {
 			if (!cJSON_IsString(d) ||
 			    find_node(nodes, n, d->valuestring) < 0) {
-				rc = sbx_error(err, SBXLOOP_EINVAL,
-					       "task '%s' depends on '%s', "
-					       "which is not a task",
-					       nodes[i].id,
-					       cJSON_IsString(d)
-						       ? d->valuestring
-						       : "?");
+				rc = sl_error(err, SBXLOOP_EINVAL,
+					      "task '%s' depends on '%s', "
+					      "which is not a task",
+					      nodes[i].id,
+					      cJSON_IsString(d)
+						      ? d->valuestring
+						      : "?");
 				goto out;
 			}
 			if (strcmp(d->valuestring, nodes[i].id) == 0) {
-				rc = sbx_error(err, SBXLOOP_EINVAL,
-					       "task '%s' depends on itself",
-					       nodes[i].id);
+				rc = sl_error(err, SBXLOOP_EINVAL,
+					      "task '%s' depends on itself",
+					      nodes[i].id);
 				goto out;
 			}
 		}
@@ -132,7 +132,7 @@ int sbx_dag_order(const cJSON *tasks, size_t **order, size_t *n_out,
 	}
 	rc = 0;
 	qsort(nodes, n, sizeof(*nodes), cmp_node);
-	*order = sbx_xcalloc(n, sizeof(**order));
+	*order = sl_xcalloc(n, sizeof(**order));
 	for (i = 0; i < n; i++)
 		(*order)[i] = nodes[i].pos;
 	*n_out = n;

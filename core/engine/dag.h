@@ -3,8 +3,8 @@
  * dependencies, no self-dependency, no cycle; order by dependency depth,
  * then authored position.
  */
-#ifndef SBX_DAG_H
-#define SBX_DAG_H
+#ifndef SL_DAG_H
+#define SL_DAG_H
 
 #include <stddef.h>
 
@@ -18,7 +18,7 @@
  * into `tasks` in execution order. A violation is SBXLOOP_EINVAL with a
  * message meant for the agent.
  */
-int sbx_dag_order(const cJSON *tasks, size_t **order, size_t *n,
-		  struct sbxloop_error *err);
+int sl_dag_order(const cJSON *tasks, size_t **order, size_t *n,
+		 struct sbxloop_error *err);
 
 #endif

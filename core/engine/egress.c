@@ -17,7 +17,7 @@
 #include "host/event_types.h"
 #include "config/policy_patterns.h"
 
-const char *const sbx_egress_control_plane[] = {
+const char *const sl_egress_control_plane[] = {
 	"api.githubcopilot.com",
 	"*.githubcopilot.com",
 	"api.github.com",
@@ -28,7 +28,7 @@ const char *const sbx_egress_control_plane[] = {
 	NULL,
 };
 
-const char *const sbx_egress_github[] = {
+const char *const sl_egress_github[] = {
 	"api.github.com",
 	"github.com",
 	"uploads.github.com",
@@ -36,7 +36,7 @@ const char *const sbx_egress_github[] = {
 	NULL,
 };
 
-const char *const sbx_egress_registries[] = {
+const char *const sl_egress_registries[] = {
 	"pypi.org",
 	"files.pythonhosted.org",
 	"registry.npmjs.org",
@@ -60,12 +60,12 @@ const char *const sbx_egress_registries[] = {
 	NULL,
 };
 
-const char *const sbx_egress_distro[] = {
+const char *const sl_egress_distro[] = {
 	"deb.debian.org",      "security.debian.org", "archive.ubuntu.com",
 	"security.ubuntu.com", "ports.ubuntu.com",    NULL,
 };
 
-const char *const sbx_egress_declarable[] = {
+const char *const sl_egress_declarable[] = {
 	"center.conan.io",
 	"astral.sh",
 	NULL,
@@ -79,15 +79,15 @@ const char *const sbx_egress_declarable[] = {
 
 /* ------------------------------------------------------------ bounds */
 
-static const char *list_covering(const struct sbx_config *cfg, const char *key,
+static const char *list_covering(const struct sl_config *cfg, const char *key,
 				 const char *domain)
 {
-	size_t i, n = sbx_config_list_len(cfg, key);
+	size_t i, n = sl_config_list_len(cfg, key);
 
 	for (i = 0; i < n; i++) {
-		const char *p = sbx_config_list_item(cfg, key, i);
+		const char *p = sl_config_list_item(cfg, key, i);
 
-		if (p && sbx_pattern_covers(p, domain))
+		if (p && sl_pattern_covers(p, domain))
 			return p;
 	}
 	return NULL;
@@ -99,15 +99,15 @@ static const char *list_covering(const struct sbx_config *cfg, const char *key,
  * one denied host is refused whole, since no granter can open a
  * wildcard minus a host.
  */
-static const char *deny_overlapping(const struct sbx_config *cfg,
+static const char *deny_overlapping(const struct sl_config *cfg,
 				    const char *pattern)
 {
-	size_t i, n = sbx_config_list_len(cfg, "policy.deny");
+	size_t i, n = sl_config_list_len(cfg, "policy.deny");
 
 	for (i = 0; i < n; i++) {
-		const char *p = sbx_config_list_item(cfg, "policy.deny", i);
+		const char *p = sl_config_list_item(cfg, "policy.deny", i);
 
-		if (p && sbx_pattern_overlaps(p, pattern))
+		if (p && sl_pattern_overlaps(p, pattern))
 			return p;
 	}
 	return NULL;
@@ -116,13 +116,13 @@ static const char *deny_overlapping(const struct sbx_config *cfg,
 static int tier_covers(const char *const *tier, const char *domain)
 {
 	for (; *tier; tier++)
-		if (sbx_pattern_covers(*tier, domain))
+		if (sl_pattern_covers(*tier, domain))
 			return 1;
 	return 0;
 }
 
-int sbx_egress_check(const struct sbx_config *cfg, const char *domain,
-		     char **why)
+int sl_egress_check(const struct sl_config *cfg, const char *domain,
+		    char **why)
 {
 	const char *p;
 
@@ -130,31 +130,31 @@ int sbx_egress_check(const struct sbx_config *cfg, const char *domain,
 		*why = NULL;
 	p = deny_overlapping(cfg, domain);
 	if (p) {
-		if (why && sbx_pattern_covers(p, domain))
-			*why = sbx_xasprintf(
-				"matches policy.deny pattern '%s'", p);
+		if (why && sl_pattern_covers(p, domain))
+			*why = sl_xasprintf("matches policy.deny pattern '%s'",
+					    p);
 		else if (why)
-			*why = sbx_xasprintf("covers hosts that policy.deny "
-					     "pattern '%s' denies",
-					     p);
+			*why = sl_xasprintf("covers hosts that policy.deny "
+					    "pattern '%s' denies",
+					    p);
 		return 0;
 	}
-	if (tier_covers(sbx_egress_control_plane, domain) ||
-	    tier_covers(sbx_egress_registries, domain) ||
-	    tier_covers(sbx_egress_distro, domain) ||
-	    tier_covers(sbx_egress_declarable, domain) ||
+	if (tier_covers(sl_egress_control_plane, domain) ||
+	    tier_covers(sl_egress_registries, domain) ||
+	    tier_covers(sl_egress_distro, domain) ||
+	    tier_covers(sl_egress_declarable, domain) ||
 	    list_covering(cfg, "sandbox.extra_allow_domains", domain) ||
 	    list_covering(cfg, "policy.allow", domain))
 		return 1;
 	if (why)
-		*why = sbx_xstrdup(
+		*why = sl_xstrdup(
 			"not covered by policy.allow in sbxloop.yaml");
 	return 0;
 }
 
 /* ------------------------------------------------- plan declarations */
 
-char *sbx_egress_normalize(const char *declared, char **why)
+char *sl_egress_normalize(const char *declared, char **why)
 {
 	const char *s = declared ? declared : "";
 	char *d;
@@ -166,22 +166,22 @@ char *sbx_egress_normalize(const char *declared, char **why)
 	n = strlen(s);
 	while (n && isspace((unsigned char)s[n - 1]))
 		n--;
-	d = sbx_xstrndup(s, n);
+	d = sl_xstrndup(s, n);
 	for (i = 0; i < n; i++)
 		d[i] = (char)tolower((unsigned char)d[i]);
 	if (!*d)
-		*why = sbx_xstrdup("an empty domain");
+		*why = sl_xstrdup("an empty domain");
 	else if (strcmp(d, "*") == 0)
-		*why = sbx_xstrdup("the bare '*' is for operators only; "
-				   "name the domain");
+		*why = sl_xstrdup("the bare '*' is for operators only; "
+				  "name the domain");
 	else if (strstr(d, "://"))
-		*why = sbx_xstrdup("a domain only: drop the scheme");
+		*why = sl_xstrdup("a domain only: drop the scheme");
 	else if (strchr(d, '/'))
-		*why = sbx_xstrdup("a domain only: drop the path");
+		*why = sl_xstrdup("a domain only: drop the path");
 	else if (strchr(d, ':'))
-		*why = sbx_xstrdup("a domain only: drop the port");
-	else if (!sbx_pattern_valid(d, 0))
-		*why = sbx_xstrdup("not an exact domain or '*.domain'");
+		*why = sl_xstrdup("a domain only: drop the port");
+	else if (!sl_pattern_valid(d, 0))
+		*why = sl_xstrdup("not an exact domain or '*.domain'");
 	if (*why) {
 		free(d);
 		return NULL;
@@ -189,10 +189,10 @@ char *sbx_egress_normalize(const char *declared, char **why)
 	return d;
 }
 
-int sbx_egress_validate_plan(const struct sbx_config *cfg, cJSON *egress,
-			     struct sbx_buf *msg)
+int sl_egress_validate_plan(const struct sl_config *cfg, cJSON *egress,
+			    struct sl_buf *msg)
 {
-	struct sbx_buf problems = SBX_BUF_INIT;
+	struct sl_buf problems = SL_BUF_INIT;
 	cJSON *e;
 	int rc = 0;
 
@@ -200,28 +200,28 @@ int sbx_egress_validate_plan(const struct sbx_config *cfg, cJSON *egress,
 		cJSON *dj = cJSON_GetObjectItemCaseSensitive(e, "domain");
 		const char *raw = cJSON_IsString(dj) ? dj->valuestring : "";
 		char *why = NULL;
-		char *d = sbx_egress_normalize(raw, &why);
+		char *d = sl_egress_normalize(raw, &why);
 
 		if (!d) {
-			sbx_buf_addf(&problems, "- '%s': %s\n", raw, why);
+			sl_buf_addf(&problems, "- '%s': %s\n", raw, why);
 		} else {
 			cJSON_ReplaceItemInObjectCaseSensitive(
 				e, "domain", cJSON_CreateString(d));
-			if (!sbx_egress_check(cfg, d, &why))
-				sbx_buf_addf(&problems, "- %s: %s\n", d, why);
+			if (!sl_egress_check(cfg, d, &why))
+				sl_buf_addf(&problems, "- %s: %s\n", d, why);
 		}
 		free(why);
 		free(d);
 	}
 	if (problems.len) {
-		sbx_buf_adds(msg, "plan-declared egress is outside the "
-				  "operator's bounds:\n");
-		sbx_buf_adds(msg, sbx_buf_str(&problems));
-		sbx_buf_adds(msg,
-			     "drop these domains from 'egress': " RETRY_HINT);
+		sl_buf_adds(msg, "plan-declared egress is outside the "
+				 "operator's bounds:\n");
+		sl_buf_adds(msg, sl_buf_str(&problems));
+		sl_buf_adds(msg,
+			    "drop these domains from 'egress': " RETRY_HINT);
 		rc = SBXLOOP_EINVAL;
 	}
-	sbx_buf_release(&problems);
+	sl_buf_release(&problems);
 	return rc;
 }
 
@@ -234,53 +234,53 @@ static void list_push(char ***list, size_t *n, const char *s)
 	for (i = 0; i < *n; i++)
 		if (strcasecmp((*list)[i], s) == 0)
 			return;
-	*list = sbx_xrealloc(*list, (*n + 2) * sizeof(**list));
-	(*list)[(*n)++] = sbx_xstrdup(s);
+	*list = sl_xrealloc(*list, (*n + 2) * sizeof(**list));
+	(*list)[(*n)++] = sl_xstrdup(s);
 	(*list)[*n] = NULL;
 }
 
-static void push_filtered(const struct sbx_config *cfg, char ***list,
-			  size_t *n, const char *s)
+static void push_filtered(const struct sl_config *cfg, char ***list, size_t *n,
+			  const char *s)
 {
 	if (!deny_overlapping(cfg, s))
 		list_push(list, n, s);
 }
 
-char **sbx_egress_agent_seed(const struct sbx_config *cfg)
+char **sl_egress_agent_seed(const struct sl_config *cfg)
 {
-	char **list = sbx_xcalloc(1, sizeof(*list));
+	char **list = sl_xcalloc(1, sizeof(*list));
 	size_t n = 0, i;
 	const char *const *t;
-	size_t extras = sbx_config_list_len(cfg, EXTRAS);
+	size_t extras = sl_config_list_len(cfg, EXTRAS);
 
-	for (t = sbx_egress_control_plane; *t; t++)
+	for (t = sl_egress_control_plane; *t; t++)
 		list_push(&list, &n, *t);
 	for (i = 0; i < extras; i++)
 		push_filtered(cfg, &list, &n,
-			      sbx_config_list_item(cfg, EXTRAS, i));
-	for (t = sbx_egress_registries; *t; t++)
+			      sl_config_list_item(cfg, EXTRAS, i));
+	for (t = sl_egress_registries; *t; t++)
 		push_filtered(cfg, &list, &n, *t);
-	for (t = sbx_egress_distro; *t; t++)
+	for (t = sl_egress_distro; *t; t++)
 		push_filtered(cfg, &list, &n, *t);
 	return list;
 }
 
-char **sbx_egress_github_seed(const struct sbx_config *cfg)
+char **sl_egress_github_seed(const struct sl_config *cfg)
 {
-	char **list = sbx_xcalloc(1, sizeof(*list));
+	char **list = sl_xcalloc(1, sizeof(*list));
 	size_t n = 0, i;
 	const char *const *t;
-	size_t extras = sbx_config_list_len(cfg, EXTRAS);
+	size_t extras = sl_config_list_len(cfg, EXTRAS);
 
-	for (t = sbx_egress_github; *t; t++)
+	for (t = sl_egress_github; *t; t++)
 		list_push(&list, &n, *t);
 	for (i = 0; i < extras; i++)
 		push_filtered(cfg, &list, &n,
-			      sbx_config_list_item(cfg, EXTRAS, i));
+			      sl_config_list_item(cfg, EXTRAS, i));
 	return list;
 }
 
-void sbx_egress_list_free(char **list)
+void sl_egress_list_free(char **list)
 {
 	size_t i;
 
@@ -298,10 +298,10 @@ struct ledger_entry {
 	int granter; /* index in the chain; -1 = seeded at provisioning */
 };
 
-struct sbx_egress_ledger {
-	const struct sbx_config *cfg;
+struct sl_egress_ledger {
+	const struct sl_config *cfg;
 	char *sandbox;
-	const struct sbx_egress_granter *chain;
+	const struct sl_egress_granter *chain;
 	size_t n_chain;
 	void (*emit)(void *user, const char *type, cJSON *data);
 	void *user;
@@ -309,17 +309,17 @@ struct sbx_egress_ledger {
 	size_t n_entries;
 };
 
-static void ledger_add(struct sbx_egress_ledger *l, const char *domain,
+static void ledger_add(struct sl_egress_ledger *l, const char *domain,
 		       const char *reason, const char *task_id, int granter)
 {
 	struct ledger_entry *e;
 
-	l->entries = sbx_xrealloc(l->entries,
-				  (l->n_entries + 1) * sizeof(*l->entries));
+	l->entries = sl_xrealloc(l->entries,
+				 (l->n_entries + 1) * sizeof(*l->entries));
 	e = &l->entries[l->n_entries++];
-	e->domain = sbx_xstrdup(domain);
-	e->reason = sbx_xstrdup(reason ? reason : "");
-	e->task_id = sbx_xstrdup(task_id);
+	e->domain = sl_xstrdup(domain);
+	e->reason = sl_xstrdup(reason ? reason : "");
+	e->task_id = sl_xstrdup(task_id);
 	e->granter = granter;
 }
 
@@ -330,28 +330,28 @@ static void entry_clear(struct ledger_entry *e)
 	free(e->task_id);
 }
 
-struct sbx_egress_ledger *sbx_egress_ledger_new(
-	const struct sbx_config *cfg, const char *sandbox,
-	const struct sbx_egress_granter *chain, size_t n_chain,
+struct sl_egress_ledger *sl_egress_ledger_new(
+	const struct sl_config *cfg, const char *sandbox,
+	const struct sl_egress_granter *chain, size_t n_chain,
 	void (*emit)(void *user, const char *type, cJSON *data), void *user)
 {
-	struct sbx_egress_ledger *l = sbx_xcalloc(1, sizeof(*l));
-	char **seed = sbx_egress_agent_seed(cfg);
+	struct sl_egress_ledger *l = sl_xcalloc(1, sizeof(*l));
+	char **seed = sl_egress_agent_seed(cfg);
 	size_t i;
 
 	l->cfg = cfg;
-	l->sandbox = sbx_xstrdup(sandbox ? sandbox : "");
+	l->sandbox = sl_xstrdup(sandbox ? sandbox : "");
 	l->chain = chain;
 	l->n_chain = n_chain;
 	l->emit = emit;
 	l->user = user;
 	for (i = 0; seed[i]; i++)
 		ledger_add(l, seed[i], NULL, NULL, -1);
-	sbx_egress_list_free(seed);
+	sl_egress_list_free(seed);
 	return l;
 }
 
-void sbx_egress_ledger_free(struct sbx_egress_ledger *l)
+void sl_egress_ledger_free(struct sl_egress_ledger *l)
 {
 	size_t i;
 
@@ -364,19 +364,18 @@ void sbx_egress_ledger_free(struct sbx_egress_ledger *l)
 	free(l);
 }
 
-int sbx_egress_ledger_has(const struct sbx_egress_ledger *l,
-			  const char *domain)
+int sl_egress_ledger_has(const struct sl_egress_ledger *l, const char *domain)
 {
 	size_t i;
 
 	/* a seeded or granted wildcard already opens its subdomains */
 	for (i = 0; i < l->n_entries; i++)
-		if (sbx_pattern_covers(l->entries[i].domain, domain))
+		if (sl_pattern_covers(l->entries[i].domain, domain))
 			return 1;
 	return 0;
 }
 
-static void emit_policy(struct sbx_egress_ledger *l, const char *type,
+static void emit_policy(struct sl_egress_ledger *l, const char *type,
 			const char *task_id, const char *domain,
 			const char *reason, const char *granter,
 			const char *message)
@@ -398,16 +397,15 @@ static void emit_policy(struct sbx_egress_ledger *l, const char *type,
 		cJSON_Delete(d);
 }
 
-static const char *granter_name(const struct sbx_egress_ledger *l, size_t i)
+static const char *granter_name(const struct sl_egress_ledger *l, size_t i)
 {
 	return l->chain[i].name ? l->chain[i].name : "(unnamed)";
 }
 
 /* Walk the chain for one domain. 0 granted (*who set); 1 nobody could
  * (reasons in *why); negative on a real failure. */
-static int grant_one(struct sbx_egress_ledger *l,
-		     const struct sbxloop_grant *g, int *who,
-		     struct sbx_buf *why, struct sbxloop_error *err)
+static int grant_one(struct sl_egress_ledger *l, const struct sbxloop_grant *g,
+		     int *who, struct sl_buf *why, struct sbxloop_error *err)
 {
 	size_t i;
 
@@ -420,17 +418,17 @@ static int grant_one(struct sbx_egress_ledger *l,
 			return 0;
 		}
 		if (rc != SBXLOOP_EUNSUPPORTED) {
-			sbx_error(err, rc, "%s", e.message);
+			sl_error(err, rc, "%s", e.message);
 			return rc;
 		}
 		if (why->len)
-			sbx_buf_adds(why, "; ");
-		sbx_buf_adds(why,
-			     e.message[0] ? e.message : granter_name(l, i));
+			sl_buf_adds(why, "; ");
+		sl_buf_adds(why,
+			    e.message[0] ? e.message : granter_name(l, i));
 	}
 	if (!l->n_chain)
-		sbx_buf_adds(why, "no policy granter is configured "
-				  "(plugins.policy is empty)");
+		sl_buf_adds(why, "no policy granter is configured "
+				 "(plugins.policy is empty)");
 	return 1;
 }
 
@@ -447,7 +445,7 @@ static int declared_before(const cJSON *egress, const cJSON *upto,
 
 		if (e == upto)
 			break;
-		d = sbx_egress_normalize(
+		d = sl_egress_normalize(
 			cJSON_IsString(dj) ? dj->valuestring : "", &bad);
 		same = d && strcmp(d, domain) == 0;
 		free(d);
@@ -458,8 +456,8 @@ static int declared_before(const cJSON *egress, const cJSON *upto,
 	return 0;
 }
 
-int sbx_egress_grant_all(struct sbx_egress_ledger *l, const char *task_id,
-			 const cJSON *egress, struct sbxloop_error *err)
+int sl_egress_grant_all(struct sl_egress_ledger *l, const char *task_id,
+			const cJSON *egress, struct sbxloop_error *err)
 {
 	const cJSON *e;
 	int rc = 0;
@@ -470,32 +468,32 @@ int sbx_egress_grant_all(struct sbx_egress_ledger *l, const char *task_id,
 		const char *reason = cJSON_IsString(rj) ? rj->valuestring : "";
 		const char *raw = cJSON_IsString(dj) ? dj->valuestring : "";
 		struct sbxloop_grant g;
-		struct sbx_buf why = SBX_BUF_INIT;
+		struct sl_buf why = SL_BUF_INIT;
 		char *bad = NULL, *d, *msg;
 		int who = -1, r;
 
-		d = sbx_egress_normalize(raw, &bad);
+		d = sl_egress_normalize(raw, &bad);
 		/* one answer per domain, however often the plan names it */
 		if (d && declared_before(egress, e, d)) {
 			free(d);
 			continue;
 		}
 		if (!d) {
-			msg = sbx_xasprintf("egress refused: '%s' — %s", raw,
-					    bad);
-			emit_policy(l, SBX_EV_POLICY_DENY, task_id, raw,
-				    reason, NULL, msg);
+			msg = sl_xasprintf("egress refused: '%s' — %s", raw,
+					   bad);
+			emit_policy(l, SL_EV_POLICY_DENY, task_id, raw, reason,
+				    NULL, msg);
 			free(msg);
 			free(bad);
 			continue;
 		}
-		if (!sbx_egress_check(l->cfg, d, &bad)) {
-			msg = sbx_xasprintf("egress refused: %s — %s", d, bad);
-			emit_policy(l, SBX_EV_POLICY_DENY, task_id, d, reason,
+		if (!sl_egress_check(l->cfg, d, &bad)) {
+			msg = sl_xasprintf("egress refused: %s — %s", d, bad);
+			emit_policy(l, SL_EV_POLICY_DENY, task_id, d, reason,
 				    NULL, msg);
 			goto next;
 		}
-		if (sbx_egress_ledger_has(l, d))
+		if (sl_egress_ledger_has(l, d))
 			goto next_quiet;
 		memset(&g, 0, sizeof(g));
 		g.struct_size = sizeof(g);
@@ -506,50 +504,50 @@ int sbx_egress_grant_all(struct sbx_egress_ledger *l, const char *task_id,
 		g.phase = "execute";
 		r = grant_one(l, &g, &who, &why, err);
 		if (r < 0) {
-			msg = sbx_xasprintf("egress grant failed: %s — %s", d,
-					    err->message);
-			emit_policy(l, SBX_EV_POLICY_DENY, task_id, d, reason,
+			msg = sl_xasprintf("egress grant failed: %s — %s", d,
+					   err->message);
+			emit_policy(l, SL_EV_POLICY_DENY, task_id, d, reason,
 				    NULL, msg);
 			free(msg);
-			sbx_buf_release(&why);
+			sl_buf_release(&why);
 			free(d);
 			rc = r;
 			goto out;
 		}
 		if (r > 0) {
-			msg = sbx_xasprintf("egress refused: %s — no granter "
-					    "can enforce it: %s",
-					    d, sbx_buf_str(&why));
-			emit_policy(l, SBX_EV_POLICY_DENY, task_id, d, reason,
+			msg = sl_xasprintf("egress refused: %s — no granter "
+					   "can enforce it: %s",
+					   d, sl_buf_str(&why));
+			emit_policy(l, SL_EV_POLICY_DENY, task_id, d, reason,
 				    NULL, msg);
 			goto next;
 		}
 		ledger_add(l, d, reason, task_id, who);
-		msg = sbx_xasprintf("egress granted: %s — %s", d,
-				    *reason ? reason
-					    : "no justification given");
-		emit_policy(l, SBX_EV_POLICY_ALLOW, task_id, d, reason,
+		msg = sl_xasprintf("egress granted: %s — %s", d,
+				   *reason ? reason
+					   : "no justification given");
+		emit_policy(l, SL_EV_POLICY_ALLOW, task_id, d, reason,
 			    granter_name(l, (size_t)who), msg);
 next:
 		free(msg);
 next_quiet:
 		free(bad);
-		sbx_buf_release(&why);
+		sl_buf_release(&why);
 		free(d);
 	}
 out:
 	return rc;
 }
 
-int sbx_egress_revoke_all(struct sbx_egress_ledger *l, const char *task_id,
-			  struct sbxloop_error *err)
+int sl_egress_revoke_all(struct sl_egress_ledger *l, const char *task_id,
+			 struct sbxloop_error *err)
 {
 	size_t i = 0;
 	int rc = 0;
 
 	while (i < l->n_entries) {
 		struct ledger_entry *e = &l->entries[i];
-		const struct sbx_egress_granter *gr;
+		const struct sl_egress_granter *gr;
 		struct sbxloop_error e2 = {0, ""};
 		struct sbxloop_grant g;
 		char *msg;
@@ -578,22 +576,22 @@ int sbx_egress_revoke_all(struct sbx_egress_ledger *l, const char *task_id,
 			continue;
 		}
 		if (r < 0) {
-			msg = sbx_xasprintf("egress revoke failed: %s — %s; "
-					    "the grant stays for the "
-					    "sandbox's life",
-					    e->domain, e2.message);
-			emit_policy(l, SBX_EV_POLICY_REVOKE, g.task_id,
+			msg = sl_xasprintf("egress revoke failed: %s — %s; "
+					   "the grant stays for the "
+					   "sandbox's life",
+					   e->domain, e2.message);
+			emit_policy(l, SL_EV_POLICY_REVOKE, g.task_id,
 				    e->domain, NULL,
 				    granter_name(l, (size_t)e->granter), msg);
 			free(msg);
 			if (!rc)
-				rc = sbx_error(err, r, "%s", e2.message);
+				rc = sl_error(err, r, "%s", e2.message);
 			i++;
 			continue;
 		}
-		msg = sbx_xasprintf("egress revoked: %s — EXECUTE ended",
-				    e->domain);
-		emit_policy(l, SBX_EV_POLICY_REVOKE, g.task_id, e->domain,
+		msg = sl_xasprintf("egress revoked: %s — EXECUTE ended",
+				   e->domain);
+		emit_policy(l, SL_EV_POLICY_REVOKE, g.task_id, e->domain,
 			    e->reason, granter_name(l, (size_t)e->granter),
 			    msg);
 		free(msg);
@@ -649,7 +647,7 @@ static void wrap_end(struct wrap *w, const char *empty)
 }
 
 static void print_tier(FILE *out, const char *label,
-		       const struct sbx_config *cfg, const char *const *tier,
+		       const struct sl_config *cfg, const char *const *tier,
 		       int filtered)
 {
 	struct wrap w;
@@ -662,21 +660,21 @@ static void print_tier(FILE *out, const char *label,
 }
 
 static void print_list(FILE *out, const char *label,
-		       const struct sbx_config *cfg, const char *key,
+		       const struct sl_config *cfg, const char *key,
 		       const char *empty)
 {
-	size_t i, n = sbx_config_list_len(cfg, key);
+	size_t i, n = sl_config_list_len(cfg, key);
 	struct wrap w;
 
 	wrap_start(&w, out, label);
 	for (i = 0; i < n; i++)
-		wrap_item(&w, sbx_config_list_item(cfg, key, i));
+		wrap_item(&w, sl_config_list_item(cfg, key, i));
 	wrap_end(&w, empty);
 }
 
 /* One line of "pattern (deny p)" items, printed only when non-empty. */
 static void print_overridden(FILE *out, const char *label,
-			     const struct sbx_config *cfg,
+			     const struct sl_config *cfg,
 			     const char *const *items, size_t n)
 {
 	struct wrap w;
@@ -697,7 +695,7 @@ static void print_overridden(FILE *out, const char *label,
 
 		if (!d)
 			continue;
-		item = sbx_xasprintf("%s (deny %s)", items[i], d);
+		item = sl_xasprintf("%s (deny %s)", items[i], d);
 		wrap_item(&w, item);
 		free(item);
 	}
@@ -705,13 +703,13 @@ static void print_overridden(FILE *out, const char *label,
 }
 
 /* What policy.deny takes out of the extras, and where it cannot act. */
-static void print_overlaps(FILE *out, const struct sbx_config *cfg)
+static void print_overlaps(FILE *out, const struct sl_config *cfg)
 {
-	size_t i, n = sbx_config_list_len(cfg, EXTRAS);
-	const char **extras = sbx_xcalloc(n + 1, sizeof(*extras));
+	size_t i, n = sl_config_list_len(cfg, EXTRAS);
+	const char **extras = sl_xcalloc(n + 1, sizeof(*extras));
 
 	for (i = 0; i < n; i++)
-		extras[i] = sbx_config_list_item(cfg, EXTRAS, i);
+		extras[i] = sl_config_list_item(cfg, EXTRAS, i);
 	print_overridden(out,
 			 "extras not seeded, they overlap policy.deny:", cfg,
 			 extras, n);
@@ -719,8 +717,8 @@ static void print_overlaps(FILE *out, const struct sbx_config *cfg)
 	print_overridden(
 		out,
 		"control plane, seeded although policy.deny overlaps it:", cfg,
-		sbx_egress_control_plane,
-		SBX_ARRAY_SIZE(sbx_egress_control_plane) - 1);
+		sl_egress_control_plane,
+		SL_ARRAY_SIZE(sl_egress_control_plane) - 1);
 }
 
 static const char *const phase_rows[][2] = {
@@ -734,33 +732,33 @@ static const char *const phase_rows[][2] = {
 	{"", "the run"},
 };
 
-void sbx_egress_print_policy(const struct sbx_config *cfg, FILE *out)
+void sl_egress_print_policy(const struct sl_config *cfg, FILE *out)
 {
 	struct wrap w;
 	size_t i;
 	char **seed;
 
 	fprintf(out, "agent sandbox: effective egress per phase\n");
-	for (i = 0; i < SBX_ARRAY_SIZE(phase_rows); i++)
+	for (i = 0; i < SL_ARRAY_SIZE(phase_rows); i++)
 		fprintf(out, "  %-21s %s\n", phase_rows[i][0],
 			phase_rows[i][1]);
 	fprintf(out, "\n");
 	/* the seed minus the tiers printed below: control plane + extras */
-	seed = sbx_egress_agent_seed(cfg);
+	seed = sl_egress_agent_seed(cfg);
 	wrap_start(&w, out, "baseline, always seeded: ");
 	for (i = 0; seed[i]; i++)
-		if (!tier_covers(sbx_egress_registries, seed[i]) &&
-		    !tier_covers(sbx_egress_distro, seed[i]))
+		if (!tier_covers(sl_egress_registries, seed[i]) &&
+		    !tier_covers(sl_egress_distro, seed[i]))
 			wrap_item(&w, seed[i]);
 	wrap_end(&w, "(none)");
-	sbx_egress_list_free(seed);
+	sl_egress_list_free(seed);
 	print_overlaps(out, cfg);
 	print_tier(out, "language registries (minus policy.deny): ", cfg,
-		   sbx_egress_registries, 1);
+		   sl_egress_registries, 1);
 	print_tier(out, "distro mirrors (minus policy.deny): ", cfg,
-		   sbx_egress_distro, 1);
+		   sl_egress_distro, 1);
 	print_tier(out, "declarable without operator config: ", cfg,
-		   sbx_egress_declarable, 0);
+		   sl_egress_declarable, 0);
 	fprintf(out, "\nbounds for plan-declared grants (sbxloop.yaml)\n");
 	print_list(out, "  allow: ", cfg, "policy.allow",
 		   "(empty: plans may use only the baseline and the\n"
@@ -769,8 +767,8 @@ void sbx_egress_print_policy(const struct sbx_config *cfg, FILE *out)
 	print_list(out, "  granters (plugins.policy): ", cfg, "plugins.policy",
 		   "(none: every declared domain is "
 		   "refused)");
-	if (sbx_config_str(cfg, "github.repo")) {
-		char **gh = sbx_egress_github_seed(cfg);
+	if (sl_config_str(cfg, "github.repo")) {
+		char **gh = sl_egress_github_seed(cfg);
 
 		fprintf(out, "\n");
 		wrap_start(&w, out,
@@ -779,7 +777,7 @@ void sbx_egress_print_policy(const struct sbx_config *cfg, FILE *out)
 		for (i = 0; gh[i]; i++)
 			wrap_item(&w, gh[i]);
 		wrap_end(&w, "(none)");
-		sbx_egress_list_free(gh);
+		sl_egress_list_free(gh);
 	}
 	fprintf(out, "\naudit trail: sbxloop logs RUN --type policy.\n");
 }

@@ -5,8 +5,8 @@
  * EXECUTE entry and exit. Everything it emits goes through a callback,
  * so the engine routes it to the event bus and tests capture it.
  */
-#ifndef SBX_EGRESS_H
-#define SBX_EGRESS_H
+#ifndef SL_EGRESS_H
+#define SL_EGRESS_H
 
 #include <stdio.h>
 
@@ -18,11 +18,11 @@
 #include "common/util.h"
 
 /* The tiers of UPSTREAM 9.1, each NULL-terminated. */
-extern const char *const sbx_egress_control_plane[];
-extern const char *const sbx_egress_github[];
-extern const char *const sbx_egress_registries[];
-extern const char *const sbx_egress_distro[];
-extern const char *const sbx_egress_declarable[];
+extern const char *const sl_egress_control_plane[];
+extern const char *const sl_egress_github[];
+extern const char *const sl_egress_registries[];
+extern const char *const sl_egress_distro[];
+extern const char *const sl_egress_declarable[];
 
 /*
  * Is `domain` (an exact domain or `*.domain`) inside the operator's
@@ -32,15 +32,15 @@ extern const char *const sbx_egress_declarable[];
  * is one a policy.deny pattern covers (`*.evil.org` under a deny of
  * `evil.org`), and allowed only when an allow pattern covers all of it.
  */
-int sbx_egress_check(const struct sbx_config *cfg, const char *domain,
-		     char **why);
+int sl_egress_check(const struct sl_config *cfg, const char *domain,
+		    char **why);
 
 /*
  * A declared domain trimmed and lowercased (caller frees). Returns NULL
  * and a reason in *why (caller frees) when it is no exact domain or
  * `*.domain`: a bare `*`, a scheme, a path or a port.
  */
-char *sbx_egress_normalize(const char *declared, char **why);
+char *sl_egress_normalize(const char *declared, char **why);
 
 /*
  * Check a plan's `egress` array ([{domain, reason}], may be NULL) in
@@ -48,23 +48,23 @@ char *sbx_egress_normalize(const char *declared, char **why);
  * bounds. Returns 0, or SBXLOOP_EINVAL with one line per problem and the
  * retry hint appended to `msg`.
  */
-int sbx_egress_validate_plan(const struct sbx_config *cfg, cJSON *egress,
-			     struct sbx_buf *msg);
+int sl_egress_validate_plan(const struct sl_config *cfg, cJSON *egress,
+			    struct sl_buf *msg);
 
 /*
  * The allowlists seeded at provisioning, NULL-terminated (free with
- * sbx_egress_list_free). Agent: control plane + extra_allow_domains +
+ * sl_egress_list_free). Agent: control plane + extra_allow_domains +
  * the registry and distro baseline, minus every entry that overlaps a
  * policy.deny pattern (a wildcard extra is dropped whole; the control
  * plane excepted: the agent cannot work without it). GitHub: the github
  * tier + extra_allow_domains, minus the same.
  */
-char **sbx_egress_agent_seed(const struct sbx_config *cfg);
-char **sbx_egress_github_seed(const struct sbx_config *cfg);
-void sbx_egress_list_free(char **list);
+char **sl_egress_agent_seed(const struct sl_config *cfg);
+char **sl_egress_github_seed(const struct sl_config *cfg);
+void sl_egress_list_free(char **list);
 
 /* One policy granter of the chain (borrowed). */
-struct sbx_egress_granter {
+struct sl_egress_granter {
 	const char *name; /* for messages */
 	const struct sbxloop_policy_ops *ops;
 	void *ctx;
@@ -75,18 +75,18 @@ struct sbx_egress_granter {
  * it owns `data`. The granters and strings are copied or borrowed as
  * the prototype says.
  */
-struct sbx_egress_ledger;
+struct sl_egress_ledger;
 
 /*
  * New ledger for `sandbox` (copied), pre-seeded with what provisioning
- * opened (sbx_egress_agent_seed). `chain` is borrowed for the ledger's
- * life. Free with sbx_egress_ledger_free.
+ * opened (sl_egress_agent_seed). `chain` is borrowed for the ledger's
+ * life. Free with sl_egress_ledger_free.
  */
-struct sbx_egress_ledger *sbx_egress_ledger_new(
-	const struct sbx_config *cfg, const char *sandbox,
-	const struct sbx_egress_granter *chain, size_t n_chain,
+struct sl_egress_ledger *sl_egress_ledger_new(
+	const struct sl_config *cfg, const char *sandbox,
+	const struct sl_egress_granter *chain, size_t n_chain,
 	void (*emit)(void *user, const char *type, cJSON *data), void *user);
-void sbx_egress_ledger_free(struct sbx_egress_ledger *ledger);
+void sl_egress_ledger_free(struct sl_egress_ledger *ledger);
 
 /*
  * At EXECUTE entry: grant each declared {domain, reason} of `egress`
@@ -95,8 +95,8 @@ void sbx_egress_ledger_free(struct sbx_egress_ledger *ledger);
  * Returns 0, or a negative code when a granter failed for another
  * reason than being unable to (infrastructure: the caller fails).
  */
-int sbx_egress_grant_all(struct sbx_egress_ledger *ledger, const char *task_id,
-			 const cJSON *egress, struct sbxloop_error *err);
+int sl_egress_grant_all(struct sl_egress_ledger *ledger, const char *task_id,
+			const cJSON *egress, struct sbxloop_error *err);
 
 /*
  * At EXECUTE exit: revoke every grant whose granter can revoke, each a
@@ -104,15 +104,15 @@ int sbx_egress_grant_all(struct sbx_egress_ledger *ledger, const char *task_id,
  * for the sandbox's life. Returns 0, or the first failure's code after
  * trying them all (the grant then stays in the ledger).
  */
-int sbx_egress_revoke_all(struct sbx_egress_ledger *ledger,
-			  const char *task_id, struct sbxloop_error *err);
+int sl_egress_revoke_all(struct sl_egress_ledger *ledger, const char *task_id,
+			 struct sbxloop_error *err);
 
 /* Can the sandbox reach `domain` (normalised) already: is it covered by
  * a seeded or a current granted pattern? */
-int sbx_egress_ledger_has(const struct sbx_egress_ledger *ledger,
-			  const char *domain);
+int sl_egress_ledger_has(const struct sl_egress_ledger *ledger,
+			 const char *domain);
 
 /* `sbxloop config policy`: the effective policy per phase. */
-void sbx_egress_print_policy(const struct sbx_config *cfg, FILE *out);
+void sl_egress_print_policy(const struct sl_config *cfg, FILE *out);
 
 #endif

@@ -47,8 +47,8 @@ struct task {
 	int order;
 };
 
-struct sbx_engine {
-	struct sbx_core *core;
+struct sl_engine {
+	struct sl_core *core;
 	const struct sbxloop_store_ops *st;
 	void *sctx;
 	const struct sbxloop_sandbox_ops *box;
@@ -56,7 +56,7 @@ struct sbx_engine {
 	char *outcome;
 	char *workspace;
 	char state[STATE_LEN];
-	struct sbx_pair *pair; /* the run's sandboxes and their secrets */
+	struct sl_pair *pair; /* the run's sandboxes and their secrets */
 	struct sbxloop_sandbox_info info; /* the agent sandbox's, copied */
 	char box_name[SBXLOOP_NAME_MAX];
 	int have_box;
@@ -70,10 +70,10 @@ struct sbx_engine {
 	size_t n_live;
 	char *prompts_dir;
 	/* egress: policy granters and the agent sandbox's grant ledger */
-	struct sbx_instance *granters;
+	struct sl_instance *granters;
 	size_t n_granters;
-	struct sbx_egress_ledger *ledger;
-	struct sbx_egress_granter *chain;
+	struct sl_egress_ledger *ledger;
+	struct sl_egress_granter *chain;
 	/* the signal path revokes open grants from the main thread */
 	pthread_mutex_t ledger_lock;
 	/* for the summary */
@@ -113,7 +113,7 @@ static void task_clear(struct task *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static void tasks_clear(struct sbx_engine *e)
+static void tasks_clear(struct sl_engine *e)
 {
 	size_t i;
 
@@ -124,42 +124,42 @@ static void tasks_clear(struct sbx_engine *e)
 	e->n_tasks = 0;
 }
 
-struct sbx_engine *sbx_engine_new(struct sbx_core *core,
-				  struct sbx_instance *store)
+struct sl_engine *sl_engine_new(struct sl_core *core,
+				struct sl_instance *store)
 {
-	struct sbx_engine *e = sbx_xcalloc(1, sizeof(*e));
+	struct sl_engine *e = sl_xcalloc(1, sizeof(*e));
 
 	e->core = core;
 	e->st = store->ops;
 	e->sctx = store->ctx;
 	e->box = core->sandbox.ops;
-	e->pair = sbx_pair_new(core);
+	e->pair = sl_pair_new(core);
 	pthread_mutex_init(&e->ledger_lock, NULL);
-	e->started = sbx_monotonic();
+	e->started = sl_monotonic();
 	snprintf(e->state, sizeof(e->state), "created");
-	e->prompts_dir = sbx_xstrdup(sbx_prompt_dir(core->cfg));
+	e->prompts_dir = sl_xstrdup(sl_prompt_dir(core->cfg));
 	return e;
 }
 
-void sbx_engine_free(struct sbx_engine *e)
+void sl_engine_free(struct sl_engine *e)
 {
 	size_t i;
 
 	if (!e)
 		return;
 	tasks_clear(e);
-	sbx_pair_free(e->pair);
-	sbx_worker_forget_resources();
+	sl_pair_free(e->pair);
+	sl_worker_forget_resources();
 	for (i = 0; i < e->n_live; i++)
 		free(e->live[i]);
 	free(e->live);
 	free(e->outcome);
 	free(e->workspace);
 	free(e->prompts_dir);
-	sbx_egress_ledger_free(e->ledger);
+	sl_egress_ledger_free(e->ledger);
 	pthread_mutex_destroy(&e->ledger_lock);
 	for (i = 0; i < e->n_granters; i++)
-		sbx_instance_destroy(&e->granters[i]);
+		sl_instance_destroy(&e->granters[i]);
 	free(e->granters);
 	free(e->chain);
 	free(e->fetch_cmd);
@@ -171,24 +171,24 @@ void sbx_engine_free(struct sbx_engine *e)
 	free(e);
 }
 
-void sbx_engine_request_cancel(struct sbx_engine *e)
+void sl_engine_request_cancel(struct sl_engine *e)
 {
 	e->cancel = 1;
 }
 
-const char *sbx_engine_state(const struct sbx_engine *e)
+const char *sl_engine_state(const struct sl_engine *e)
 {
 	return e->state;
 }
 
 /* ---- persistence -------------------------------------------------------- */
 
-static int emit(struct sbx_engine *e, const char *type, cJSON *data)
+static int emit(struct sl_engine *e, const char *type, cJSON *data)
 {
-	return sbx_emit(e->core, type, NULL, data);
+	return sl_emit(e->core, type, NULL, data);
 }
 
-static int run_set_state(struct sbx_engine *e, const char *state,
+static int run_set_state(struct sl_engine *e, const char *state,
 			 const char *reason, struct sbxloop_error *err)
 {
 	struct sbxloop_run_update u;
@@ -209,11 +209,11 @@ static int run_set_state(struct sbx_engine *e, const char *state,
 	cJSON_AddStringToObject(d, "state", state);
 	if (reason)
 		cJSON_AddStringToObject(d, "reason", reason);
-	emit(e, SBX_EV_RUN_STATE, d);
+	emit(e, SL_EV_RUN_STATE, d);
 	return 0;
 }
 
-static int task_persist(struct sbx_engine *e, const struct task *t,
+static int task_persist(struct sl_engine *e, const struct task *t,
 			struct sbxloop_error *err)
 {
 	struct sbxloop_task_row row;
@@ -252,7 +252,7 @@ static cJSON *task_event(const struct task *t, int with_title)
 	return d;
 }
 
-static int task_set_state(struct sbx_engine *e, struct task *t,
+static int task_set_state(struct sl_engine *e, struct task *t,
 			  const char *state, struct sbxloop_error *err)
 {
 	int rc;
@@ -267,9 +267,9 @@ static int task_set_state(struct sbx_engine *e, struct task *t,
 		cJSON_AddStringToObject(d, "task_id", t->id);
 		cJSON_AddStringToObject(d, "title", t->title);
 		cJSON_AddStringToObject(d, "state", state);
-		emit(e, SBX_EV_TASK_END, d);
+		emit(e, SL_EV_TASK_END, d);
 	} else {
-		emit(e, SBX_EV_TASK_STATE, task_event(t, 0));
+		emit(e, SL_EV_TASK_STATE, task_event(t, 0));
 	}
 	return 0;
 }
@@ -277,7 +277,7 @@ static int task_set_state(struct sbx_engine *e, struct task *t,
 static void set_feedback(struct task *t, const char *fb)
 {
 	free(t->feedback);
-	t->feedback = sbx_xstrdup(fb ? fb : "");
+	t->feedback = sl_xstrdup(fb ? fb : "");
 }
 
 static void discard_plan(struct task *t)
@@ -307,14 +307,14 @@ static void kill_point(const char *phase)
 		raise(SIGKILL);
 }
 
-static int record_attempt(struct sbx_engine *e, const char *task_id,
+static int record_attempt(struct sl_engine *e, const char *task_id,
 			  const char *phase, int attempt, const char *status,
 			  const cJSON *output, double started,
 			  struct sbxloop_error *err)
 {
 	struct sbxloop_attempt_row a;
 	char *text =
-		output ? cJSON_PrintUnformatted(output) : sbx_xstrdup("{}");
+		output ? cJSON_PrintUnformatted(output) : sl_xstrdup("{}");
 	int rc;
 
 	memset(&a, 0, sizeof(a));
@@ -326,7 +326,7 @@ static int record_attempt(struct sbx_engine *e, const char *task_id,
 	a.status = status;
 	a.output_json = text;
 	a.started_at = started;
-	a.ended_at = sbx_now();
+	a.ended_at = sl_now();
 	rc = e->st->attempt_record(e->sctx, &a, err);
 	free(text);
 	if (rc == 0)
@@ -349,13 +349,13 @@ static int latest_cb(void *user, const struct sbxloop_attempt_row *a)
 	l->found = 1;
 	l->id = a->id;
 	l->attempt = a->attempt;
-	l->status = sbx_xstrdup(a->status);
+	l->status = sl_xstrdup(a->status);
 	l->output = a->output_json ? cJSON_Parse(a->output_json) : NULL;
 	return 1;
 }
 
 /* The newest attempt of `phase` for a task; l->found 0 when none. */
-static int latest_attempt(struct sbx_engine *e, const char *task_id,
+static int latest_attempt(struct sl_engine *e, const char *task_id,
 			  const char *phase, struct latest *l,
 			  struct sbxloop_error *err)
 {
@@ -378,10 +378,10 @@ static void latest_clear(struct latest *l)
 
 static int load_task_cb(void *user, const struct sbxloop_task_row *row)
 {
-	struct sbx_engine *e = user;
+	struct sl_engine *e = user;
 	struct task *t;
 
-	e->tasks = sbx_xrealloc(e->tasks, (e->n_tasks + 1) * sizeof(*t));
+	e->tasks = sl_xrealloc(e->tasks, (e->n_tasks + 1) * sizeof(*t));
 	t = &e->tasks[e->n_tasks];
 	memset(t, 0, sizeof(*t));
 	t->spec = row->spec_json ? cJSON_Parse(row->spec_json) : NULL;
@@ -395,21 +395,20 @@ static int load_task_cb(void *user, const struct sbxloop_task_row *row)
 	t->plan = row->plan_json ? cJSON_Parse(row->plan_json) : NULL;
 	t->revisions = row->revisions;
 	t->replans = row->replans;
-	t->feedback =
-		sbx_xstrdup(row->last_feedback ? row->last_feedback : "");
-	t->session_id = sbx_xstrdup(row->session_id);
+	t->feedback = sl_xstrdup(row->last_feedback ? row->last_feedback : "");
+	t->session_id = sl_xstrdup(row->session_id);
 	t->order = row->order_idx;
 	e->n_tasks++;
 	return 0;
 }
 
-static int load_tasks(struct sbx_engine *e, struct sbxloop_error *err)
+static int load_tasks(struct sl_engine *e, struct sbxloop_error *err)
 {
 	tasks_clear(e);
 	return e->st->tasks_list(e->sctx, e->run_id, load_task_cb, e, err);
 }
 
-static struct task *find_task(struct sbx_engine *e, const char *id)
+static struct task *find_task(struct sl_engine *e, const char *id)
 {
 	size_t i;
 
@@ -433,32 +432,32 @@ static int probe_cb(void *user, const struct sbxloop_run_row *run)
 	return 0;
 }
 
-static int boundary(struct sbx_engine *e, struct sbxloop_error *err)
+static int boundary(struct sl_engine *e, struct sbxloop_error *err)
 {
 	struct state_probe p = {""};
 	int rc;
 
 	if (e->cancel)
-		return sbx_error(err, SBXLOOP_ECANCELLED,
-				 "run %s interrupted; resume with `sbxloop "
-				 "resume %s`",
-				 e->run_id, e->run_id);
+		return sl_error(err, SBXLOOP_ECANCELLED,
+				"run %s interrupted; resume with `sbxloop "
+				"resume %s`",
+				e->run_id, e->run_id);
 	rc = e->st->run_get(e->sctx, e->run_id, probe_cb, &p, err);
 	if (rc < 0)
 		return rc;
 	if (strcmp(p.state, "cancelled") == 0) {
 		snprintf(e->state, sizeof(e->state), "cancelled");
-		return sbx_error(err, SBXLOOP_ECANCELLED,
-				 "run %s was cancelled", e->run_id);
+		return sl_error(err, SBXLOOP_ECANCELLED,
+				"run %s was cancelled", e->run_id);
 	}
-	if (sbx_monotonic() > e->deadline) {
-		double budget = sbx_config_double(
+	if (sl_monotonic() > e->deadline) {
+		double budget = sl_config_double(
 			e->core->cfg, "budgets.max_wall_clock_s", 7200.0);
 		char *why =
-			sbx_xasprintf("exceeded max_wall_clock_s=%g", budget);
+			sl_xasprintf("exceeded max_wall_clock_s=%g", budget);
 
 		run_set_state(e, "failed", why, err);
-		rc = sbx_error(err, SBXLOOP_ETIMEDOUT, "%s", why);
+		rc = sl_error(err, SBXLOOP_ETIMEDOUT, "%s", why);
 		free(why);
 		return rc;
 	}
@@ -467,7 +466,7 @@ static int boundary(struct sbx_engine *e, struct sbxloop_error *err)
 
 /* ---- the task state machine --------------------------------------------- */
 
-static int session_live(const struct sbx_engine *e, const char *sid)
+static int session_live(const struct sl_engine *e, const char *sid)
 {
 	size_t i;
 
@@ -477,12 +476,12 @@ static int session_live(const struct sbx_engine *e, const char *sid)
 	return 0;
 }
 
-static int budget(const struct sbx_engine *e, const char *key, int dflt)
+static int budget(const struct sl_engine *e, const char *key, int dflt)
 {
-	return (int)sbx_config_int(e->core->cfg, key, dflt);
+	return (int)sl_config_int(e->core->cfg, key, dflt);
 }
 
-static int register_revision(struct sbx_engine *e, struct task *t,
+static int register_revision(struct sl_engine *e, struct task *t,
 			     const char *feedback, int verify_failure,
 			     struct sbxloop_error *err)
 {
@@ -494,7 +493,7 @@ static int register_revision(struct sbx_engine *e, struct task *t,
 	if (t->revisions <= max_rev)
 		return task_set_state(e, t, "executing", err);
 	if (verify_failure && t->replans < max_replans) {
-		char *fb = sbx_xasprintf(
+		char *fb = sl_xasprintf(
 			"every revision failed the same verify commands; "
 			"write a plan whose steps and verify_commands agree "
 			"on file locations and setup:\n\n%s",
@@ -509,8 +508,8 @@ static int register_revision(struct sbx_engine *e, struct task *t,
 	return task_set_state(e, t, "failed", err);
 }
 
-static void phase_ctx(struct sbx_engine *e, const struct task *t,
-		      struct sbx_phase_ctx *pc)
+static void phase_ctx(struct sl_engine *e, const struct task *t,
+		      struct sl_phase_ctx *pc)
 {
 	memset(pc, 0, sizeof(*pc));
 	pc->core = e->core;
@@ -521,7 +520,7 @@ static void phase_ctx(struct sbx_engine *e, const struct task *t,
 	pc->task_id = t ? t->id : NULL;
 }
 
-static void emit_verdict(struct sbx_engine *e, const struct task *t,
+static void emit_verdict(struct sl_engine *e, const struct task *t,
 			 const char *phase, const cJSON *v)
 {
 	cJSON *d = cJSON_CreateObject();
@@ -532,9 +531,9 @@ static void emit_verdict(struct sbx_engine *e, const struct task *t,
 	cJSON_AddStringToObject(d, "feedback", jstr(v, "feedback", ""));
 	{
 		const char *fb = jstr(v, "feedback", "");
-		char *m = sbx_xasprintf("%s: %s%s%s", phase,
-					jstr(v, "verdict", ""),
-					*fb ? ": " : "", fb);
+		char *m = sl_xasprintf("%s: %s%s%s", phase,
+				       jstr(v, "verdict", ""), *fb ? ": " : "",
+				       fb);
 
 		cJSON_AddStringToObject(d, "message", m);
 		free(m);
@@ -543,7 +542,7 @@ static void emit_verdict(struct sbx_engine *e, const struct task *t,
 		d, "issues",
 		cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(v, "issues"),
 				1));
-	emit(e, SBX_EV_PHASE_VERDICT, d);
+	emit(e, SL_EV_PHASE_VERDICT, d);
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "downgraded"))) {
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "task_id", t->id);
@@ -552,7 +551,7 @@ static void emit_verdict(struct sbx_engine *e, const struct task *t,
 		cJSON_AddStringToObject(d, "message",
 					"the reviewer's tools failed; its "
 					"clean verdict was downgraded");
-		emit(e, SBX_EV_PHASE_END, d);
+		emit(e, SL_EV_PHASE_END, d);
 	}
 }
 
@@ -563,7 +562,7 @@ static void emit_verdict(struct sbx_engine *e, const struct task *t,
  * verify are numbered by revision, which starts again with each plan, so
  * only an attempt newer than the newest plan attempt counts.
  */
-static int committed(struct sbx_engine *e, const struct task *t,
+static int committed(struct sl_engine *e, const struct task *t,
 		     const char *phase, int n, struct latest *l,
 		     struct sbxloop_error *err)
 {
@@ -588,7 +587,7 @@ static int committed(struct sbx_engine *e, const struct task *t,
 }
 
 /* A committed plan: the task executes it. Takes `plan`. */
-static int apply_plan(struct sbx_engine *e, struct task *t, cJSON *plan,
+static int apply_plan(struct sl_engine *e, struct task *t, cJSON *plan,
 		      struct sbxloop_error *err)
 {
 	cJSON_Delete(t->plan);
@@ -596,17 +595,17 @@ static int apply_plan(struct sbx_engine *e, struct task *t, cJSON *plan,
 	return task_set_state(e, t, "executing", err);
 }
 
-static int step_plan(struct sbx_engine *e, struct task *t,
+static int step_plan(struct sl_engine *e, struct task *t,
 		     struct sbxloop_error *err)
 {
-	struct sbx_phase_ctx pc;
-	double t0 = sbx_now();
+	struct sl_phase_ctx pc;
+	double t0 = sl_now();
 	cJSON *plan = NULL, *d;
 	const cJSON *steps;
 	int rc;
 
 	phase_ctx(e, t, &pc);
-	rc = sbx_phase_plan(&pc, t->spec, t->feedback, &plan, err);
+	rc = sl_phase_plan(&pc, t->spec, t->feedback, &plan, err);
 	if (rc < 0)
 		return rc;
 	steps = cJSON_GetObjectItemCaseSensitive(plan, "steps");
@@ -615,7 +614,7 @@ static int step_plan(struct sbx_engine *e, struct task *t,
 	cJSON_AddNumberToObject(d, "attempt", t->replans + 1);
 	{
 		char *m =
-			sbx_xasprintf("%d step(s)", cJSON_GetArraySize(steps));
+			sl_xasprintf("%d step(s)", cJSON_GetArraySize(steps));
 
 		cJSON_AddStringToObject(d, "message", m);
 		free(m);
@@ -634,7 +633,7 @@ static int step_plan(struct sbx_engine *e, struct task *t,
 		d, "egress",
 		cJSON_Duplicate(
 			cJSON_GetObjectItemCaseSensitive(plan, "egress"), 1));
-	emit(e, SBX_EV_PHASE_PLAN, d);
+	emit(e, SL_EV_PHASE_PLAN, d);
 	rc = record_attempt(e, t->id, "plan", t->replans + 1, "ok", plan, t0,
 			    err);
 	if (rc < 0) {
@@ -651,7 +650,7 @@ struct suspect {
 	char *feedback; /* the replan's feedback when honoured */
 };
 
-static int suspect_judge(struct sbx_engine *e, const struct task *t,
+static int suspect_judge(struct sl_engine *e, const struct task *t,
 			 const cJSON *v, struct suspect *j,
 			 struct sbxloop_error *err)
 {
@@ -679,7 +678,7 @@ static int suspect_judge(struct sbx_engine *e, const struct task *t,
 	else
 		j->message = "not honoured: no replan budget left";
 	if (j->honored)
-		j->feedback = sbx_xasprintf(
+		j->feedback = sl_xasprintf(
 			"The reviewer judged the work correct and the verify "
 			"check wrong: %s\nWrite verify commands that test "
 			"what the task requires (prefer the project's own "
@@ -696,7 +695,7 @@ static int suspect_flagged(const cJSON *v)
 }
 
 /* The verdict's events, appended before the verdict is committed. */
-static int scrutiny_events(struct sbx_engine *e, const struct task *t,
+static int scrutiny_events(struct sl_engine *e, const struct task *t,
 			   const cJSON *v, struct sbxloop_error *err)
 {
 	struct suspect j;
@@ -715,13 +714,13 @@ static int scrutiny_events(struct sbx_engine *e, const struct task *t,
 	cJSON_AddStringToObject(d, "status", "verify_suspect");
 	cJSON_AddBoolToObject(d, "honored", j.honored);
 	cJSON_AddStringToObject(d, "message", j.message);
-	emit(e, SBX_EV_PHASE_END, d);
+	emit(e, SL_EV_PHASE_END, d);
 	free(j.feedback);
 	return 0;
 }
 
 /* A committed scrutiny verdict: replan, revise or go on to VERIFY. */
-static int apply_scrutiny(struct sbx_engine *e, struct task *t,
+static int apply_scrutiny(struct sl_engine *e, struct task *t,
 			  const cJSON *verdict, struct sbxloop_error *err)
 {
 	const char *fb;
@@ -750,17 +749,17 @@ static int apply_scrutiny(struct sbx_engine *e, struct task *t,
 	return task_set_state(e, t, "verifying", err);
 }
 
-static int scrutinize(struct sbx_engine *e, struct task *t, const char *report,
+static int scrutinize(struct sl_engine *e, struct task *t, const char *report,
 		      struct sbxloop_error *err)
 {
-	struct sbx_phase_ctx pc;
-	double t0 = sbx_now();
+	struct sl_phase_ctx pc;
+	double t0 = sl_now();
 	cJSON *verdict = NULL;
 	int rc;
 
 	phase_ctx(e, t, &pc);
-	rc = sbx_phase_scrutinize(&pc, t->spec, t->plan, t->feedback, report,
-				  &verdict, err);
+	rc = sl_phase_scrutinize(&pc, t->spec, t->plan, t->feedback, report,
+				 &verdict, err);
 	if (rc < 0)
 		return rc;
 	rc = scrutiny_events(e, t, verdict, err);
@@ -775,47 +774,46 @@ static int scrutinize(struct sbx_engine *e, struct task *t, const char *report,
 }
 
 /* Revoke the open grants (task_id NULL: each its own); ledger_lock held. */
-static void revoke_grants(struct sbx_engine *e, const char *task_id)
+static void revoke_grants(struct sl_engine *e, const char *task_id)
 {
 	struct sbxloop_error rerr = {0, ""};
 
-	if (sbx_egress_revoke_all(e->ledger, task_id, &rerr) < 0)
-		sbx_log(SBXLOOP_LOG_WARN,
-			"cannot revoke egress grants%s%s: %s",
-			task_id ? " of task " : "", task_id ? task_id : "",
-			rerr.message);
+	if (sl_egress_revoke_all(e->ledger, task_id, &rerr) < 0)
+		sl_log(SBXLOOP_LOG_WARN, "cannot revoke egress grants%s%s: %s",
+		       task_id ? " of task " : "", task_id ? task_id : "",
+		       rerr.message);
 }
 
 /* A committed EXECUTE: its session is the task's; its report is
  * reviewed next. */
-static int apply_execute(struct sbx_engine *e, struct task *t,
-			 const cJSON *out, struct sbxloop_error *err)
+static int apply_execute(struct sl_engine *e, struct task *t, const cJSON *out,
+			 struct sbxloop_error *err)
 {
 	free(t->session_id);
-	t->session_id = sbx_xstrdup(jstr(out, "session_id", NULL));
+	t->session_id = sl_xstrdup(jstr(out, "session_id", NULL));
 	return task_set_state(e, t, "scrutinizing", err);
 }
 
-static int step_execute(struct sbx_engine *e, struct task *t,
+static int step_execute(struct sl_engine *e, struct task *t,
 			struct sbxloop_error *err)
 {
-	struct sbx_phase_ctx pc;
+	struct sl_phase_ctx pc;
 	struct latest prior;
 	char *report = NULL, *sid = NULL, *resume = NULL;
 	cJSON *out = NULL;
-	double t0 = sbx_now();
+	double t0 = sl_now();
 	int rc;
 
 	phase_ctx(e, t, &pc);
 	/* only sessions this process started can be taken up again */
 	if (t->session_id && session_live(e, t->session_id))
-		resume = sbx_xstrdup(t->session_id);
+		resume = sl_xstrdup(t->session_id);
 	rc = latest_attempt(e, t->id, "execute", &prior, err);
 	if (rc < 0)
 		goto out;
 	if (e->ledger) {
 		pthread_mutex_lock(&e->ledger_lock);
-		rc = sbx_egress_grant_all(
+		rc = sl_egress_grant_all(
 			e->ledger, t->id,
 			cJSON_GetObjectItemCaseSensitive(t->plan, "egress"),
 			err);
@@ -827,9 +825,9 @@ static int step_execute(struct sbx_engine *e, struct task *t,
 			goto out;
 		}
 	}
-	rc = sbx_phase_execute(&pc, t->spec, t->plan, t->feedback,
-			       jstr(prior.output, "report", ""), resume,
-			       &report, &sid, err);
+	rc = sl_phase_execute(&pc, t->spec, t->plan, t->feedback,
+			      jstr(prior.output, "report", ""), resume,
+			      &report, &sid, err);
 	latest_clear(&prior);
 	if (e->ledger) {
 		pthread_mutex_lock(&e->ledger_lock);
@@ -839,9 +837,9 @@ static int step_execute(struct sbx_engine *e, struct task *t,
 	if (rc < 0)
 		goto out;
 	if (sid && !session_live(e, sid)) {
-		e->live = sbx_xrealloc(e->live,
-				       (e->n_live + 1) * sizeof(*e->live));
-		e->live[e->n_live++] = sbx_xstrdup(sid);
+		e->live = sl_xrealloc(e->live,
+				      (e->n_live + 1) * sizeof(*e->live));
+		e->live[e->n_live++] = sl_xstrdup(sid);
 	}
 	out = cJSON_CreateObject();
 	cJSON_AddStringToObject(out, "report", report);
@@ -870,7 +868,7 @@ out:
 }
 
 /* SCRUTINIZE after a resume: the report is the committed EXECUTE's. */
-static int step_scrutinize(struct sbx_engine *e, struct task *t,
+static int step_scrutinize(struct sl_engine *e, struct task *t,
 			   struct sbxloop_error *err)
 {
 	struct latest l;
@@ -887,7 +885,7 @@ static int step_scrutinize(struct sbx_engine *e, struct task *t,
 }
 
 /* A committed VERIFY: on to VALIDATE, or a revision. */
-static int apply_verify(struct sbx_engine *e, struct task *t, const cJSON *out,
+static int apply_verify(struct sl_engine *e, struct task *t, const cJSON *out,
 			struct sbxloop_error *err)
 {
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(out, "passed")))
@@ -895,7 +893,7 @@ static int apply_verify(struct sbx_engine *e, struct task *t, const cJSON *out,
 	return register_revision(e, t, jstr(out, "feedback", ""), 1, err);
 }
 
-static void verify_failed_event(struct sbx_engine *e, const struct task *t,
+static void verify_failed_event(struct sl_engine *e, const struct task *t,
 				const cJSON *out)
 {
 	const char *fb = jstr(out, "feedback", "");
@@ -908,32 +906,31 @@ static void verify_failed_event(struct sbx_engine *e, const struct task *t,
 	if (strncmp(fb, "...(clipped)...\n", 16) == 0)
 		fb += 16;
 	nl = strchr(fb, '\n');
-	msg = failed > 1
-		      ? sbx_xasprintf("%.*s (+%d more)",
-				      (int)(nl ? nl - fb : (long)strlen(fb)),
-				      fb, failed - 1)
-		      : sbx_xasprintf("%.*s",
-				      (int)(nl ? nl - fb : (long)strlen(fb)),
-				      fb);
+	msg = failed > 1 ? sl_xasprintf("%.*s (+%d more)",
+					(int)(nl ? nl - fb : (long)strlen(fb)),
+					fb, failed - 1)
+			 : sl_xasprintf("%.*s",
+					(int)(nl ? nl - fb : (long)strlen(fb)),
+					fb);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "task_id", t->id);
 	cJSON_AddStringToObject(d, "phase", "verify");
 	cJSON_AddStringToObject(d, "status", "failed");
 	cJSON_AddStringToObject(d, "message", msg);
 	free(msg);
-	emit(e, SBX_EV_PHASE_END, d);
+	emit(e, SL_EV_PHASE_END, d);
 }
 
-static int step_verify(struct sbx_engine *e, struct task *t,
+static int step_verify(struct sl_engine *e, struct task *t,
 		       struct sbxloop_error *err)
 {
-	struct sbx_phase_ctx pc;
-	double t0 = sbx_now();
+	struct sl_phase_ctx pc;
+	double t0 = sl_now();
 	cJSON *out = NULL;
 	int rc, passed;
 
 	phase_ctx(e, t, &pc);
-	rc = sbx_phase_verify(&pc, t->spec, t->plan, &out, err);
+	rc = sl_phase_verify(&pc, t->spec, t->plan, &out, err);
 	if (rc < 0)
 		return rc;
 	passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(out, "passed"));
@@ -948,7 +945,7 @@ static int step_verify(struct sbx_engine *e, struct task *t,
 }
 
 /* A committed VALIDATE verdict: done, a replan, or failed. */
-static int apply_validate(struct sbx_engine *e, struct task *t,
+static int apply_validate(struct sl_engine *e, struct task *t,
 			  const cJSON *verdict, struct sbxloop_error *err)
 {
 	const char *fb = jstr(verdict, "feedback", "");
@@ -965,12 +962,12 @@ static int apply_validate(struct sbx_engine *e, struct task *t,
 	return task_set_state(e, t, "planning", err);
 }
 
-static int step_validate(struct sbx_engine *e, struct task *t,
+static int step_validate(struct sl_engine *e, struct task *t,
 			 struct sbxloop_error *err)
 {
-	struct sbx_phase_ctx pc;
+	struct sl_phase_ctx pc;
 	struct latest l;
-	double t0 = sbx_now();
+	double t0 = sl_now();
 	cJSON *verdict = NULL;
 	int rc;
 
@@ -982,8 +979,8 @@ static int step_validate(struct sbx_engine *e, struct task *t,
 		return task_set_state(e, t, "verifying", err);
 	}
 	phase_ctx(e, t, &pc);
-	rc = sbx_phase_validate(&pc, t->spec, jstr(l.output, "results", ""),
-				&verdict, err);
+	rc = sl_phase_validate(&pc, t->spec, jstr(l.output, "results", ""),
+			       &verdict, err);
 	latest_clear(&l);
 	if (rc < 0)
 		return rc;
@@ -1004,7 +1001,7 @@ static int step_validate(struct sbx_engine *e, struct task *t,
  * task in a later state whose plan row is missing takes the committed
  * plan, else plans again. Called once per task as it (re)starts.
  */
-static int resume_committed(struct sbx_engine *e, struct task *t,
+static int resume_committed(struct sl_engine *e, struct task *t,
 			    struct sbxloop_error *err)
 {
 	int planning = strcmp(t->state, "planning") == 0;
@@ -1060,10 +1057,10 @@ static int resume_committed(struct sbx_engine *e, struct task *t,
  * The resource guard: when the sandbox's newest sample crossed an abort
  * limit, the task fails with a diagnosis instead of running on.
  */
-static int resources_exhausted(struct sbx_engine *e, struct task *t)
+static int resources_exhausted(struct sl_engine *e, struct task *t)
 {
 	char *why =
-		sbx_guard_diagnosis(sbx_worker_last_resources(), e->core->cfg);
+		sl_guard_diagnosis(sl_worker_last_resources(), e->core->cfg);
 
 	if (!why)
 		return 0;
@@ -1072,9 +1069,9 @@ static int resources_exhausted(struct sbx_engine *e, struct task *t)
 	return 1;
 }
 
-static void harvest_task(struct sbx_engine *e);
+static void harvest_task(struct sl_engine *e);
 
-static int run_task(struct sbx_engine *e, struct task *t,
+static int run_task(struct sl_engine *e, struct task *t,
 		    struct sbxloop_error *err)
 {
 	cJSON *d;
@@ -1088,7 +1085,7 @@ static int run_task(struct sbx_engine *e, struct task *t,
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "task_id", t->id);
 	cJSON_AddStringToObject(d, "title", t->title);
-	emit(e, SBX_EV_TASK_START, d);
+	emit(e, SL_EV_TASK_START, d);
 	rc = resume_committed(e, t, err);
 	if (rc < 0)
 		return rc;
@@ -1114,10 +1111,10 @@ static int run_task(struct sbx_engine *e, struct task *t,
 		else if (!strcmp(t->state, "validating"))
 			rc = step_validate(e, t, err);
 		else
-			rc = sbx_error(err, SBXLOOP_ECORRUPT,
-				       "task %s has the unknown state '%s'",
-				       t->id, t->state);
-		if (rc == SBX_PHASE_ERESOURCES || rc == SBX_PHASE_EBUDGET) {
+			rc = sl_error(err, SBXLOOP_ECORRUPT,
+				      "task %s has the unknown state '%s'",
+				      t->id, t->state);
+		if (rc == SL_PHASE_ERESOURCES || rc == SL_PHASE_EBUDGET) {
 			set_feedback(t, err->message);
 			rc = task_set_state(e, t, "failed", err);
 		}
@@ -1129,21 +1126,21 @@ static int run_task(struct sbx_engine *e, struct task *t,
 	cJSON_AddStringToObject(d, "task_id", t->id);
 	cJSON_AddStringToObject(d, "title", t->title);
 	cJSON_AddStringToObject(d, "state", t->state);
-	emit(e, SBX_EV_TASK_END, d);
+	emit(e, SL_EV_TASK_END, d);
 	return 0;
 }
 
 /* ---- the run ------------------------------------------------------------ */
 
-static int decompose(struct sbx_engine *e, struct sbxloop_error *err)
+static int decompose(struct sl_engine *e, struct sbxloop_error *err)
 {
-	struct sbx_phase_ctx pc;
+	struct sl_phase_ctx pc;
 	struct sbxloop_task_row *rows = NULL;
-	double t0 = sbx_now();
+	double t0 = sl_now();
 	cJSON *graph = NULL, *list;
 	char **specs = NULL;
 	long long max_tasks =
-		sbx_config_int(e->core->cfg, "budgets.max_tasks", 20);
+		sl_config_int(e->core->cfg, "budgets.max_tasks", 20);
 	size_t n, i;
 	int rc;
 
@@ -1151,20 +1148,20 @@ static int decompose(struct sbx_engine *e, struct sbxloop_error *err)
 	if (rc < 0)
 		return rc;
 	phase_ctx(e, NULL, &pc);
-	rc = sbx_phase_decompose(&pc, &graph, err);
+	rc = sl_phase_decompose(&pc, &graph, err);
 	if (rc < 0)
 		return rc;
 	list = cJSON_GetObjectItemCaseSensitive(graph, "tasks");
 	n = (size_t)cJSON_GetArraySize(list);
 	if ((long long)n > max_tasks) {
-		rc = sbx_error(err, SBXLOOP_EINVAL,
-			       "decomposition produced %zu tasks, more than "
-			       "budgets.max_tasks=%lld",
-			       n, max_tasks);
+		rc = sl_error(err, SBXLOOP_EINVAL,
+			      "decomposition produced %zu tasks, more than "
+			      "budgets.max_tasks=%lld",
+			      n, max_tasks);
 		goto out;
 	}
-	rows = sbx_xcalloc(n, sizeof(*rows));
-	specs = sbx_xcalloc(n, sizeof(*specs));
+	rows = sl_xcalloc(n, sizeof(*rows));
+	specs = sl_xcalloc(n, sizeof(*specs));
 	for (i = 0; i < n; i++) {
 		specs[i] = cJSON_PrintUnformatted(
 			cJSON_GetArrayItem(list, (int)i));
@@ -1193,15 +1190,15 @@ out:
 	return rc;
 }
 
-static void announce_roster(struct sbx_engine *e)
+static void announce_roster(struct sl_engine *e)
 {
 	cJSON *d = cJSON_CreateObject(), *arr;
 	size_t i;
 	char *msg;
 
 	for (i = 0; i < e->n_tasks; i++)
-		emit(e, SBX_EV_TASK_STATE, task_event(&e->tasks[i], 1));
-	msg = sbx_xasprintf("%zu task(s)", e->n_tasks);
+		emit(e, SL_EV_TASK_STATE, task_event(&e->tasks[i], 1));
+	msg = sl_xasprintf("%zu task(s)", e->n_tasks);
 	cJSON_AddStringToObject(d, "message", msg);
 	free(msg);
 	arr = cJSON_AddArrayToObject(d, "tasks");
@@ -1219,10 +1216,10 @@ static void announce_roster(struct sbx_engine *e)
 					1));
 		cJSON_AddItemToArray(arr, o);
 	}
-	emit(e, SBX_EV_RUN_TASKS, d);
+	emit(e, SL_EV_RUN_TASKS, d);
 }
 
-static int schedule(struct sbx_engine *e, struct sbxloop_error *err)
+static int schedule(struct sl_engine *e, struct sbxloop_error *err)
 {
 	size_t i;
 	int rc;
@@ -1256,9 +1253,9 @@ static int schedule(struct sbx_engine *e, struct sbxloop_error *err)
 	return 0;
 }
 
-char *sbx_worker_path(const struct sbx_core *core)
+char *sl_worker_path(const struct sl_core *core)
 {
-	const char *p = sbx_config_str(core->cfg, "worker_path");
+	const char *p = sl_config_str(core->cfg, "worker_path");
 	char self[PATH_MAX], *slash, *cand;
 	static const char *const rel[] = {"sbxloop-worker",
 					  "worker/sbxloop-worker",
@@ -1267,10 +1264,10 @@ char *sbx_worker_path(const struct sbx_core *core)
 	size_t i;
 
 	if (p && *p)
-		return sbx_xstrdup(p);
+		return sl_xstrdup(p);
 	p = getenv("SBXLOOP_WORKER");
 	if (p && *p)
-		return sbx_xstrdup(p);
+		return sl_xstrdup(p);
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n > 0) {
 		self[n] = '\0';
@@ -1278,33 +1275,33 @@ char *sbx_worker_path(const struct sbx_core *core)
 		if (slash)
 			*slash = '\0';
 		for (i = 0; i < 3; i++) {
-			cand = sbx_xasprintf("%s/%s", self, rel[i]);
+			cand = sl_xasprintf("%s/%s", self, rel[i]);
 			if (access(cand, X_OK) == 0)
 				return cand;
 			free(cand);
 		}
 	}
-	return sbx_xstrdup(SBXLOOP_LIBEXECDIR "/sbxloop-worker");
+	return sl_xstrdup(SBXLOOP_LIBEXECDIR "/sbxloop-worker");
 }
 
 /* A fresh run's workspace, resolved and isolated (a per-run clone). */
-static char *fresh_workspace(struct sbx_engine *e, struct sbxloop_error *err)
+static char *fresh_workspace(struct sl_engine *e, struct sbxloop_error *err)
 {
-	const char *sd = sbx_core_state_dir(e->core);
-	struct sbx_workspace ws;
+	const char *sd = sl_core_state_dir(e->core);
+	struct sl_workspace ws;
 	char *path;
 
 	if (!sd) {
-		sbx_error(err, SBXLOOP_EINFRA,
-			  "cannot create the state directory");
+		sl_error(err, SBXLOOP_EINFRA,
+			 "cannot create the state directory");
 		return NULL;
 	}
-	if (sbx_workspace_resolve(e->core->cfg, sd, e->run_id, &ws, err) < 0)
+	if (sl_workspace_resolve(e->core->cfg, sd, e->run_id, &ws, err) < 0)
 		return NULL;
 	if (ws.warning)
-		sbx_log(SBXLOOP_LOG_WARN, "%s", ws.warning);
+		sl_log(SBXLOOP_LOG_WARN, "%s", ws.warning);
 	if (ws.clone_event) {
-		emit(e, SBX_EV_SANDBOX_WORKSPACE_CLONE, ws.clone_event);
+		emit(e, SL_EV_SANDBOX_WORKSPACE_CLONE, ws.clone_event);
 		ws.clone_event = NULL;
 	}
 	free(e->fetch_cmd);
@@ -1312,11 +1309,11 @@ static char *fresh_workspace(struct sbx_engine *e, struct sbxloop_error *err)
 	ws.fetch_cmd = NULL;
 	path = ws.path;
 	ws.path = NULL;
-	sbx_workspace_clear(&ws);
+	sl_workspace_clear(&ws);
 	return path;
 }
 
-static char *choose_workspace(struct sbx_engine *e, const char *pinned,
+static char *choose_workspace(struct sl_engine *e, const char *pinned,
 			      struct sbxloop_error *err)
 {
 	char *path, *abs;
@@ -1324,12 +1321,12 @@ static char *choose_workspace(struct sbx_engine *e, const char *pinned,
 
 	if (!pinned || !*pinned)
 		return fresh_workspace(e, err);
-	path = sbx_xstrdup(pinned);
-	rc = sbx_mkdirs(path, 0755);
+	path = sl_xstrdup(pinned);
+	rc = sl_mkdirs(path, 0755);
 	if (rc < 0) {
-		sbx_error(err, SBXLOOP_EINFRA,
-			  "cannot create workspace '%s': %s", path,
-			  strerror(-rc));
+		sl_error(err, SBXLOOP_EINFRA,
+			 "cannot create workspace '%s': %s", path,
+			 strerror(-rc));
 		free(path);
 		return NULL;
 	}
@@ -1339,11 +1336,11 @@ static char *choose_workspace(struct sbx_engine *e, const char *pinned,
 		path = abs;
 	}
 	if (strcmp(path, pinned) != 0) {
-		sbx_error(err, SBXLOOP_ESTATE,
-			  "workspace mismatch: the run used '%s' but it now "
-			  "resolves to '%s'; refusing to continue in a "
-			  "relocated workspace",
-			  pinned, path);
+		sl_error(err, SBXLOOP_ESTATE,
+			 "workspace mismatch: the run used '%s' but it now "
+			 "resolves to '%s'; refusing to continue in a "
+			 "relocated workspace",
+			 pinned, path);
 		free(path);
 		return NULL;
 	}
@@ -1352,29 +1349,29 @@ static char *choose_workspace(struct sbx_engine *e, const char *pinned,
 
 static void policy_event(void *user, const char *type, cJSON *data)
 {
-	struct sbx_engine *e = user;
+	struct sl_engine *e = user;
 
 	emit(e, type, data);
 }
 
 /* The policy granters of plugins.policy and the agent's grant ledger. */
-static int open_egress(struct sbx_engine *e, struct sbxloop_error *err)
+static int open_egress(struct sl_engine *e, struct sbxloop_error *err)
 {
-	struct sbx_egress_granter *chain;
+	struct sl_egress_granter *chain;
 	const char **names;
 	size_t n, i;
 	int rc;
 
-	names = sbx_chain_names(e->core, "plugins.policy", SBXLOOP_KIND_POLICY,
-				1, &n);
+	names = sl_chain_names(e->core, "plugins.policy", SBXLOOP_KIND_POLICY,
+			       1, &n);
 	/* even an empty chain gets a ledger: its refusals are audited */
-	e->granters = sbx_xcalloc(n ? n : 1, sizeof(*e->granters));
-	chain = sbx_xcalloc(n ? n : 1, sizeof(*chain));
+	e->granters = sl_xcalloc(n ? n : 1, sizeof(*e->granters));
+	chain = sl_xcalloc(n ? n : 1, sizeof(*chain));
 	for (i = 0; i < n; i++) {
 		const char *name = names[i];
 
-		rc = sbx_core_instantiate(e->core, SBXLOOP_KIND_POLICY, name,
-					  &e->granters[i], err);
+		rc = sl_core_instantiate(e->core, SBXLOOP_KIND_POLICY, name,
+					 &e->granters[i], err);
 		if (rc < 0) {
 			free(chain);
 			free(names);
@@ -1386,8 +1383,8 @@ static int open_egress(struct sbx_engine *e, struct sbxloop_error *err)
 		chain[i].ctx = e->granters[i].ctx;
 	}
 	/* the ledger borrows the chain for its life: keep it there */
-	e->ledger = sbx_egress_ledger_new(e->core->cfg, e->box_name, chain, n,
-					  policy_event, e);
+	e->ledger = sl_egress_ledger_new(e->core->cfg, e->box_name, chain, n,
+					 policy_event, e);
 	e->chain = chain;
 	free(names);
 	return 0;
@@ -1398,7 +1395,7 @@ static int open_egress(struct sbx_engine *e, struct sbxloop_error *err)
  * workspace, then the pair with its secrets. A resume provisions a fresh
  * pair and hands it the tokens again.
  */
-static int provision(struct sbx_engine *e, const char *pinned,
+static int provision(struct sl_engine *e, const char *pinned,
 		     struct sbxloop_error *err)
 {
 	const struct sbxloop_sandbox_info *agent;
@@ -1406,21 +1403,21 @@ static int provision(struct sbx_engine *e, const char *pinned,
 	int rc;
 
 	if (!e->box)
-		return sbx_error(err, SBXLOOP_EINFRA,
-				 "no sandbox provider is active");
-	rc = sbx_pair_check_tokens(e->pair, err);
+		return sl_error(err, SBXLOOP_EINFRA,
+				"no sandbox provider is active");
+	rc = sl_pair_check_tokens(e->pair, err);
 	if (rc < 0)
 		return rc;
 	e->workspace = choose_workspace(e, pinned, err);
 	if (!e->workspace)
 		return err->code ? err->code : SBXLOOP_EINFRA;
 	/* decided before the pair exists: the signal path reads it */
-	if (sbx_config_bool(e->core->cfg, "keep_sandboxes", 0))
+	if (sl_config_bool(e->core->cfg, "keep_sandboxes", 0))
 		e->kept_reason = "manual";
-	rc = sbx_pair_up(e->pair, e->run_id, e->workspace, &e->cancel, err);
+	rc = sl_pair_up(e->pair, e->run_id, e->workspace, &e->cancel, err);
 	if (rc < 0)
 		return rc;
-	agent = sbx_pair_agent(e->pair);
+	agent = sl_pair_agent(e->pair);
 	e->info = *agent;
 	snprintf(e->box_name, sizeof(e->box_name), "%s", agent->name);
 	e->have_box = 1;
@@ -1441,7 +1438,7 @@ static int provision(struct sbx_engine *e, const char *pinned,
 	return e->st->run_update(e->sctx, &u, NULL, 0, err);
 }
 
-static void keep_on_failure(struct sbx_engine *e)
+static void keep_on_failure(struct sl_engine *e)
 {
 	struct sbxloop_run_update u;
 	struct sbxloop_error err = {0, ""};
@@ -1450,7 +1447,7 @@ static void keep_on_failure(struct sbx_engine *e)
 	cJSON *d;
 
 	if (e->kept_reason || !e->have_box ||
-	    !sbx_config_bool(e->core->cfg, "keep_on_failure", 0))
+	    !sl_config_bool(e->core->cfg, "keep_on_failure", 0))
 		return;
 	e->kept_reason = "debug";
 	memset(&u, 0, sizeof(u));
@@ -1461,10 +1458,10 @@ static void keep_on_failure(struct sbx_engine *e)
 	e->st->run_update(e->sctx, &u, NULL, 0, &err);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "reason", "debug");
-	n = sbx_pair_names(e->pair, names);
+	n = sl_pair_names(e->pair, names);
 	cJSON_AddItemToObject(d, "sandboxes",
 			      cJSON_CreateStringArray(names, (int)n));
-	emit(e, SBX_EV_RUN_KEEP, d);
+	emit(e, SL_EV_RUN_KEEP, d);
 }
 
 /*
@@ -1473,7 +1470,7 @@ static void keep_on_failure(struct sbx_engine *e)
  * then waits for it (cut short by the cancel flag) and removes what it
  * made.
  */
-void sbx_engine_teardown(struct sbx_engine *e)
+void sl_engine_teardown(struct sl_engine *e)
 {
 	/* an interrupted EXECUTE leaves no grant open, kept pair or not */
 	if (e->ledger) {
@@ -1484,17 +1481,17 @@ void sbx_engine_teardown(struct sbx_engine *e)
 	if (e->kept_reason)
 		return;
 	e->have_box = 0;
-	sbx_pair_down(e->pair);
+	sl_pair_down(e->pair);
 }
 
 #define SUMMARY_FILES 50
 
 /* Copy an unmounted workspace out of the sandbox into `dest`. */
-static int harvest(struct sbx_engine *e, const char *dest,
+static int harvest(struct sl_engine *e, const char *dest,
 		   const char *const *ex, size_t n_ex,
-		   struct sbx_artifact_scan *scan, struct sbxloop_error *err)
+		   struct sl_artifact_scan *scan, struct sbxloop_error *err)
 {
-	struct sbx_harvest h;
+	struct sl_harvest h;
 
 	memset(&h, 0, sizeof(h));
 	h.ops = e->box;
@@ -1505,17 +1502,17 @@ static int harvest(struct sbx_engine *e, const char *dest,
 	h.dest = dest;
 	h.exclude = ex;
 	h.n_exclude = n_ex;
-	return sbx_artifacts_harvest(&h, scan, err);
+	return sl_artifacts_harvest(&h, scan, err);
 }
 
 /* harvest_mode per-task: keep each finished task's work on the host. */
-static void harvest_task(struct sbx_engine *e)
+static void harvest_task(struct sl_engine *e)
 {
-	struct sbx_artifact_scan scan;
+	struct sl_artifact_scan scan;
 	struct sbxloop_error err = {0, ""};
-	const char *sd = sbx_core_state_dir(e->core);
+	const char *sd = sl_core_state_dir(e->core);
 	const char *mode =
-		sbx_config_str(e->core->cfg, "artifacts.harvest_mode");
+		sl_config_str(e->core->cfg, "artifacts.harvest_mode");
 	const char **ex;
 	size_t n_ex = 0;
 	char *dest;
@@ -1523,15 +1520,15 @@ static void harvest_task(struct sbx_engine *e)
 	if (e->info.mounted || !e->have_box || !sd ||
 	    (mode && strcmp(mode, "per-task") != 0))
 		return;
-	dest = sbx_artifacts_dir(sd, e->run_id, e->workspace, 0);
+	dest = sl_artifacts_dir(sd, e->run_id, e->workspace, 0);
 	if (!dest)
 		return;
 	memset(&scan, 0, sizeof(scan));
-	ex = sbx_artifacts_excludes(e->core->cfg, &n_ex);
+	ex = sl_artifacts_excludes(e->core->cfg, &n_ex);
 	if (harvest(e, dest, ex, n_ex, &scan, &err) < 0)
-		sbx_log(SBXLOOP_LOG_WARN, "cannot harvest the workspace: %s",
-			err.message);
-	sbx_artifacts_scan_clear(&scan);
+		sl_log(SBXLOOP_LOG_WARN, "cannot harvest the workspace: %s",
+		       err.message);
+	sl_artifacts_scan_clear(&scan);
 	free(ex);
 	free(dest);
 }
@@ -1540,11 +1537,11 @@ static void harvest_task(struct sbx_engine *e)
  * Where the run's results are, and run.artifacts: the live workspace
  * when it is mounted, else a harvest out of the sandbox. Best effort.
  */
-static void report_artifacts(struct sbx_engine *e)
+static void report_artifacts(struct sl_engine *e)
 {
-	struct sbx_artifact_scan scan;
+	struct sl_artifact_scan scan;
 	struct sbxloop_error err = {0, ""};
-	const char *sd = sbx_core_state_dir(e->core);
+	const char *sd = sl_core_state_dir(e->core);
 	const char **ex = NULL;
 	size_t n_ex = 0, i;
 	int rc = 0;
@@ -1553,38 +1550,38 @@ static void report_artifacts(struct sbx_engine *e)
 	if (!sd || !e->workspace)
 		return;
 	free(e->artifacts_dir);
-	e->artifacts_dir = sbx_artifacts_dir(sd, e->run_id, e->workspace,
-					     e->info.mounted);
+	e->artifacts_dir =
+		sl_artifacts_dir(sd, e->run_id, e->workspace, e->info.mounted);
 	if (!e->artifacts_dir)
 		return;
-	ex = sbx_artifacts_excludes(e->core->cfg, &n_ex);
+	ex = sl_artifacts_excludes(e->core->cfg, &n_ex);
 	if (e->info.mounted)
-		rc = sbx_artifacts_scan(e->workspace, ex, n_ex, &scan, &err);
+		rc = sl_artifacts_scan(e->workspace, ex, n_ex, &scan, &err);
 	else if (e->have_box)
 		rc = harvest(e, e->artifacts_dir, ex, n_ex, &scan, &err);
 	if (rc < 0)
-		sbx_log(SBXLOOP_LOG_WARN, "cannot collect the artifacts: %s",
-			err.message);
-	emit(e, SBX_EV_RUN_ARTIFACTS,
-	     sbx_artifacts_event_data(e->artifacts_dir, e->info.mounted, &scan,
-				      sbx_worker_last_resources()));
+		sl_log(SBXLOOP_LOG_WARN, "cannot collect the artifacts: %s",
+		       err.message);
+	emit(e, SL_EV_RUN_ARTIFACTS,
+	     sl_artifacts_event_data(e->artifacts_dir, e->info.mounted, &scan,
+				     sl_worker_last_resources()));
 	e->n_artifacts = scan.n_files;
 	free(e->artifacts_note);
-	e->artifacts_note = sbx_artifacts_note(&scan);
+	e->artifacts_note = sl_artifacts_note(&scan);
 	for (i = 0; i < e->n_artifact_files; i++)
 		free(e->artifact_files[i]);
 	free(e->artifact_files);
 	e->n_artifact_files =
 		scan.n_files < SUMMARY_FILES ? scan.n_files : SUMMARY_FILES;
 	e->artifact_files =
-		sbx_xcalloc(e->n_artifact_files + 1, sizeof(char *));
+		sl_xcalloc(e->n_artifact_files + 1, sizeof(char *));
 	for (i = 0; i < e->n_artifact_files; i++)
-		e->artifact_files[i] = sbx_xstrdup(scan.files[i].relpath);
-	sbx_artifacts_scan_clear(&scan);
+		e->artifact_files[i] = sl_xstrdup(scan.files[i].relpath);
+	sl_artifacts_scan_clear(&scan);
 	free(ex);
 }
 
-static int drive(struct sbx_engine *e, const char *pinned,
+static int drive(struct sl_engine *e, const char *pinned,
 		 struct sbxloop_error *err)
 {
 	const char *final;
@@ -1592,9 +1589,9 @@ static int drive(struct sbx_engine *e, const char *pinned,
 	int rc, failed = 0;
 	cJSON *d;
 
-	e->deadline = sbx_monotonic() +
-		      sbx_config_double(e->core->cfg,
-					"budgets.max_wall_clock_s", 7200.0);
+	e->deadline = sl_monotonic() +
+		      sl_config_double(e->core->cfg,
+				       "budgets.max_wall_clock_s", 7200.0);
 	rc = run_set_state(e, "provisioning", NULL, err);
 	if (rc < 0)
 		return rc;
@@ -1629,56 +1626,56 @@ static int drive(struct sbx_engine *e, const char *pinned,
 	report_artifacts(e);
 	if (failed)
 		keep_on_failure(e);
-	sbx_engine_teardown(e);
+	sl_engine_teardown(e);
 	rc = run_set_state(e, final,
 			   failed ? "some tasks did not finish" : NULL, err);
 	if (rc < 0)
 		return rc;
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "state", final);
-	emit(e, SBX_EV_RUN_END, d);
-	sbx_bus_flush(e->core, err);
+	emit(e, SL_EV_RUN_END, d);
+	sl_bus_flush(e->core, err);
 	return 0;
 fail:
 	if (!e->cancel)
 		report_artifacts(e);
 	if (rc != SBXLOOP_ECANCELLED || !e->cancel)
 		keep_on_failure(e);
-	sbx_engine_teardown(e);
+	sl_engine_teardown(e);
 	{
 		struct sbxloop_error ferr = {0, ""};
 
-		sbx_bus_flush(e->core, &ferr);
+		sl_bus_flush(e->core, &ferr);
 	}
 	return rc;
 }
 
-int sbx_engine_start(struct sbx_engine *e, const char *run_id,
-		     const char *outcome, struct sbxloop_error *err)
+int sl_engine_start(struct sl_engine *e, const char *run_id,
+		    const char *outcome, struct sbxloop_error *err)
 {
 	struct sbxloop_run_row row;
-	char *cfg = sbx_config_to_json(e->core->cfg);
+	char *cfg = sl_config_to_json(e->core->cfg);
 	cJSON *d;
 	int rc;
 
 	snprintf(e->run_id, sizeof(e->run_id), "%s", run_id);
-	e->outcome = sbx_xstrdup(outcome);
+	e->outcome = sl_xstrdup(outcome);
 	memset(&row, 0, sizeof(row));
 	row.struct_size = sizeof(row);
 	row.run_id = e->run_id;
 	row.outcome = outcome;
 	row.state = "created";
 	row.config_json = cfg;
-	row.created_at = row.updated_at = sbx_now();
+	row.created_at = row.updated_at = sl_now();
 	row.guidance_json = "[]";
 	rc = e->st->run_create(e->sctx, &row, err);
 	free(cfg);
 	if (rc < 0)
 		return rc;
-	sbx_core_set_run(e->core, e->run_id);
+	sl_core_set_run(e->core, e->run_id);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "outcome", outcome);
-	emit(e, SBX_EV_RUN_START, d);
+	emit(e, SL_EV_RUN_START, d);
 	return drive(e, NULL, err);
 }
 
@@ -1695,26 +1692,26 @@ static int run_info_cb(void *user, const struct sbxloop_run_row *run)
 
 	ri->found = 1;
 	snprintf(ri->state, sizeof(ri->state), "%s", run->state);
-	ri->outcome = sbx_xstrdup(run->outcome);
-	ri->workspace = sbx_xstrdup(run->workspace);
+	ri->outcome = sl_xstrdup(run->outcome);
+	ri->workspace = sl_xstrdup(run->workspace);
 	return 0;
 }
 
 /* Did a gc sweep remove this run's workspace? Then it cannot resume. */
-static int gc_guard(struct sbx_engine *e, struct sbxloop_error *err)
+static int gc_guard(struct sl_engine *e, struct sbxloop_error *err)
 {
-	int rc = sbx_gc_workspace_removed(e->st, e->sctx, e->run_id, err);
+	int rc = sl_gc_workspace_removed(e->st, e->sctx, e->run_id, err);
 
 	if (rc <= 0)
 		return rc;
-	return sbx_error(err, SBXLOOP_ESTATE,
-			 "run %s cannot be resumed: a gc sweep removed its "
-			 "workspace (see `sbxloop logs %s --type %s`)",
-			 e->run_id, e->run_id, SBX_EV_GC);
+	return sl_error(err, SBXLOOP_ESTATE,
+			"run %s cannot be resumed: a gc sweep removed its "
+			"workspace (see `sbxloop logs %s --type %s`)",
+			e->run_id, e->run_id, SL_EV_GC);
 }
 
-int sbx_engine_resume(struct sbx_engine *e, const char *run_id,
-		      struct sbxloop_error *err)
+int sl_engine_resume(struct sl_engine *e, const char *run_id,
+		     struct sbxloop_error *err)
 {
 	static const char *const again[] = {"failed", "cancelled", NULL};
 	struct run_info ri;
@@ -1725,18 +1722,18 @@ int sbx_engine_resume(struct sbx_engine *e, const char *run_id,
 	snprintf(e->run_id, sizeof(e->run_id), "%s", run_id);
 	rc = e->st->run_get(e->sctx, run_id, run_info_cb, &ri, err);
 	if (rc == SBXLOOP_ENOTFOUND || (rc == 0 && !ri.found)) {
-		rc = sbx_error(err, SBXLOOP_ENOTFOUND, "unknown run %s",
-			       run_id);
+		rc = sl_error(err, SBXLOOP_ENOTFOUND, "unknown run %s",
+			      run_id);
 		goto out;
 	}
 	if (rc < 0)
 		goto out;
 	snprintf(e->state, sizeof(e->state), "%s", ri.state);
 	if (strcmp(ri.state, "completed") == 0) {
-		rc = sbx_error(err, SBXLOOP_ESTATE,
-			       "run %s is already completed; nothing to "
-			       "resume",
-			       run_id);
+		rc = sl_error(err, SBXLOOP_ESTATE,
+			      "run %s is already completed; nothing to "
+			      "resume",
+			      run_id);
 		goto out;
 	}
 	rc = gc_guard(e, err);
@@ -1754,10 +1751,10 @@ int sbx_engine_resume(struct sbx_engine *e, const char *run_id,
 		u.only_if_state = again;
 		rc = e->st->run_update(e->sctx, &u, prev, sizeof(prev), err);
 		if (rc == SBXLOOP_ESTATE) {
-			rc = sbx_error(err, SBXLOOP_ESTATE,
-				       "run %s changed to '%s' meanwhile; "
-				       "not resuming",
-				       run_id, prev);
+			rc = sl_error(err, SBXLOOP_ESTATE,
+				      "run %s changed to '%s' meanwhile; "
+				      "not resuming",
+				      run_id, prev);
 			goto out;
 		}
 		if (rc < 0)
@@ -1775,11 +1772,11 @@ int sbx_engine_resume(struct sbx_engine *e, const char *run_id,
 	}
 	e->outcome = ri.outcome;
 	ri.outcome = NULL;
-	sbx_core_set_run(e->core, e->run_id);
+	sl_core_set_run(e->core, e->run_id);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "outcome", e->outcome);
 	cJSON_AddBoolToObject(d, "resumed", 1);
-	emit(e, SBX_EV_RUN_START, d);
+	emit(e, SL_EV_RUN_START, d);
 	rc = drive(e, ri.workspace, err);
 out:
 	free(ri.outcome);
@@ -1787,10 +1784,10 @@ out:
 	return rc;
 }
 
-void sbx_engine_print_summary(struct sbx_engine *e, FILE *dest)
+void sl_engine_print_summary(struct sl_engine *e, FILE *dest)
 {
 	size_t i, len = 0;
-	double secs = sbx_monotonic() - e->started;
+	double secs = sl_monotonic() - e->started;
 	char *text = NULL, *shown;
 	/*
 	 * Titles and file names are agent text: the summary is built here
@@ -1804,8 +1801,8 @@ void sbx_engine_print_summary(struct sbx_engine *e, FILE *dest)
 	}
 	fprintf(out, "run %s finished: %s\n", e->run_id, e->state);
 	for (i = 0; i < e->n_tasks; i++) {
-		char *id = sbx_shown(e->tasks[i].id, 0);
-		char *title = sbx_shown(e->tasks[i].title, 0);
+		char *id = sl_shown(e->tasks[i].id, 0);
+		char *title = sl_shown(e->tasks[i].title, 0);
 
 		fprintf(out, "  %s: %s  (%s)\n", id, e->tasks[i].state, title);
 		free(id);
@@ -1817,7 +1814,7 @@ void sbx_engine_print_summary(struct sbx_engine *e, FILE *dest)
 			e->n_artifacts, e->artifacts_dir,
 			e->info.mounted ? "live workspace" : "harvested");
 		for (i = 0; i < e->n_artifact_files; i++) {
-			char *name = sbx_shown(e->artifact_files[i], 0);
+			char *name = sl_shown(e->artifact_files[i], 0);
 
 			fprintf(out, "  %s\n", name);
 			free(name);
@@ -1838,7 +1835,7 @@ void sbx_engine_print_summary(struct sbx_engine *e, FILE *dest)
 		fprintf(out, "bring the work back with: %s\n", e->fetch_cmd);
 	if (e->kept_reason) {
 		const char *names[2];
-		size_t n = sbx_pair_names(e->pair, names);
+		size_t n = sl_pair_names(e->pair, names);
 
 		fprintf(out,
 			"kept sandbox%s: %s%s%s (sbxloop shell %s; sbxloop "
@@ -1849,7 +1846,7 @@ void sbx_engine_print_summary(struct sbx_engine *e, FILE *dest)
 	}
 	fprintf(out, "events: sbxloop logs %s\n", e->run_id);
 	fclose(out);
-	shown = sbx_shown(text, SBX_TERM_KEEP_NL);
+	shown = sl_shown(text, SL_TERM_KEEP_NL);
 	fputs(shown, dest);
 	free(shown);
 	free(text);

@@ -29,10 +29,10 @@ static const char *level_of(const cJSON *sample)
 	return cJSON_IsString(j) ? j->valuestring : "ok";
 }
 
-char *sbx_guard_diagnosis(const cJSON *sample, const struct sbx_config *cfg)
+char *sl_guard_diagnosis(const cJSON *sample, const struct sl_config *cfg)
 {
-	double disk_abort = sbx_config_double(cfg, "limits.disk_abort", 0);
-	double mem_abort = sbx_config_double(cfg, "limits.mem_abort", 0);
+	double disk_abort = sl_config_double(cfg, "limits.disk_abort", 0);
+	double mem_abort = sl_config_double(cfg, "limits.mem_abort", 0);
 	double disk = 0, mem = 0;
 	int has_disk, has_mem;
 
@@ -41,25 +41,25 @@ char *sbx_guard_diagnosis(const cJSON *sample, const struct sbx_config *cfg)
 	has_disk = number(sample, "disk_used_pct", &disk);
 	has_mem = number(sample, "mem_used_pct", &mem);
 	if (has_disk && disk_abort > 0 && disk >= disk_abort)
-		return sbx_xasprintf("sandbox disk exhausted: %.1f%% of the "
-				     "workspace filesystem is used "
-				     "(limits.disk_abort=%g%%)",
-				     disk, disk_abort);
+		return sl_xasprintf("sandbox disk exhausted: %.1f%% of the "
+				    "workspace filesystem is used "
+				    "(limits.disk_abort=%g%%)",
+				    disk, disk_abort);
 	if (has_mem && mem_abort > 0 && mem >= mem_abort)
-		return sbx_xasprintf("sandbox memory exhausted: %.1f%% of "
-				     "memory is used (limits.mem_abort=%g%%)",
-				     mem, mem_abort);
+		return sl_xasprintf("sandbox memory exhausted: %.1f%% of "
+				    "memory is used (limits.mem_abort=%g%%)",
+				    mem, mem_abort);
 	/* the worker judged by limits this config no longer has */
 	if (has_disk)
-		return sbx_xasprintf("sandbox disk exhausted: %.1f%% of the "
-				     "workspace filesystem is used "
-				     "(limits.disk_abort=%g%%)",
-				     disk, disk_abort);
-	return sbx_xstrdup("sandbox resources exhausted: the worker "
-			   "reported level abort");
+		return sl_xasprintf("sandbox disk exhausted: %.1f%% of the "
+				    "workspace filesystem is used "
+				    "(limits.disk_abort=%g%%)",
+				    disk, disk_abort);
+	return sl_xstrdup("sandbox resources exhausted: the worker "
+			  "reported level abort");
 }
 
-int sbx_guard_artifact_fields(const cJSON *sample, cJSON *data)
+int sl_guard_artifact_fields(const cJSON *sample, cJSON *data)
 {
 	const char *level;
 	double disk;

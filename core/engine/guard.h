@@ -4,8 +4,8 @@
  * boundary, and into the disk figures `run.artifacts` carries. Pure
  * functions; the engine keeps the sample and calls them.
  */
-#ifndef SBX_GUARD_H
-#define SBX_GUARD_H
+#ifndef SL_GUARD_H
+#define SL_GUARD_H
 
 #include <cjson/cJSON.h>
 
@@ -17,13 +17,13 @@
  * frees): the disk form when disk crossed limits.disk_abort, else the
  * memory form.
  */
-char *sbx_guard_diagnosis(const cJSON *sample, const struct sbx_config *cfg);
+char *sl_guard_diagnosis(const cJSON *sample, const struct sl_config *cfg);
 
 /*
  * When `sample` is at level warn or abort, add `disk_used_pct` and
  * `resources_level` to `data` (a run.artifacts object): the artifacts
  * may be incomplete. Returns 1 when it added them.
  */
-int sbx_guard_artifact_fields(const cJSON *sample, cJSON *data);
+int sl_guard_artifact_fields(const cJSON *sample, cJSON *data);
 
 #endif

@@ -29,7 +29,7 @@ static void fill_random(unsigned char *p, size_t n)
 				       (unsigned long)getpid() * (i + 7));
 }
 
-void sbx_id_new(char *buf, char prefix, size_t n)
+void sl_id_new(char *buf, char prefix, size_t n)
 {
 	unsigned char raw[32];
 	size_t i;
@@ -43,21 +43,21 @@ void sbx_id_new(char *buf, char prefix, size_t n)
 	buf[n + 1] = '\0';
 }
 
-void sbx_run_id_new(char buf[SBX_RUN_ID_LEN + 1])
+void sl_run_id_new(char buf[SL_RUN_ID_LEN + 1])
 {
-	sbx_id_new(buf, 'r', SBX_RUN_ID_LEN - 1);
+	sl_id_new(buf, 'r', SL_RUN_ID_LEN - 1);
 }
 
-void sbx_job_id_new(char buf[SBX_JOB_ID_LEN + 1])
+void sl_job_id_new(char buf[SL_JOB_ID_LEN + 1])
 {
-	sbx_id_new(buf, 'j', SBX_JOB_ID_LEN - 1);
+	sl_id_new(buf, 'j', SL_JOB_ID_LEN - 1);
 }
 
-int sbx_run_id_valid(const char *s)
+int sl_run_id_valid(const char *s)
 {
 	size_t i;
 
-	if (!s || s[0] != 'r' || strlen(s) != SBX_RUN_ID_LEN)
+	if (!s || s[0] != 'r' || strlen(s) != SL_RUN_ID_LEN)
 		return 0;
 	for (i = 1; s[i]; i++)
 		if (!strchr(alphabet, s[i]))
@@ -65,7 +65,7 @@ int sbx_run_id_valid(const char *s)
 	return 1;
 }
 
-int sbx_task_id_valid(const char *s)
+int sl_task_id_valid(const char *s)
 {
 	size_t i;
 
@@ -74,7 +74,7 @@ int sbx_task_id_valid(const char *s)
 	for (i = 0; s[i]; i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		if (i >= SBX_TASK_ID_MAX)
+		if (i >= SL_TASK_ID_MAX)
 			return 0;
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||

@@ -5,7 +5,7 @@
  * set), the walk of the secret strategy chain that hands each sandbox
  * its own token and nothing else, and the teardown and rollback that
  * revoke every provided secret and remove both sandboxes. The engine is
- * its only caller; sbx_chain_names() also serves the engine's policy
+ * its only caller; sl_chain_names() also serves the engine's policy
  * granter chain.
  *
  * Credential split: the model token is provided to the agent sandbox
@@ -85,12 +85,12 @@ struct provided {
 	const char *service;
 };
 
-struct sbx_pair {
-	struct sbx_core *core;
+struct sl_pair {
+	struct sl_core *core;
 	char run_id[32];
 	pthread_mutex_t lock;
 	const char **chain_names;
-	struct sbx_instance *chain;
+	struct sl_instance *chain;
 	size_t n_chain;
 	struct box boxes[2];
 	size_t n_boxes;
@@ -108,7 +108,7 @@ struct sbx_pair {
 /* ------------------------------------------------------------ chains */
 
 /* Does module `m` also provide a sandbox provider? */
-static int module_has_provider(const struct sbx_module *m)
+static int module_has_provider(const struct sl_module *m)
 {
 	size_t i;
 
@@ -118,27 +118,27 @@ static int module_has_provider(const struct sbx_module *m)
 	return 0;
 }
 
-const char **sbx_chain_names(const struct sbx_core *core, const char *path,
-			     enum sbxloop_kind kind, int warn, size_t *n)
+const char **sl_chain_names(const struct sl_core *core, const char *path,
+			    enum sbxloop_kind kind, int warn, size_t *n)
 {
-	const struct sbx_config_value *v = sbx_config_get(core->cfg, path);
-	size_t len = sbx_config_list_len(core->cfg, path), i, k = 0;
-	const char **names = sbx_xcalloc(len + 1, sizeof(*names));
-	const struct sbx_module *own = core->sandbox.module;
+	const struct sl_config_value *v = sl_config_get(core->cfg, path);
+	size_t len = sl_config_list_len(core->cfg, path), i, k = 0;
+	const char **names = sl_xcalloc(len + 1, sizeof(*names));
+	const struct sl_module *own = core->sandbox.module;
 
 	for (i = 0; i < len; i++) {
-		const char *name = sbx_config_list_item(core->cfg, path, i);
-		const struct sbx_module *m = NULL;
+		const char *name = sl_config_list_item(core->cfg, path, i);
+		const struct sl_module *m = NULL;
 
 		/* a provider's own strategies act on its sandboxes only */
-		if (sbx_registry_find(&core->reg, kind, name, &m) && own &&
+		if (sl_registry_find(&core->reg, kind, name, &m) && own &&
 		    m != own && module_has_provider(m)) {
-			if (warn && v && v->source != SBX_SRC_DEFAULT)
-				sbx_log(SBXLOOP_LOG_WARN,
-					"%s: '%s' of module '%s' works only "
-					"with that module's sandbox provider; "
-					"skipped with provider '%s'",
-					path, name, m->name, own->name);
+			if (warn && v && v->source != SL_SRC_DEFAULT)
+				sl_log(SBXLOOP_LOG_WARN,
+				       "%s: '%s' of module '%s' works only "
+				       "with that module's sandbox provider; "
+				       "skipped with provider '%s'",
+				       path, name, m->name, own->name);
 			continue;
 		}
 		names[k++] = name;
@@ -150,9 +150,9 @@ const char **sbx_chain_names(const struct sbx_core *core, const char *path,
 
 /* ------------------------------------------------------------ lifecycle */
 
-struct sbx_pair *sbx_pair_new(struct sbx_core *core)
+struct sl_pair *sl_pair_new(struct sl_core *core)
 {
-	struct sbx_pair *p = sbx_xcalloc(1, sizeof(*p));
+	struct sl_pair *p = sl_xcalloc(1, sizeof(*p));
 
 	p->core = core;
 	pthread_mutex_init(&p->lock, NULL);
@@ -170,12 +170,12 @@ static void wipe_free(char *s)
 	free(s);
 }
 
-static void chain_close(struct sbx_pair *p)
+static void chain_close(struct sl_pair *p)
 {
 	size_t i;
 
 	for (i = 0; i < p->n_chain; i++)
-		sbx_instance_destroy(&p->chain[i]);
+		sl_instance_destroy(&p->chain[i]);
 	free(p->chain);
 	free(p->chain_names);
 	p->chain = NULL;
@@ -183,7 +183,7 @@ static void chain_close(struct sbx_pair *p)
 	p->n_chain = 0;
 }
 
-void sbx_pair_free(struct sbx_pair *p)
+void sl_pair_free(struct sl_pair *p)
 {
 	if (!p)
 		return;
@@ -208,11 +208,11 @@ static const char *env_value(const char *name)
 	return v && *v ? v : NULL;
 }
 
-int sbx_pair_check_tokens(struct sbx_pair *p, struct sbxloop_error *err)
+int sl_pair_check_tokens(struct sl_pair *p, struct sbxloop_error *err)
 {
-	const struct sbx_config *cfg = p->core->cfg;
-	const char *preset = sbx_config_str(cfg, "agent.preset");
-	const char *backend = sbx_config_str(cfg, "agent.backend");
+	const struct sl_config *cfg = p->core->cfg;
+	const char *preset = sl_config_str(cfg, "agent.preset");
+	const char *backend = sl_config_str(cfg, "agent.backend");
 	const char **names;
 	size_t i, n;
 
@@ -223,12 +223,12 @@ int sbx_pair_check_tokens(struct sbx_pair *p, struct sbxloop_error *err)
 	p->model_skip = NULL;
 	p->checked = 0;
 
-	for (i = 0; i < SBX_ARRAY_SIZE(model_tokens); i++)
+	for (i = 0; i < SL_ARRAY_SIZE(model_tokens); i++)
 		if (preset && !strcmp(preset, model_tokens[i].preset))
 			p->model = &model_tokens[i];
 	/* with nothing to hand it over and no agent CLI, none is needed */
-	names = sbx_chain_names(p->core, "plugins.secrets",
-				SBXLOOP_KIND_SECRET, 0, &n);
+	names = sl_chain_names(p->core, "plugins.secrets", SBXLOOP_KIND_SECRET,
+			       0, &n);
 	free(names);
 	if (n == 0 && backend && strcmp(backend, "command") != 0) {
 		p->model_skip = "the script backend needs no model token and "
@@ -238,23 +238,23 @@ int sbx_pair_check_tokens(struct sbx_pair *p, struct sbxloop_error *err)
 		p->model_skip = "the agent preset names no model token "
 				"sbxloop knows; the agent CLI must find its "
 				"own credentials";
-		sbx_log(SBXLOOP_LOG_WARN,
-			"agent preset '%s' names no model token sbxloop "
-			"knows; none is handed to the agent sandbox",
-			preset ? preset : "");
+		sl_log(SBXLOOP_LOG_WARN,
+		       "agent preset '%s' names no model token sbxloop "
+		       "knows; none is handed to the agent sandbox",
+		       preset ? preset : "");
 	} else if (!env_value(p->model->env)) {
-		return sbx_error(err, SBXLOOP_EINVAL,
-				 "%s is not set: the agent sandbox needs the "
-				 "model token of agent preset '%s' (%s); set "
-				 "it in the environment or in .env",
-				 p->model->env, p->model->preset,
-				 p->model->advice);
+		return sl_error(err, SBXLOOP_EINVAL,
+				"%s is not set: the agent sandbox needs the "
+				"model token of agent preset '%s' (%s); set "
+				"it in the environment or in .env",
+				p->model->env, p->model->preset,
+				p->model->advice);
 	} else {
-		p->model_value = sbx_xstrdup(env_value(p->model->env));
-		sbx_secret_register(p->model_value);
+		p->model_value = sl_xstrdup(env_value(p->model->env));
+		sl_secret_register(p->model_value);
 	}
 
-	p->repo = sbx_config_str(cfg, "github.repo");
+	p->repo = sl_config_str(cfg, "github.repo");
 	if (p->repo && !*p->repo)
 		p->repo = NULL;
 	if (p->repo) {
@@ -265,17 +265,16 @@ int sbx_pair_check_tokens(struct sbx_pair *p, struct sbxloop_error *err)
 		if (!v) {
 			wipe_free(p->model_value);
 			p->model_value = NULL;
-			return sbx_error(
-				err, SBXLOOP_EINVAL,
-				"%s (or %s) is not set: github.repo "
-				"is '%s', so the github sandbox needs "
-				"a GitHub token; set it in the "
-				"environment or in .env, or unset "
-				"github.repo",
-				GH_ENV, GH_ENV_ALT, p->repo);
+			return sl_error(err, SBXLOOP_EINVAL,
+					"%s (or %s) is not set: github.repo "
+					"is '%s', so the github sandbox needs "
+					"a GitHub token; set it in the "
+					"environment or in .env, or unset "
+					"github.repo",
+					GH_ENV, GH_ENV_ALT, p->repo);
 		}
-		p->gh_value = sbx_xstrdup(v);
-		sbx_secret_register(p->gh_value);
+		p->gh_value = sl_xstrdup(v);
+		sl_secret_register(p->gh_value);
 	}
 	p->checked = 1;
 	return 0;
@@ -283,7 +282,7 @@ int sbx_pair_check_tokens(struct sbx_pair *p, struct sbxloop_error *err)
 
 /* ------------------------------------------------------------ events */
 
-static void emit_box(struct sbx_pair *p, const char *type, const struct box *b,
+static void emit_box(struct sl_pair *p, const char *type, const struct box *b,
 		     int with_info)
 {
 	cJSON *d = cJSON_CreateObject();
@@ -294,11 +293,11 @@ static void emit_box(struct sbx_pair *p, const char *type, const struct box *b,
 		cJSON_AddStringToObject(d, "workdir", b->info.workdir);
 		cJSON_AddBoolToObject(d, "mounted", b->info.mounted);
 	}
-	sbx_emit(p->core, type, NULL, d);
+	sl_emit(p->core, type, NULL, d);
 }
 
 /* sandbox.secret: which strategy took which variable; never the value. */
-static void emit_secret(struct sbx_pair *p, const struct box *b,
+static void emit_secret(struct sl_pair *p, const struct box *b,
 			const char *env, const char *strategy, int never_in,
 			const char *message)
 {
@@ -310,22 +309,22 @@ static void emit_secret(struct sbx_pair *p, const struct box *b,
 	cJSON_AddStringToObject(d, "strategy", strategy);
 	cJSON_AddBoolToObject(d, "never_in_sandbox", never_in);
 	cJSON_AddStringToObject(d, "message", message);
-	sbx_emit(p->core, SBX_EV_SANDBOX_SECRET, NULL, d);
+	sl_emit(p->core, SL_EV_SANDBOX_SECRET, NULL, d);
 }
 
 /* ------------------------------------------------------ the core's env */
 
 /* 'value' for sh, with embedded quotes closed and reopened. */
-static void add_quoted(struct sbx_buf *b, const char *value)
+static void add_quoted(struct sl_buf *b, const char *value)
 {
-	sbx_buf_addc(b, '\'');
+	sl_buf_addc(b, '\'');
 	for (; *value; value++) {
 		if (*value == '\'')
-			sbx_buf_adds(b, "'\\''");
+			sl_buf_adds(b, "'\\''");
 		else
-			sbx_buf_addc(b, *value);
+			sl_buf_addc(b, *value);
 	}
-	sbx_buf_addc(b, '\'');
+	sl_buf_addc(b, '\'');
 }
 
 /*
@@ -333,7 +332,7 @@ static void add_quoted(struct sbx_buf *b, const char *value)
  * loads by default ($HOME/.sbxloop/env.sh, mode 0600) itself: the value
  * travels on the exec's standard input, never in its argv.
  */
-static int worker_env(struct sbx_pair *p, const struct box *b,
+static int worker_env(struct sl_pair *p, const struct box *b,
 		      const char *const *names, const char *value,
 		      struct sbxloop_error *err)
 {
@@ -346,35 +345,35 @@ static int worker_env(struct sbx_pair *p, const struct box *b,
 	const char *argv[] = {"sh", "-c", value ? write_sh : rm_sh, NULL};
 	struct sbxloop_exec_spec spec;
 	struct sbxloop_proc_result res;
-	struct sbx_buf text = SBX_BUF_INIT;
+	struct sl_buf text = SL_BUF_INIT;
 	size_t i;
 	int rc;
 
-	sbx_buf_adds(&text, "# written by sbxloop (no secret strategy)\n");
+	sl_buf_adds(&text, "# written by sbxloop (no secret strategy)\n");
 	for (i = 0; value && names[i]; i++) {
-		sbx_buf_addf(&text, "export %s=", names[i]);
+		sl_buf_addf(&text, "export %s=", names[i]);
 		add_quoted(&text, value);
-		sbx_buf_addc(&text, '\n');
+		sl_buf_addc(&text, '\n');
 	}
 	memset(&spec, 0, sizeof(spec));
 	spec.struct_size = sizeof(spec);
 	spec.argv = argv;
-	spec.stdin_data = value ? sbx_buf_str(&text) : NULL;
+	spec.stdin_data = value ? sl_buf_str(&text) : NULL;
 	spec.stdin_len = value ? text.len : 0;
 	spec.timeout_s = 120;
 	memset(&res, 0, sizeof(res));
 	res.struct_size = sizeof(res);
 	rc = ops->exec(p->core->sandbox.ctx, b->name, &spec, &res, err);
 	if (rc == 0 && res.exit_code != 0)
-		rc = sbx_error(err, SBXLOOP_EINFRA,
-			       "cannot %s the env file in sandbox '%s' "
-			       "(exit %d)",
-			       value ? "write" : "remove", b->name,
-			       res.exit_code);
-	sbx_proc_result_clear(&res);
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "cannot %s the env file in sandbox '%s' "
+			      "(exit %d)",
+			      value ? "write" : "remove", b->name,
+			      res.exit_code);
+	sl_proc_result_clear(&res);
 	if (text.buf)
 		memset(text.buf, 0, text.len);
-	sbx_buf_release(&text);
+	sl_buf_release(&text);
 	return rc;
 }
 
@@ -394,7 +393,7 @@ static void request(struct sbxloop_secret_req *req, const struct box *b,
 	req->service = service;
 }
 
-static void remember(struct sbx_pair *p, size_t strategy, int box,
+static void remember(struct sl_pair *p, size_t strategy, int box,
 		     const char *env, const char *bind_host,
 		     const char *service)
 {
@@ -410,20 +409,19 @@ static void remember(struct sbx_pair *p, size_t strategy, int box,
 	pv->service = service;
 }
 
-static int open_chain(struct sbx_pair *p, struct sbxloop_error *err)
+static int open_chain(struct sl_pair *p, struct sbxloop_error *err)
 {
 	size_t n, i;
 	int rc;
 
 	if (p->chain_names)
 		return 0;
-	p->chain_names = sbx_chain_names(p->core, "plugins.secrets",
-					 SBXLOOP_KIND_SECRET, 1, &n);
-	p->chain = sbx_xcalloc(n ? n : 1, sizeof(*p->chain));
+	p->chain_names = sl_chain_names(p->core, "plugins.secrets",
+					SBXLOOP_KIND_SECRET, 1, &n);
+	p->chain = sl_xcalloc(n ? n : 1, sizeof(*p->chain));
 	for (i = 0; i < n; i++) {
-		rc = sbx_core_instantiate(p->core, SBXLOOP_KIND_SECRET,
-					  p->chain_names[i], &p->chain[i],
-					  err);
+		rc = sl_core_instantiate(p->core, SBXLOOP_KIND_SECRET,
+					 p->chain_names[i], &p->chain[i], err);
 		if (rc < 0)
 			return rc;
 		p->n_chain++;
@@ -435,24 +433,24 @@ static int open_chain(struct sbx_pair *p, struct sbxloop_error *err)
  * A strategy failed with another one after it: say so (warning and a
  * sandbox.secret_env_fallback event) before handing over.
  */
-static void fall_back(struct sbx_pair *p, const struct box *b, const char *env,
+static void fall_back(struct sl_pair *p, const struct box *b, const char *env,
 		      size_t failed, const char *why)
 {
 	const char *next = p->chain_names[failed + 1];
 	char *msg =
-		sbx_xasprintf("secret strategy %s failed to hand %s to "
-			      "sandbox '%s': %s; trying %s",
-			      p->chain_names[failed], env, b->name, why, next);
+		sl_xasprintf("secret strategy %s failed to hand %s to "
+			     "sandbox '%s': %s; trying %s",
+			     p->chain_names[failed], env, b->name, why, next);
 	cJSON *d = cJSON_CreateObject();
 
-	sbx_log(SBXLOOP_LOG_WARN, "%s", msg);
+	sl_log(SBXLOOP_LOG_WARN, "%s", msg);
 	cJSON_AddStringToObject(d, "name", b->name);
 	cJSON_AddStringToObject(d, "role", b->role);
 	cJSON_AddStringToObject(d, "env", env);
 	cJSON_AddStringToObject(d, "strategy", p->chain_names[failed]);
 	cJSON_AddStringToObject(d, "next", next);
 	cJSON_AddStringToObject(d, "message", msg);
-	sbx_emit(p->core, SBX_EV_SANDBOX_SECRET_FALLBACK, NULL, d);
+	sl_emit(p->core, SL_EV_SANDBOX_SECRET_FALLBACK, NULL, d);
 	free(msg);
 }
 
@@ -464,7 +462,7 @@ static void fall_back(struct sbx_pair *p, const struct box *b, const char *env,
  * refuses in this state (sbx-proxy's strict verdict, or a visibility
  * probe with no clean answer) stops provisioning rather than downgrade.
  */
-static int provide(struct sbx_pair *p, int box, const char *env,
+static int provide(struct sl_pair *p, int box, const char *env,
 		   const char *value, const char *bind_host,
 		   const char *service, struct sbxloop_error *err)
 {
@@ -485,14 +483,14 @@ static int provide(struct sbx_pair *p, int box, const char *env,
 		if (rc < 0)
 			return rc;
 		remember(p, WORKER_ENV, box, env, bind_host, service);
-		msg = sbx_xasprintf("no secret strategy of plugins.secrets "
-				    "works with this provider: %s is in the "
-				    "env file the worker loads "
-				    "($HOME/.sbxloop/env.sh, mode 0600) and "
-				    "reaches the agent through its "
-				    "environment; the provider has no proxy "
-				    "to keep it outside",
-				    env);
+		msg = sl_xasprintf("no secret strategy of plugins.secrets "
+				   "works with this provider: %s is in the "
+				   "env file the worker loads "
+				   "($HOME/.sbxloop/env.sh, mode 0600) and "
+				   "reaches the agent through its "
+				   "environment; the provider has no proxy "
+				   "to keep it outside",
+				   env);
 		emit_secret(p, b, env, WORKER_ENV_NAME, 0, msg);
 		free(msg);
 		return 0;
@@ -519,24 +517,24 @@ static int provide(struct sbx_pair *p, int box, const char *env,
 			continue;
 		}
 		if (rc < 0)
-			return sbx_error(err, rc,
-					 "cannot hand %s to sandbox '%s' "
-					 "(secret strategy %s): %s",
-					 env, b->name, p->chain_names[i],
-					 serr.message);
+			return sl_error(err, rc,
+					"cannot hand %s to sandbox '%s' "
+					"(secret strategy %s): %s",
+					env, b->name, p->chain_names[i],
+					serr.message);
 		remember(p, i, box, env, bind_host, service);
 		emit_secret(p, b, env,
 			    *out.strategy ? out.strategy : p->chain_names[i],
 			    out.never_in_sandbox, out.detail);
 		return 0;
 	}
-	return sbx_error(err, SBXLOOP_EUNSUPPORTED,
-			 "no secret strategy of plugins.secrets could hand "
-			 "%s to sandbox '%s' (last: %s)",
-			 env, b->name, last);
+	return sl_error(err, SBXLOOP_EUNSUPPORTED,
+			"no secret strategy of plugins.secrets could hand "
+			"%s to sandbox '%s' (last: %s)",
+			env, b->name, last);
 }
 
-static void revoke_one(struct sbx_pair *p, const struct provided *pv)
+static void revoke_one(struct sl_pair *p, const struct provided *pv)
 {
 	const struct box *b = &p->boxes[pv->box];
 	struct sbxloop_secret_req req;
@@ -560,9 +558,9 @@ static void revoke_one(struct sbx_pair *p, const struct provided *pv)
 		rc = ops->revoke(p->chain[pv->strategy].ctx, &req, &err);
 	}
 	if (rc < 0)
-		sbx_log(SBXLOOP_LOG_WARN,
-			"cannot revoke %s in sandbox '%s' (%s): %s", pv->env,
-			b->name, strategy, err.message);
+		sl_log(SBXLOOP_LOG_WARN,
+		       "cannot revoke %s in sandbox '%s' (%s): %s", pv->env,
+		       b->name, strategy, err.message);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "name", b->name);
 	cJSON_AddStringToObject(d, "role", b->role);
@@ -570,7 +568,7 @@ static void revoke_one(struct sbx_pair *p, const struct provided *pv)
 	cJSON_AddStringToObject(d, "strategy", strategy);
 	if (rc < 0)
 		cJSON_AddStringToObject(d, "error", err.message);
-	sbx_emit(p->core, SBX_EV_SANDBOX_SECRET_REVOKED, NULL, d);
+	sl_emit(p->core, SL_EV_SANDBOX_SECRET_REVOKED, NULL, d);
 }
 
 /* ------------------------------------------------------------ sandboxes */
@@ -581,22 +579,22 @@ static void revoke_one(struct sbx_pair *p, const struct provided *pv)
  * holding them, which may hold the config and the state dir too. Fills
  * out[0..1] (caller frees) with another backend left NULL.
  */
-static void script_files(const struct sbx_core *core, char *out[2])
+static void script_files(const struct sl_core *core, char *out[2])
 {
-	const char *backend = sbx_config_str(core->cfg, "agent.backend");
+	const char *backend = sl_config_str(core->cfg, "agent.backend");
 	char *path;
 	int fd;
 
 	out[0] = out[1] = NULL;
 	if (!backend || strcmp(backend, "script") != 0)
 		return;
-	path = sbx_phase_script_path(core);
+	path = sl_phase_script_path(core);
 	if (!path || path[0] != '/') {
 		free(path);
 		return;
 	}
 	out[0] = path;
-	out[1] = sbx_xasprintf("%s.cursor", path);
+	out[1] = sl_xasprintf("%s.cursor", path);
 	fd = open(out[1], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd >= 0)
 		close(fd);
@@ -607,32 +605,32 @@ static void script_files(const struct sbx_core *core, char *out[2])
  * where the provider can; one that cannot is said so once, as a warning
  * and a sandbox.critics_unconfined event.
  */
-static void warn_unconfined_critics(struct sbx_pair *p, const struct box *b)
+static void warn_unconfined_critics(struct sl_pair *p, const struct box *b)
 {
-	const char *provider = sbx_config_str(p->core->cfg, "plugins.sandbox");
+	const char *provider = sl_config_str(p->core->cfg, "plugins.sandbox");
 	const char *why = "the sandbox provider cannot make the workspace "
 			  "read-only for one job";
 	cJSON *d;
 
 	if (b->info.capabilities & SBXLOOP_CAP_WORKSPACE_READ_ONLY)
 		return;
-	sbx_log(SBXLOOP_LOG_WARN,
-		"critics are not confined: sandbox provider '%s' cannot make "
-		"the workspace read-only for a job, so scrutinize and "
-		"validate could change it%s",
-		provider ? provider : "?",
-		provider && strcmp(provider, "local") == 0
-			? " (local.isolation: bwrap can)"
-			: "");
+	sl_log(SBXLOOP_LOG_WARN,
+	       "critics are not confined: sandbox provider '%s' cannot make "
+	       "the workspace read-only for a job, so scrutinize and "
+	       "validate could change it%s",
+	       provider ? provider : "?",
+	       provider && strcmp(provider, "local") == 0
+		       ? " (local.isolation: bwrap can)"
+		       : "");
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "name", b->name);
 	cJSON_AddStringToObject(d, "role", b->role);
 	cJSON_AddStringToObject(d, "provider", provider ? provider : "");
 	cJSON_AddStringToObject(d, "message", why);
-	sbx_emit(p->core, SBX_EV_SANDBOX_CRITICS_UNCONFINED, NULL, d);
+	sl_emit(p->core, SL_EV_SANDBOX_CRITICS_UNCONFINED, NULL, d);
 }
 
-static int box_create(struct sbx_pair *p, int box, const char *workspace,
+static int box_create(struct sl_pair *p, int box, const char *workspace,
 		      const char *worker, struct sbxloop_error *err)
 {
 	const struct sbxloop_sandbox_ops *ops = p->core->sandbox.ops;
@@ -645,8 +643,8 @@ static int box_create(struct sbx_pair *p, int box, const char *workspace,
 	b->role = box == ROLE_AGENT ? "agent" : "github";
 	snprintf(b->name, sizeof(b->name), "sbxloop-%s-%s", p->run_id,
 		 b->role);
-	seed = box == ROLE_AGENT ? sbx_egress_agent_seed(p->core->cfg)
-				 : sbx_egress_github_seed(p->core->cfg);
+	seed = box == ROLE_AGENT ? sl_egress_agent_seed(p->core->cfg)
+				 : sl_egress_github_seed(p->core->cfg);
 	if (box == ROLE_AGENT)
 		script_files(p->core, shared);
 	memset(&spec, 0, sizeof(spec));
@@ -660,19 +658,19 @@ static int box_create(struct sbx_pair *p, int box, const char *workspace,
 	spec.shared_dirs = (const char *const *)shared;
 	memset(&b->info, 0, sizeof(b->info));
 	b->info.struct_size = sizeof(b->info);
-	emit_box(p, SBX_EV_SANDBOX_PROVISION_START, b, 0);
+	emit_box(p, SL_EV_SANDBOX_PROVISION_START, b, 0);
 	/* a sandbox left by a killed process is never reused */
 	ops->sandbox_remove(p->core->sandbox.ctx, b->name, &ignored);
 	rc = ops->sandbox_create(p->core->sandbox.ctx, &spec, &b->info, err);
-	sbx_egress_list_free(seed);
+	sl_egress_list_free(seed);
 	free(shared[0]);
 	free(shared[1]);
 	if (rc < 0) {
 		char msg[SBXLOOP_ERROR_MAX];
 
 		snprintf(msg, sizeof(msg), "%s", err->message);
-		return sbx_error(err, rc, "cannot create sandbox '%s': %s",
-				 b->name, msg);
+		return sl_error(err, rc, "cannot create sandbox '%s': %s",
+				b->name, msg);
 	}
 	b->created = 1;
 	if (box == ROLE_AGENT)
@@ -681,7 +679,7 @@ static int box_create(struct sbx_pair *p, int box, const char *workspace,
 }
 
 /* Revoke, then remove; the caller holds the lock. */
-static void down_locked(struct sbx_pair *p)
+static void down_locked(struct sl_pair *p)
 {
 	const struct sbxloop_sandbox_ops *ops = p->core->sandbox.ops;
 	size_t i;
@@ -698,19 +696,19 @@ static void down_locked(struct sbx_pair *p)
 		b->created = 0;
 		if (ops->sandbox_remove(p->core->sandbox.ctx, b->name, &err) <
 		    0) {
-			sbx_log(SBXLOOP_LOG_WARN,
-				"cannot remove sandbox '%s': %s", b->name,
-				err.message);
+			sl_log(SBXLOOP_LOG_WARN,
+			       "cannot remove sandbox '%s': %s", b->name,
+			       err.message);
 			continue;
 		}
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "name", b->name);
 		cJSON_AddStringToObject(d, "role", b->role);
-		sbx_emit(p->core, SBX_EV_SANDBOX_REMOVED, NULL, d);
+		sl_emit(p->core, SL_EV_SANDBOX_REMOVED, NULL, d);
 	}
 }
 
-static int provide_role(struct sbx_pair *p, int box, struct sbxloop_error *err)
+static int provide_role(struct sl_pair *p, int box, struct sbxloop_error *err)
 {
 	const struct box *b = &p->boxes[box];
 
@@ -726,8 +724,8 @@ static int provide_role(struct sbx_pair *p, int box, struct sbxloop_error *err)
 		       NULL, err);
 }
 
-int sbx_pair_up(struct sbx_pair *p, const char *run_id, const char *workspace,
-		const volatile sig_atomic_t *cancel, struct sbxloop_error *err)
+int sl_pair_up(struct sl_pair *p, const char *run_id, const char *workspace,
+	       const volatile sig_atomic_t *cancel, struct sbxloop_error *err)
 {
 	char *worker = NULL;
 	int rc = 0, box;
@@ -735,12 +733,12 @@ int sbx_pair_up(struct sbx_pair *p, const char *run_id, const char *workspace,
 	pthread_mutex_lock(&p->lock);
 	snprintf(p->run_id, sizeof(p->run_id), "%s", run_id);
 	if (!p->core->sandbox.ops) {
-		rc = sbx_error(err, SBXLOOP_EINFRA,
-			       "no sandbox provider is active");
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "no sandbox provider is active");
 		goto out;
 	}
 	if (!p->checked) {
-		rc = sbx_pair_check_tokens(p, err);
+		rc = sl_pair_check_tokens(p, err);
 		if (rc < 0)
 			goto out;
 	}
@@ -748,12 +746,12 @@ int sbx_pair_up(struct sbx_pair *p, const char *run_id, const char *workspace,
 	rc = open_chain(p, err);
 	if (rc < 0)
 		goto out;
-	worker = sbx_worker_path(p->core);
+	worker = sl_worker_path(p->core);
 	p->n_boxes = p->repo ? 2 : 1;
 	for (box = 0; box < (int)p->n_boxes; box++) {
 		if (cancelled(cancel)) {
-			rc = sbx_error(err, SBXLOOP_ECANCELLED,
-				       "provisioning was interrupted");
+			rc = sl_error(err, SBXLOOP_ECANCELLED,
+				      "provisioning was interrupted");
 			break;
 		}
 		rc = box_create(p, box, workspace, worker, err);
@@ -762,7 +760,7 @@ int sbx_pair_up(struct sbx_pair *p, const char *run_id, const char *workspace,
 		rc = provide_role(p, box, err);
 		if (rc < 0)
 			break;
-		emit_box(p, SBX_EV_SANDBOX_READY, &p->boxes[box], 1);
+		emit_box(p, SL_EV_SANDBOX_READY, &p->boxes[box], 1);
 	}
 	if (rc < 0)
 		down_locked(p);
@@ -772,7 +770,7 @@ out:
 	return rc;
 }
 
-void sbx_pair_down(struct sbx_pair *p)
+void sl_pair_down(struct sl_pair *p)
 {
 	if (!p)
 		return;
@@ -781,14 +779,14 @@ void sbx_pair_down(struct sbx_pair *p)
 	pthread_mutex_unlock(&p->lock);
 }
 
-const struct sbxloop_sandbox_info *sbx_pair_agent(const struct sbx_pair *p)
+const struct sbxloop_sandbox_info *sl_pair_agent(const struct sl_pair *p)
 {
 	return p && p->n_boxes && p->boxes[ROLE_AGENT].created
 		       ? &p->boxes[ROLE_AGENT].info
 		       : NULL;
 }
 
-size_t sbx_pair_names(const struct sbx_pair *p, const char *names[2])
+size_t sl_pair_names(const struct sl_pair *p, const char *names[2])
 {
 	size_t i, n = 0;
 

@@ -5,8 +5,8 @@
  * walked for each, and the teardown that revokes every provided secret
  * and removes both. Private to the core; the engine drives it.
  */
-#ifndef SBX_PROVISION_H
-#define SBX_PROVISION_H
+#ifndef SL_PROVISION_H
+#define SL_PROVISION_H
 
 #include <signal.h>
 
@@ -14,12 +14,12 @@
 
 #include "host/core.h"
 
-struct sbx_pair;
+struct sl_pair;
 
 /* A new, empty pair; core is borrowed. */
-struct sbx_pair *sbx_pair_new(struct sbx_core *core);
+struct sl_pair *sl_pair_new(struct sl_core *core);
 /* Free the pair; it does not tear anything down (a kept pair stays). */
-void sbx_pair_free(struct sbx_pair *pair);
+void sl_pair_free(struct sl_pair *pair);
 
 /*
  * Check that every token the pair needs is set: the model token of the
@@ -28,7 +28,7 @@ void sbx_pair_free(struct sbx_pair *pair);
  * values are copied into the pair. SBXLOOP_EINVAL with a message naming
  * the missing variable; nothing is created either way.
  */
-int sbx_pair_check_tokens(struct sbx_pair *pair, struct sbxloop_error *err);
+int sl_pair_check_tokens(struct sl_pair *pair, struct sbxloop_error *err);
 
 /*
  * Create sbxloop-RUN-agent, then sbxloop-RUN-github when github.repo is
@@ -37,26 +37,25 @@ int sbx_pair_check_tokens(struct sbx_pair *pair, struct sbxloop_error *err);
  * between steps. On any failure every secret provided so far is revoked
  * and every sandbox created is removed before returning.
  */
-int sbx_pair_up(struct sbx_pair *pair, const char *run_id,
-		const char *workspace, const volatile sig_atomic_t *cancel,
-		struct sbxloop_error *err);
+int sl_pair_up(struct sl_pair *pair, const char *run_id, const char *workspace,
+	       const volatile sig_atomic_t *cancel, struct sbxloop_error *err);
 
 /* The agent sandbox, or NULL while it does not exist (borrowed). */
-const struct sbxloop_sandbox_info *sbx_pair_agent(const struct sbx_pair *pair);
+const struct sbxloop_sandbox_info *sl_pair_agent(const struct sl_pair *pair);
 
 /*
  * The names of the sandboxes that exist, agent first, into names[]
  * (borrowed from the pair, at most 2); returns how many.
  */
-size_t sbx_pair_names(const struct sbx_pair *pair, const char *names[2]);
+size_t sl_pair_names(const struct sl_pair *pair, const char *names[2]);
 
 /*
  * Revoke every provided secret, then remove the sandboxes. Idempotent and
- * safe to call from another thread than sbx_pair_up's (the signal path of
+ * safe to call from another thread than sl_pair_up's (the signal path of
  * `sbxloop run`): a call during provisioning waits for it to end, which
  * setting `cancel` first cuts short to the current step.
  */
-void sbx_pair_down(struct sbx_pair *pair);
+void sl_pair_down(struct sl_pair *pair);
 
 /*
  * The components chain `path` (plugins.secrets, plugins.policy) names
@@ -67,7 +66,7 @@ void sbx_pair_down(struct sbx_pair *pair);
  * chains name sbx's, so a config that picks `local` gets none. With
  * `warn`, leaving out an explicitly configured one is logged.
  */
-const char **sbx_chain_names(const struct sbx_core *core, const char *path,
-			     enum sbxloop_kind kind, int warn, size_t *n);
+const char **sl_chain_names(const struct sl_core *core, const char *path,
+			    enum sbxloop_kind kind, int warn, size_t *n);
 
 #endif

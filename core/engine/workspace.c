@@ -26,7 +26,7 @@ extern char **environ;
 
 #define GIT_TIMEOUT_S 600.0
 
-void sbx_workspace_clear(struct sbx_workspace *ws)
+void sl_workspace_clear(struct sl_workspace *ws)
 {
 	free(ws->path);
 	free(ws->branch);
@@ -36,22 +36,22 @@ void sbx_workspace_clear(struct sbx_workspace *ws)
 	memset(ws, 0, sizeof(*ws));
 }
 
-char *sbx_url_strip_userinfo(const char *url)
+char *sl_url_strip_userinfo(const char *url)
 {
 	const char *scheme = strstr(url, "://");
 	const char *host, *at, *slash;
 
 	if (!scheme)
-		return sbx_xstrdup(url);
+		return sl_xstrdup(url);
 	host = scheme + 3;
 	slash = host + strcspn(host, "/");
 	at = memchr(host, '@', (size_t)(slash - host));
 	if (!at)
-		return sbx_xstrdup(url);
+		return sl_xstrdup(url);
 	/* the last '@' of the authority ends the userinfo */
 	while (memchr(at + 1, '@', (size_t)(slash - at - 1)))
 		at = memchr(at + 1, '@', (size_t)(slash - at - 1));
-	return sbx_xasprintf("%.*s%s", (int)(host - url), url, at + 1);
+	return sl_xasprintf("%.*s%s", (int)(host - url), url, at + 1);
 }
 
 /* ---------------------------------------------------------------- git */
@@ -84,7 +84,7 @@ static int git(struct git_out *g, const char *cwd, const char *const *argv)
 	memset(g, 0, sizeof(*g));
 	for (e = environ; *e; e++)
 		n++;
-	env = sbx_xcalloc(n + 2, sizeof(*env));
+	env = sl_xcalloc(n + 2, sizeof(*env));
 	for (e = environ; *e; e++)
 		if (strncmp(*e, "GIT_", 4) != 0)
 			env[k++] = *e;
@@ -97,7 +97,7 @@ static int git(struct git_out *g, const char *cwd, const char *const *argv)
 	spec.envp = env;
 	spec.cwd = cwd;
 	spec.timeout_s = GIT_TIMEOUT_S;
-	rc = sbx_proc_run(&spec, &res, &err);
+	rc = sl_proc_run(&spec, &res, &err);
 	free(env);
 	if (rc == 0) {
 		size_t len = res.out_len;
@@ -106,17 +106,17 @@ static int git(struct git_out *g, const char *cwd, const char *const *argv)
 		g->status = res.timed_out ? -1 : res.exit_code;
 		while (len && (res.out[len - 1] == '\n'))
 			len--;
-		g->out = sbx_xstrndup(res.out ? res.out : "", len);
-		g->err = sbx_xstrdup(res.err ? res.err : "");
+		g->out = sl_xstrndup(res.out ? res.out : "", len);
+		g->err = sl_xstrdup(res.err ? res.err : "");
 		len = strlen(g->err);
 		while (len && g->err[len - 1] == '\n')
 			g->err[--len] = '\0';
 	} else {
 		g->status = -1;
-		g->out = sbx_xstrdup("");
-		g->err = sbx_xstrdup(err.message);
+		g->out = sl_xstrdup("");
+		g->err = sl_xstrdup(err.message);
 	}
-	sbx_proc_result_clear(&res);
+	sl_proc_result_clear(&res);
 	return g->status == 0 ? 0 : -1;
 }
 
@@ -138,7 +138,7 @@ static char *abs_path(const char *p)
 
 	if (!realpath(p, buf))
 		return NULL;
-	return sbx_xstrdup(buf);
+	return sl_xstrdup(buf);
 }
 
 static int is_dir(const char *p)
@@ -150,42 +150,42 @@ static int is_dir(const char *p)
 
 static char *shell_quote(const char *s)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 
-	sbx_buf_addc(&b, '\'');
+	sl_buf_addc(&b, '\'');
 	for (; *s; s++) {
 		if (*s == '\'')
-			sbx_buf_adds(&b, "'\\''");
+			sl_buf_adds(&b, "'\\''");
 		else
-			sbx_buf_addc(&b, *s);
+			sl_buf_addc(&b, *s);
 	}
-	sbx_buf_addc(&b, '\'');
-	return sbx_buf_detach(&b);
+	sl_buf_addc(&b, '\'');
+	return sl_buf_detach(&b);
 }
 
 /* ----------------------------------------------------------- isolate */
 
-static int use_dir(struct sbx_workspace *ws, const char *dir,
+static int use_dir(struct sl_workspace *ws, const char *dir,
 		   struct sbxloop_error *err)
 {
-	int rc = sbx_mkdirs(dir, 0755);
+	int rc = sl_mkdirs(dir, 0755);
 
 	if (rc)
-		return sbx_error(err, SBXLOOP_ERR,
-				 "cannot create workspace "
-				 "'%s': %s",
-				 dir, strerror(-rc));
+		return sl_error(err, SBXLOOP_ERR,
+				"cannot create workspace "
+				"'%s': %s",
+				dir, strerror(-rc));
 	ws->path = abs_path(dir);
 	if (!ws->path)
-		return sbx_error(err, SBXLOOP_ERR,
-				 "cannot resolve workspace "
-				 "'%s': %s",
-				 dir, strerror(errno));
+		return sl_error(err, SBXLOOP_ERR,
+				"cannot resolve workspace "
+				"'%s': %s",
+				dir, strerror(errno));
 	return 0;
 }
 
 /* Fill the clone event, fetch command and branch of a clone at C. */
-static void describe_clone(struct sbx_workspace *ws, const char *source,
+static void describe_clone(struct sl_workspace *ws, const char *source,
 			   const char *clone, const char *branch,
 			   const char *commit, int dirty, int reused)
 {
@@ -194,16 +194,16 @@ static void describe_clone(struct sbx_workspace *ws, const char *source,
 	char *msg;
 
 	if (reused)
-		msg = sbx_xasprintf("reusing the run's clone '%s' of '%s' on "
-				    "branch %s",
-				    clone, source, branch);
+		msg = sl_xasprintf("reusing the run's clone '%s' of '%s' on "
+				   "branch %s",
+				   clone, source, branch);
 	else
-		msg = sbx_xasprintf("cloned '%s' at %.12s into '%s' on branch "
-				    "%s%s",
-				    source, commit, clone, branch,
-				    dirty ? "; uncommitted changes in the "
-					    "source were not included"
-					  : "");
+		msg = sl_xasprintf("cloned '%s' at %.12s into '%s' on branch "
+				   "%s%s",
+				   source, commit, clone, branch,
+				   dirty ? "; uncommitted changes in the "
+					   "source were not included"
+					 : "");
 	cJSON_AddStringToObject(d, "source", source);
 	cJSON_AddStringToObject(d, "target", clone);
 	cJSON_AddStringToObject(d, "commit", commit);
@@ -213,8 +213,8 @@ static void describe_clone(struct sbx_workspace *ws, const char *source,
 	cJSON_AddStringToObject(d, "message", msg);
 	ws->clone_event = d;
 	ws->cloned = 1;
-	ws->branch = sbx_xstrdup(branch);
-	ws->fetch_cmd = sbx_xasprintf("git -C %s fetch %s %s", qs, qc, branch);
+	ws->branch = sl_xstrdup(branch);
+	ws->fetch_cmd = sl_xasprintf("git -C %s fetch %s %s", qs, qc, branch);
 	cJSON_AddStringToObject(d, "fetch", ws->fetch_cmd);
 	free(msg);
 	free(qs);
@@ -231,78 +231,78 @@ static const char *inside(const char *outer, const char *inner)
 	return NULL;
 }
 
-static int make_clone(struct sbx_workspace *ws, const char *src,
+static int make_clone(struct sl_workspace *ws, const char *src,
 		      const char *clone, const char *branch,
 		      const char *commit, int dirty, struct sbxloop_error *err)
 {
 	struct git_out g;
-	char *parent = sbx_xstrdup(clone), *slash = strrchr(parent, '/');
+	char *parent = sl_xstrdup(clone), *slash = strrchr(parent, '/');
 	char *origin = NULL;
 	int rc = 0;
 
 	if (slash)
 		*slash = '\0';
-	rc = sbx_mkdirs(parent, 0700);
+	rc = sl_mkdirs(parent, 0700);
 	free(parent);
 	if (rc)
-		return sbx_error(err, SBXLOOP_ERR,
-				 "cannot create the run "
-				 "directory of '%s': %s",
-				 clone, strerror(-rc));
+		return sl_error(err, SBXLOOP_ERR,
+				"cannot create the run "
+				"directory of '%s': %s",
+				clone, strerror(-rc));
 	if (GIT(&g, NULL, "git", "clone", "-q", "--no-checkout", src, clone)) {
-		rc = sbx_error(err, SBXLOOP_ERR,
-			       "cannot clone '%s' into "
-			       "'%s': %s",
-			       src, clone, g.err);
+		rc = sl_error(err, SBXLOOP_ERR,
+			      "cannot clone '%s' into "
+			      "'%s': %s",
+			      src, clone, g.err);
 		goto fail;
 	}
 	git_out_clear(&g);
 	if (GIT(&g, clone, "git", "checkout", "-q", "-b", branch, commit)) {
-		rc = sbx_error(err, SBXLOOP_ERR,
-			       "cannot create branch %s in "
-			       "'%s': %s",
-			       branch, clone, g.err);
+		rc = sl_error(err, SBXLOOP_ERR,
+			      "cannot create branch %s in "
+			      "'%s': %s",
+			      branch, clone, g.err);
 		goto fail;
 	}
 	git_out_clear(&g);
 	/* origin: the source's own origin, never the source itself */
 	if (GIT(&g, src, "git", "config", "--get", "remote.origin.url") == 0 &&
 	    *g.out)
-		origin = sbx_url_strip_userinfo(g.out);
+		origin = sl_url_strip_userinfo(g.out);
 	git_out_clear(&g);
 	if (origin)
 		GIT(&g, clone, "git", "remote", "set-url", "origin", origin);
 	else
 		GIT(&g, clone, "git", "remote", "remove", "origin");
 	if (g.status) {
-		rc = sbx_error(err, SBXLOOP_ERR,
-			       "cannot set the origin of "
-			       "'%s': %s",
-			       clone, g.err);
+		rc = sl_error(err, SBXLOOP_ERR,
+			      "cannot set the origin of "
+			      "'%s': %s",
+			      clone, g.err);
 		goto fail;
 	}
 	git_out_clear(&g);
 	if (GIT(&g, clone, "git", "update-ref", "refs/sbxloop/base", commit)) {
-		rc = sbx_error(err, SBXLOOP_ERR,
-			       "cannot pin refs/sbxloop/base in '%s': %s",
-			       clone, g.err);
+		rc = sl_error(err, SBXLOOP_ERR,
+			      "cannot pin refs/sbxloop/base in '%s': %s",
+			      clone, g.err);
 		goto fail;
 	}
 	git_out_clear(&g);
-	ws->path = sbx_xstrdup(clone);
+	ws->path = sl_xstrdup(clone);
 	describe_clone(ws, src, clone, branch, commit, dirty, 0);
 	free(origin);
 	return 0;
 fail:
 	git_out_clear(&g);
 	free(origin);
-	sbx_artifacts_rmtree_quiet(clone);
+	sl_artifacts_rmtree_quiet(clone);
 	return rc;
 }
 
-int sbx_workspace_isolate(const char *source, const char *mode,
-			  const char *state_dir, const char *run_id,
-			  struct sbx_workspace *ws, struct sbxloop_error *err)
+int sl_workspace_isolate(const char *source, const char *mode,
+			 const char *state_dir, const char *run_id,
+			 struct sl_workspace *ws, struct sbxloop_error *err)
 {
 	struct git_out g = {0, 0, NULL, NULL};
 	char *state = NULL, *clone = NULL, *src = NULL, *branch = NULL;
@@ -313,21 +313,21 @@ int sbx_workspace_isolate(const char *source, const char *mode,
 	int dirty, rc = 0;
 
 	memset(ws, 0, sizeof(*ws));
-	rc = sbx_mkdirs(state_dir, 0700);
+	rc = sl_mkdirs(state_dir, 0700);
 	state = rc ? NULL : abs_path(state_dir);
 	if (!state) {
-		rc = sbx_error(err, SBXLOOP_ERR, "cannot use state_dir '%s'",
-			       state_dir);
+		rc = sl_error(err, SBXLOOP_ERR, "cannot use state_dir '%s'",
+			      state_dir);
 		goto out;
 	}
-	clone = sbx_xasprintf("%s/runs/%s/workspace", state, run_id);
-	branch = sbx_xasprintf("sbxloop/%s", run_id);
+	clone = sl_xasprintf("%s/runs/%s/workspace", state, run_id);
+	branch = sl_xasprintf("sbxloop/%s", run_id);
 	if (!source || !*source) {
 		if (clone_mode) {
-			rc = sbx_error(err, SBXLOOP_EINVAL,
-				       "sandbox.workspace_isolation 'clone' "
-				       "requires sandbox.workspace to point "
-				       "at a git checkout");
+			rc = sl_error(err, SBXLOOP_EINVAL,
+				      "sandbox.workspace_isolation 'clone' "
+				      "requires sandbox.workspace to point "
+				      "at a git checkout");
 			goto out;
 		}
 		rc = use_dir(ws, clone, err);
@@ -335,9 +335,9 @@ int sbx_workspace_isolate(const char *source, const char *mode,
 	}
 	src = abs_path(source);
 	if (!src || !is_dir(src)) {
-		rc = sbx_error(err, SBXLOOP_EINVAL,
-			       "sandbox.workspace '%s' is not a directory",
-			       source);
+		rc = sl_error(err, SBXLOOP_EINVAL,
+			      "sandbox.workspace '%s' is not a directory",
+			      source);
 		goto out;
 	}
 	if (in_place || !strcmp(src, clone)) {
@@ -346,10 +346,10 @@ int sbx_workspace_isolate(const char *source, const char *mode,
 	}
 	if (!git_available()) {
 		if (clone_mode) {
-			rc = sbx_error(err, SBXLOOP_EINVAL,
-				       "cannot clone "
-				       "'%s': git is not on PATH",
-				       src);
+			rc = sl_error(err, SBXLOOP_EINVAL,
+				      "cannot clone "
+				      "'%s': git is not on PATH",
+				      src);
 			goto out;
 		}
 		rc = use_dir(ws, src, err);
@@ -357,10 +357,10 @@ int sbx_workspace_isolate(const char *source, const char *mode,
 	}
 	if (GIT(&g, src, "git", "rev-parse", "--show-toplevel")) {
 		if (clone_mode) {
-			rc = sbx_error(err, SBXLOOP_EINVAL,
-				       "cannot clone "
-				       "'%s': not inside a git checkout",
-				       src);
+			rc = sl_error(err, SBXLOOP_EINVAL,
+				      "cannot clone "
+				      "'%s': not inside a git checkout",
+				      src);
 			goto out;
 		}
 		rc = use_dir(ws, src, err);
@@ -372,65 +372,65 @@ int sbx_workspace_isolate(const char *source, const char *mode,
 
 		free(top);
 		if (!same) {
-			rc = sbx_error(err, SBXLOOP_EINVAL,
-				       "cannot isolate '%s': it is a subtree "
-				       "of the checkout '%s'; point "
-				       "sandbox.workspace at the checkout's "
-				       "root, or set "
-				       "sandbox.workspace_isolation to "
-				       "in-place",
-				       src, g.out);
+			rc = sl_error(err, SBXLOOP_EINVAL,
+				      "cannot isolate '%s': it is a subtree "
+				      "of the checkout '%s'; point "
+				      "sandbox.workspace at the checkout's "
+				      "root, or set "
+				      "sandbox.workspace_isolation to "
+				      "in-place",
+				      src, g.out);
 			goto out;
 		}
 	}
 	git_out_clear(&g);
 	if (GIT(&g, src, "git", "rev-parse", "--verify", "-q",
 		"HEAD^{commit}")) {
-		rc = sbx_error(err, SBXLOOP_EINVAL,
-			       "cannot clone '%s': the "
-			       "repository has no commits yet",
-			       src);
+		rc = sl_error(err, SBXLOOP_EINVAL,
+			      "cannot clone '%s': the "
+			      "repository has no commits yet",
+			      src);
 		goto out;
 	}
-	commit = sbx_xstrdup(g.out);
+	commit = sl_xstrdup(g.out);
 	git_out_clear(&g);
 	rel = inside(src, state);
-	pathspec = sbx_xasprintf(":(exclude)%s", rel ? rel : ".sbxloop");
+	pathspec = sl_xasprintf(":(exclude)%s", rel ? rel : ".sbxloop");
 	/* --no-optional-locks: status must not refresh the source index */
 	if (GIT(&g, src, "git", "--no-optional-locks", "-c",
 		"core.fsmonitor=false", "status", "--porcelain", "--", ".",
 		pathspec, ":(exclude).sbxloop")) {
-		rc = sbx_error(err, SBXLOOP_ERR, "cannot inspect '%s': %s",
-			       src, g.err);
+		rc = sl_error(err, SBXLOOP_ERR, "cannot inspect '%s': %s", src,
+			      g.err);
 		goto out;
 	}
 	dirty = *g.out != '\0';
 	git_out_clear(&g);
 	if (dirty && !clone_mode) {
-		rc = sbx_error(err, SBXLOOP_EINVAL,
-			       "workspace '%s' has uncommitted changes; "
-			       "commit or stash them, or set "
-			       "sandbox.workspace_isolation to clone (start "
-			       "from HEAD without them) or in-place (work "
-			       "on the checkout itself)",
-			       src);
+		rc = sl_error(err, SBXLOOP_EINVAL,
+			      "workspace '%s' has uncommitted changes; "
+			      "commit or stash them, or set "
+			      "sandbox.workspace_isolation to clone (start "
+			      "from HEAD without them) or in-place (work "
+			      "on the checkout itself)",
+			      src);
 		goto out;
 	}
 	if (dirty)
-		ws->warning = sbx_xasprintf(
+		ws->warning = sl_xasprintf(
 			"workspace '%s' has uncommitted changes; the run "
 			"starts from HEAD (%.12s) without them",
 			src, commit);
-	dotgit = sbx_xasprintf("%s/.git", clone);
+	dotgit = sl_xasprintf("%s/.git", clone);
 	if (is_dir(dotgit)) {
 		/* a resumed or retried run: keep its clone and its work */
 		if (GIT(&g, clone, "git", "rev-parse", "--verify", "-q",
 			"refs/sbxloop/base") == 0) {
 			free(commit);
-			commit = sbx_xstrdup(g.out);
+			commit = sl_xstrdup(g.out);
 		}
 		git_out_clear(&g);
-		ws->path = sbx_xstrdup(clone);
+		ws->path = sl_xstrdup(clone);
 		describe_clone(ws, src, clone, branch, commit, 0, 1);
 		goto out;
 	}
@@ -440,7 +440,7 @@ out:
 		char *w = ws->warning;
 
 		ws->warning = NULL;
-		sbx_workspace_clear(ws);
+		sl_workspace_clear(ws);
 		free(w);
 	}
 	git_out_clear(&g);
@@ -454,13 +454,13 @@ out:
 	return rc;
 }
 
-int sbx_workspace_resolve(const struct sbx_config *cfg, const char *state_dir,
-			  const char *run_id, struct sbx_workspace *ws,
-			  struct sbxloop_error *err)
+int sl_workspace_resolve(const struct sl_config *cfg, const char *state_dir,
+			 const char *run_id, struct sl_workspace *ws,
+			 struct sbxloop_error *err)
 {
-	const char *mode = sbx_config_str(cfg, "sandbox.workspace_isolation");
+	const char *mode = sl_config_str(cfg, "sandbox.workspace_isolation");
 
-	return sbx_workspace_isolate(sbx_config_str(cfg, "sandbox.workspace"),
-				     mode ? mode : "auto", state_dir, run_id,
-				     ws, err);
+	return sl_workspace_isolate(sl_config_str(cfg, "sandbox.workspace"),
+				    mode ? mode : "auto", state_dir, run_id,
+				    ws, err);
 }

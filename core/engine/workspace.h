@@ -3,8 +3,8 @@
  * which host directory a run works on, and the per-run git clone that
  * keeps the operator's checkout untouched.
  */
-#ifndef SBX_WORKSPACE_H
-#define SBX_WORKSPACE_H
+#ifndef SL_WORKSPACE_H
+#define SL_WORKSPACE_H
 
 #include <cjson/cJSON.h>
 
@@ -12,8 +12,8 @@
 
 #include "config/conf.h"
 
-/* What the resolution chose; release with sbx_workspace_clear. */
-struct sbx_workspace {
+/* What the resolution chose; release with sl_workspace_clear. */
+struct sl_workspace {
 	char *path;   /* the workspace the run uses (absolute) */
 	int cloned;   /* a per-run clone (new or reused) */
 	char *branch; /* "sbxloop/<run>" when cloned */
@@ -33,19 +33,19 @@ struct sbx_workspace {
  * are SBXLOOP_EINVAL with the message to print. The source checkout is
  * only ever read.
  */
-int sbx_workspace_isolate(const char *source, const char *mode,
-			  const char *state_dir, const char *run_id,
-			  struct sbx_workspace *ws, struct sbxloop_error *err);
+int sl_workspace_isolate(const char *source, const char *mode,
+			 const char *state_dir, const char *run_id,
+			 struct sl_workspace *ws, struct sbxloop_error *err);
 
 /* The same from sandbox.workspace and sandbox.workspace_isolation. */
-int sbx_workspace_resolve(const struct sbx_config *cfg, const char *state_dir,
-			  const char *run_id, struct sbx_workspace *ws,
-			  struct sbxloop_error *err);
+int sl_workspace_resolve(const struct sl_config *cfg, const char *state_dir,
+			 const char *run_id, struct sl_workspace *ws,
+			 struct sbxloop_error *err);
 
-void sbx_workspace_clear(struct sbx_workspace *ws);
+void sl_workspace_clear(struct sl_workspace *ws);
 
 /* A scheme URL without userinfo ("https://tok@h/r" -> "https://h/r");
  * scp-style and local URLs unchanged. Caller frees. */
-char *sbx_url_strip_userinfo(const char *url);
+char *sl_url_strip_userinfo(const char *url);
 
 #endif

@@ -3,37 +3,37 @@
  * registry, the host services table handed to plugins, and the component
  * instances created from config. Owned by the CLI command that runs.
  */
-#ifndef SBX_CORE_H
-#define SBX_CORE_H
+#ifndef SL_CORE_H
+#define SL_CORE_H
 
 #include <sbxloop/plugin.h>
 
 #include "config/conf.h"
 #include "host/loader.h"
 
-struct sbx_core;
+struct sl_core;
 
 /* Where host->emit() goes (set by the event bus). */
-typedef int sbx_emit_fn(struct sbx_core *core, const char *type,
-			const char *job_id, const char *data_json);
+typedef int sl_emit_fn(struct sl_core *core, const char *type,
+		       const char *job_id, const char *data_json);
 
 /* An instantiated component: its ops table and instance context. */
-struct sbx_instance {
+struct sl_instance {
 	const struct sbxloop_component *component;
-	const struct sbx_module *module;
+	const struct sl_module *module;
 	const void *ops;
 	void *ctx;
 };
 
-struct sbx_core {
-	struct sbx_config *cfg;
-	struct sbx_registry reg;
+struct sl_core {
+	struct sl_config *cfg;
+	struct sl_registry reg;
 	struct sbxloop_host host;
 	char *run_id;
-	sbx_emit_fn *emit;
+	sl_emit_fn *emit;
 	void *emit_user;
-	struct sbx_instance sandbox; /* the active provider, when created */
-	int state_read_only;         /* the command only reads the store */
+	struct sl_instance sandbox; /* the active provider, when created */
+	int state_read_only;        /* the command only reads the store */
 };
 
 /*
@@ -41,18 +41,18 @@ struct sbx_core {
  * check the whole config. On a config error: SBXLOOP_EINVAL and the
  * messages in *errors (caller frees).
  */
-int sbx_core_open(struct sbx_core **out, const struct sbx_config_opts *o,
-		  char **errors);
-void sbx_core_close(struct sbx_core *core);
+int sl_core_open(struct sl_core **out, const struct sl_config_opts *o,
+		 char **errors);
+void sl_core_close(struct sl_core *core);
 
 /* Create an instance of component kind:name; errors name the module. */
-int sbx_core_instantiate(struct sbx_core *core, enum sbxloop_kind kind,
-			 const char *name, struct sbx_instance *inst,
-			 struct sbxloop_error *err);
-void sbx_instance_destroy(struct sbx_instance *inst);
+int sl_core_instantiate(struct sl_core *core, enum sbxloop_kind kind,
+			const char *name, struct sl_instance *inst,
+			struct sbxloop_error *err);
+void sl_instance_destroy(struct sl_instance *inst);
 
 /* The state directory (created on demand); NULL on failure. */
-const char *sbx_core_state_dir(struct sbx_core *core);
-void sbx_core_set_run(struct sbx_core *core, const char *run_id);
+const char *sl_core_state_dir(struct sl_core *core);
+void sl_core_set_run(struct sl_core *core, const char *run_id);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * The host event bus: builds each event's envelope, masks secrets in it,
  * appends it to the store and fans it out to sinks and reporters. Owns
- * struct sbx_bus and the routing of host->emit(). The engine, the CLI and
+ * struct sl_bus and the routing of host->emit(). The engine, the CLI and
  * (through the host table) plugins call it; nothing else writes events.
  */
 #include "config.h"
@@ -22,18 +22,18 @@
 
 /* A sink or reporter the bus feeds (borrowed instance). */
 struct bus_target {
-	struct sbx_instance *inst;
+	struct sl_instance *inst;
 	int is_reporter;
 	int detached;
 };
 
-struct sbx_bus {
-	struct sbx_core *core;
-	struct sbx_instance *store;
+struct sl_bus {
+	struct sl_core *core;
+	struct sl_instance *store;
 	struct bus_target *targets;
 	size_t n_targets;
 	pthread_mutex_t lock; /* recursive: a sink may emit */
-	struct sbx_buf line;  /* the envelope being built */
+	struct sl_buf line;   /* the envelope being built */
 };
 
 /* ---------------------------------------------------------------- JSON */
@@ -68,7 +68,7 @@ static void sort_keys(cJSON *node)
 	}
 	if (sorted || n < 2)
 		return;
-	v = sbx_xmalloc(n * sizeof(*v));
+	v = sl_xmalloc(n * sizeof(*v));
 	for (i = 0, c = node->child; c; c = c->next)
 		v[i++] = c;
 	qsort(v, n, sizeof(*v), key_cmp);
@@ -81,57 +81,57 @@ static void sort_keys(cJSON *node)
 	free(v);
 }
 
-static void add_json_string(struct sbx_buf *b, const char *s)
+static void add_json_string(struct sl_buf *b, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	const unsigned char *run = p;
 
 	if (!s) {
-		sbx_buf_add(b, "null", 4);
+		sl_buf_add(b, "null", 4);
 		return;
 	}
-	sbx_buf_addc(b, '"');
+	sl_buf_addc(b, '"');
 	for (; *p; p++) {
 		if (*p >= 0x20 && *p != '"' && *p != '\\')
 			continue;
-		sbx_buf_add(b, (const char *)run, (size_t)(p - run));
+		sl_buf_add(b, (const char *)run, (size_t)(p - run));
 		switch (*p) {
 		case '"':
-			sbx_buf_add(b, "\\\"", 2);
+			sl_buf_add(b, "\\\"", 2);
 			break;
 		case '\\':
-			sbx_buf_add(b, "\\\\", 2);
+			sl_buf_add(b, "\\\\", 2);
 			break;
 		case '\n':
-			sbx_buf_add(b, "\\n", 2);
+			sl_buf_add(b, "\\n", 2);
 			break;
 		case '\t':
-			sbx_buf_add(b, "\\t", 2);
+			sl_buf_add(b, "\\t", 2);
 			break;
 		case '\r':
-			sbx_buf_add(b, "\\r", 2);
+			sl_buf_add(b, "\\r", 2);
 			break;
 		default:
-			sbx_buf_addf(b, "\\u%04x", *p);
+			sl_buf_addf(b, "\\u%04x", *p);
 		}
 		run = p + 1;
 	}
-	sbx_buf_add(b, (const char *)run, (size_t)(p - run));
-	sbx_buf_addc(b, '"');
+	sl_buf_add(b, (const char *)run, (size_t)(p - run));
+	sl_buf_addc(b, '"');
 }
 
 /*
  * A timestamp to the microsecond, without trailing zeros. Integer
  * formatting: "%.6f" was the single most expensive step of an event.
  */
-static void add_ts(struct sbx_buf *b, double ts)
+static void add_ts(struct sl_buf *b, double ts)
 {
 	char num[48];
 	long long us, sec, frac;
 	int n, i;
 
 	if (!(ts >= 0 && ts < 1e12)) {
-		sbx_buf_addf(b, "%.6f", isfinite(ts) ? ts : 0.0);
+		sl_buf_addf(b, "%.6f", isfinite(ts) ? ts : 0.0);
 		return;
 	}
 	us = llround(ts * 1e6);
@@ -148,14 +148,14 @@ static void add_ts(struct sbx_buf *b, double ts)
 		while (num[n - 1] == '0')
 			n--;
 	}
-	sbx_buf_add(b, num, (size_t)n);
+	sl_buf_add(b, num, (size_t)n);
 }
 
 /* ----------------------------------------------------------------- bus */
 
-static struct sbx_bus *bus_of(struct sbx_core *core);
+static struct sl_bus *bus_of(struct sl_core *core);
 
-static void fan_out(struct sbx_bus *bus, const struct sbxloop_event *ev)
+static void fan_out(struct sl_bus *bus, const struct sbxloop_event *ev)
 {
 	size_t i;
 
@@ -178,11 +178,10 @@ static void fan_out(struct sbx_bus *bus, const struct sbxloop_event *ev)
 		if (rc == 0)
 			continue;
 		t->detached = 1;
-		sbx_log(SBXLOOP_LOG_WARN,
-			"%s '%s' failed and was detached: %s",
-			t->is_reporter ? "reporter" : "sink",
-			t->inst->component ? t->inst->component->name : "?",
-			err.message[0] ? err.message : "no reason given");
+		sl_log(SBXLOOP_LOG_WARN, "%s '%s' failed and was detached: %s",
+		       t->is_reporter ? "reporter" : "sink",
+		       t->inst->component ? t->inst->component->name : "?",
+		       err.message[0] ? err.message : "no reason given");
 	}
 }
 
@@ -191,13 +190,13 @@ static void fan_out(struct sbx_bus *bus, const struct sbxloop_event *ev)
  * is written by hand with "data" first, so that unless redaction changed
  * the line, the data text is a slice of it and nothing is parsed again.
  */
-static int bus_publish(struct sbx_bus *bus, double ts, const char *type,
+static int bus_publish(struct sl_bus *bus, double ts, const char *type,
 		       const char *job_id, const char *data_json)
 {
-	struct sbx_core *core = bus->core;
+	struct sl_core *core = bus->core;
 	struct sbxloop_event ev;
-	struct sbx_buf *b;
-	struct sbx_buf local = SBX_BUF_INIT;
+	struct sl_buf *b;
+	struct sl_buf local = SL_BUF_INIT;
 	struct sbxloop_error err = {0, ""};
 	char *clean = NULL, *data = NULL;
 	cJSON *parsed = NULL;
@@ -208,17 +207,17 @@ static int bus_publish(struct sbx_bus *bus, double ts, const char *type,
 	pthread_mutex_lock(&bus->lock);
 	/* a sink emitting from inside fan_out must not clobber our line */
 	b = bus->line.len ? &local : &bus->line;
-	sbx_buf_add(b, "{\"data\":", 8);
-	sbx_buf_add(b, data_json, data_len);
-	sbx_buf_add(b, ",\"job_id\":", 10);
+	sl_buf_add(b, "{\"data\":", 8);
+	sl_buf_add(b, data_json, data_len);
+	sl_buf_add(b, ",\"job_id\":", 10);
 	add_json_string(b, job_id);
-	sbx_buf_add(b, ",\"run_id\":", 10);
+	sl_buf_add(b, ",\"run_id\":", 10);
 	add_json_string(b, core->run_id);
-	sbx_buf_add(b, ",\"ts\":", 6);
+	sl_buf_add(b, ",\"ts\":", 6);
 	add_ts(b, ts);
-	sbx_buf_add(b, ",\"type\":", 8);
+	sl_buf_add(b, ",\"type\":", 8);
 	add_json_string(b, type);
-	sbx_buf_add(b, ",\"v\":1}", 7);
+	sl_buf_add(b, ",\"v\":1}", 7);
 
 	memset(&ev, 0, sizeof(ev));
 	ev.struct_size = sizeof(ev);
@@ -226,19 +225,19 @@ static int bus_publish(struct sbx_bus *bus, double ts, const char *type,
 	ev.run_id = core->run_id;
 	ev.job_id = job_id;
 	ev.type = type;
-	clean = sbx_redact(b->buf);
+	clean = sl_redact(b->buf);
 	if (strcmp(clean, b->buf) == 0) {
 		ev.json = b->buf;
-		data = sbx_xstrndup(data_json, data_len);
+		data = sl_xstrndup(data_json, data_len);
 	} else {
 		/* a secret was masked: take every field from the clean text */
 		parsed = cJSON_Parse(clean);
 		if (!parsed) {
 			rc = SBXLOOP_EINVAL;
-			sbx_log(SBXLOOP_LOG_WARN,
-				"event '%s' dropped: unparseable after "
-				"redaction",
-				type);
+			sl_log(SBXLOOP_LOG_WARN,
+			       "event '%s' dropped: unparseable after "
+			       "redaction",
+			       type);
 			goto out;
 		}
 		data = cJSON_PrintUnformatted(
@@ -258,9 +257,9 @@ static int bus_publish(struct sbx_bus *bus, double ts, const char *type,
 
 		rc = ops->event_append(bus->store->ctx, &ev, &seq, &err);
 		if (rc) {
-			sbx_log(SBXLOOP_LOG_ERROR,
-				"cannot store event '%s': %s", ev.type,
-				err.message);
+			sl_log(SBXLOOP_LOG_ERROR,
+			       "cannot store event '%s': %s", ev.type,
+			       err.message);
 			goto out;
 		}
 		ev.seq = seq;
@@ -271,16 +270,16 @@ out:
 	free(clean);
 	free(data);
 	if (b == &bus->line)
-		sbx_buf_reset(b);
-	sbx_buf_release(&local);
+		sl_buf_reset(b);
+	sl_buf_release(&local);
 	pthread_mutex_unlock(&bus->lock);
 	return rc;
 }
 
-static int emit_at(struct sbx_core *core, double ts, const char *type,
+static int emit_at(struct sl_core *core, double ts, const char *type,
 		   const char *job_id, cJSON *data)
 {
-	struct sbx_bus *bus = bus_of(core);
+	struct sl_bus *bus = bus_of(core);
 	char *text;
 	int rc;
 
@@ -300,14 +299,14 @@ static int emit_at(struct sbx_core *core, double ts, const char *type,
 	return rc;
 }
 
-int sbx_emit(struct sbx_core *core, const char *type, const char *job_id,
-	     cJSON *data)
+int sl_emit(struct sl_core *core, const char *type, const char *job_id,
+	    cJSON *data)
 {
-	return emit_at(core, sbx_now(), type, job_id, data);
+	return emit_at(core, sl_now(), type, job_id, data);
 }
 
 /* host->emit(): plugins hand data as text. */
-static int bus_host_emit(struct sbx_core *core, const char *type,
+static int bus_host_emit(struct sl_core *core, const char *type,
 			 const char *job_id, const char *data_json)
 {
 	cJSON *data = NULL;
@@ -318,33 +317,33 @@ static int bus_host_emit(struct sbx_core *core, const char *type,
 		data = cJSON_Parse(data_json);
 		if (!cJSON_IsObject(data)) {
 			cJSON_Delete(data);
-			sbx_log(SBXLOOP_LOG_WARN,
-				"event '%s' dropped: its data is not a JSON "
-				"object",
-				type);
+			sl_log(SBXLOOP_LOG_WARN,
+			       "event '%s' dropped: its data is not a JSON "
+			       "object",
+			       type);
 			return SBXLOOP_EINVAL;
 		}
 	}
-	return sbx_emit(core, type, job_id, data);
+	return sl_emit(core, type, job_id, data);
 }
 
-static struct sbx_bus *bus_of(struct sbx_core *core)
+static struct sl_bus *bus_of(struct sl_core *core)
 {
 	if (!core || core->emit != bus_host_emit)
 		return NULL;
 	return core->emit_user;
 }
 
-int sbx_bus_open(struct sbx_core *core, struct sbx_instance *store,
-		 struct sbx_bus **out, struct sbxloop_error *err)
+int sl_bus_open(struct sl_core *core, struct sl_instance *store,
+		struct sl_bus **out, struct sbxloop_error *err)
 {
-	struct sbx_bus *bus;
+	struct sl_bus *bus;
 	pthread_mutexattr_t attr;
 
 	*out = NULL;
 	if (!core)
-		return sbx_error(err, SBXLOOP_EINVAL, "no core for the bus");
-	bus = sbx_xcalloc(1, sizeof(*bus));
+		return sl_error(err, SBXLOOP_EINVAL, "no core for the bus");
+	bus = sl_xcalloc(1, sizeof(*bus));
 	bus->core = core;
 	bus->store = store && store->ops ? store : NULL;
 	pthread_mutexattr_init(&attr);
@@ -357,31 +356,31 @@ int sbx_bus_open(struct sbx_core *core, struct sbx_instance *store,
 	return 0;
 }
 
-void sbx_bus_close(struct sbx_bus *bus)
+void sl_bus_close(struct sl_bus *bus)
 {
 	struct sbxloop_error err = {0, ""};
 
 	if (!bus)
 		return;
-	if (sbx_bus_flush(bus->core, &err))
-		sbx_log(SBXLOOP_LOG_WARN, "%s", err.message);
+	if (sl_bus_flush(bus->core, &err))
+		sl_log(SBXLOOP_LOG_WARN, "%s", err.message);
 	if (bus->core->emit_user == bus) {
 		bus->core->emit = NULL;
 		bus->core->emit_user = NULL;
 	}
 	pthread_mutex_destroy(&bus->lock);
-	sbx_buf_release(&bus->line);
+	sl_buf_release(&bus->line);
 	free(bus->targets);
 	free(bus);
 }
 
-static void add_target(struct sbx_bus *bus, struct sbx_instance *inst,
+static void add_target(struct sl_bus *bus, struct sl_instance *inst,
 		       int is_reporter)
 {
 	if (!bus || !inst || !inst->ops)
 		return;
 	pthread_mutex_lock(&bus->lock);
-	bus->targets = sbx_xrealloc(
+	bus->targets = sl_xrealloc(
 		bus->targets, (bus->n_targets + 1) * sizeof(*bus->targets));
 	bus->targets[bus->n_targets].inst = inst;
 	bus->targets[bus->n_targets].is_reporter = is_reporter;
@@ -390,19 +389,19 @@ static void add_target(struct sbx_bus *bus, struct sbx_instance *inst,
 	pthread_mutex_unlock(&bus->lock);
 }
 
-void sbx_bus_add_sink(struct sbx_bus *bus, struct sbx_instance *sink)
+void sl_bus_add_sink(struct sl_bus *bus, struct sl_instance *sink)
 {
 	add_target(bus, sink, 0);
 }
 
-void sbx_bus_add_reporter(struct sbx_bus *bus, struct sbx_instance *rep)
+void sl_bus_add_reporter(struct sl_bus *bus, struct sl_instance *rep)
 {
 	add_target(bus, rep, 1);
 }
 
-int sbx_bus_flush(struct sbx_core *core, struct sbxloop_error *err)
+int sl_bus_flush(struct sl_core *core, struct sbxloop_error *err)
 {
-	struct sbx_bus *bus = bus_of(core);
+	struct sl_bus *bus = bus_of(core);
 	size_t i;
 	int rc = 0;
 
@@ -419,9 +418,9 @@ int sbx_bus_flush(struct sbx_core *core, struct sbxloop_error *err)
 			continue;
 		if (ops->flush(t->inst->ctx, &serr)) {
 			t->detached = 1;
-			sbx_log(SBXLOOP_LOG_WARN,
-				"sink '%s' failed and was detached: %s",
-				t->inst->component->name, serr.message);
+			sl_log(SBXLOOP_LOG_WARN,
+			       "sink '%s' failed and was detached: %s",
+			       t->inst->component->name, serr.message);
 		}
 	}
 	if (bus->store) {
@@ -443,29 +442,29 @@ int sbx_bus_flush(struct sbx_core *core, struct sbxloop_error *err)
  * never under the type it claims.
  */
 static const char *const worker_types[] = {
-	SBX_EV_WORKER_START,
-	SBX_EV_WORKER_HEARTBEAT,
-	SBX_EV_WORKER_RESULT,
-	SBX_EV_WORKER_ERROR,
-	SBX_EV_WORKER_END,
-	SBX_EV_AGENT_MESSAGE,
-	SBX_EV_AGENT_MESSAGE_DELTA,
-	SBX_EV_AGENT_TOOL_START,
-	SBX_EV_AGENT_TOOL_END,
-	SBX_EV_AGENT_USAGE,
-	SBX_EV_AGENT_PERMISSION_DENIED,
-	SBX_EV_AGENT_TOOL_CAP,
-	SBX_EV_AGENT_TOOL_REQUEST,
-	SBX_EV_AGENT_TOOL_RESPONSE,
-	SBX_EV_GH_OP_START,
-	SBX_EV_GH_OP_PROGRESS,
-	SBX_EV_GH_OP_END,
-	SBX_EV_SANDBOX_RESOURCES,
-	SBX_EV_SANDBOX_RESOURCES_WARNING,
-	SBX_EV_SANDBOX_TOOLING_WARNING,
+	SL_EV_WORKER_START,
+	SL_EV_WORKER_HEARTBEAT,
+	SL_EV_WORKER_RESULT,
+	SL_EV_WORKER_ERROR,
+	SL_EV_WORKER_END,
+	SL_EV_AGENT_MESSAGE,
+	SL_EV_AGENT_MESSAGE_DELTA,
+	SL_EV_AGENT_TOOL_START,
+	SL_EV_AGENT_TOOL_END,
+	SL_EV_AGENT_USAGE,
+	SL_EV_AGENT_PERMISSION_DENIED,
+	SL_EV_AGENT_TOOL_CAP,
+	SL_EV_AGENT_TOOL_REQUEST,
+	SL_EV_AGENT_TOOL_RESPONSE,
+	SL_EV_GH_OP_START,
+	SL_EV_GH_OP_PROGRESS,
+	SL_EV_GH_OP_END,
+	SL_EV_SANDBOX_RESOURCES,
+	SL_EV_SANDBOX_RESOURCES_WARNING,
+	SL_EV_SANDBOX_TOOLING_WARNING,
 };
 
-int sbx_event_is_worker_type(const char *type)
+int sl_event_is_worker_type(const char *type)
 {
 	size_t i;
 
@@ -492,24 +491,24 @@ static int envelope_key(const char *k)
 static int enrich_applies(const char *key, const char *type)
 {
 	if (!strcmp(key, "role"))
-		return sbx_starts_with(type, "sandbox.resources");
+		return sl_starts_with(type, "sandbox.resources");
 	if (!strcmp(key, "agent"))
-		return sbx_starts_with(type, "agent.");
+		return sl_starts_with(type, "agent.");
 	return 1;
 }
 
-static int relay_as_text(struct sbx_core *core, const char *line, size_t len)
+static int relay_as_text(struct sl_core *core, const char *line, size_t len)
 {
 	cJSON *data = cJSON_CreateObject();
-	char *copy = sbx_xstrndup(line, len);
+	char *copy = sl_xstrndup(line, len);
 
 	cJSON_AddStringToObject(data, "line", copy);
 	free(copy);
-	return sbx_emit(core, SBX_EV_WORKER_STDOUT, NULL, data);
+	return sl_emit(core, SL_EV_WORKER_STDOUT, NULL, data);
 }
 
-int sbx_bus_relay_worker_line(struct sbx_core *core, const char *line,
-			      size_t len, const cJSON *enrich, cJSON **result)
+int sl_bus_relay_worker_line(struct sl_core *core, const char *line,
+			     size_t len, const cJSON *enrich, cJSON **result)
 {
 	cJSON *root = NULL, *item, *data, *type, *ts, *job, *e;
 	double when;
@@ -544,7 +543,7 @@ int sbx_bus_relay_worker_line(struct sbx_core *core, const char *line,
 	type = cJSON_GetObjectItemCaseSensitive(root, "type");
 	data = cJSON_GetObjectItemCaseSensitive(root, "data");
 	if (!cJSON_IsString(type) ||
-	    !sbx_event_is_worker_type(type->valuestring) ||
+	    !sl_event_is_worker_type(type->valuestring) ||
 	    (data && !cJSON_IsObject(data)))
 		goto text;
 	/* the worker echoes the job's run id: another one is not its line */
@@ -557,7 +556,7 @@ int sbx_bus_relay_worker_line(struct sbx_core *core, const char *line,
 	when = cJSON_IsNumber(ts) && isfinite(ts->valuedouble) &&
 			       ts->valuedouble > 0
 		       ? ts->valuedouble
-		       : sbx_now();
+		       : sl_now();
 	data = data ? cJSON_DetachItemViaPointer(root, data)
 		    : cJSON_CreateObject();
 	for (e = enrich ? enrich->child : NULL; e; e = e->next) {

@@ -6,39 +6,39 @@
  *
  * Callers: the engine, the CLI and, through host->emit(), plugins.
  */
-#ifndef SBX_EVENTS_H
-#define SBX_EVENTS_H
+#ifndef SL_EVENTS_H
+#define SL_EVENTS_H
 
 #include <cjson/cJSON.h>
 
 #include "host/core.h"
 #include "host/event_types.h"
 
-struct sbx_bus;
+struct sl_bus;
 
 /*
  * Open the bus for `core` and route host->emit() into it. `store` may be
  * NULL (no persistence: `sbxloop plugins`, tests). The bus borrows the
- * instances; the caller destroys them after sbx_bus_close().
+ * instances; the caller destroys them after sl_bus_close().
  */
-int sbx_bus_open(struct sbx_core *core, struct sbx_instance *store,
-		 struct sbx_bus **out, struct sbxloop_error *err);
-void sbx_bus_close(struct sbx_bus *bus);
+int sl_bus_open(struct sl_core *core, struct sl_instance *store,
+		struct sl_bus **out, struct sbxloop_error *err);
+void sl_bus_close(struct sl_bus *bus);
 
 /* Fan out to a sink or reporter instance too (borrowed). */
-void sbx_bus_add_sink(struct sbx_bus *bus, struct sbx_instance *sink);
-void sbx_bus_add_reporter(struct sbx_bus *bus, struct sbx_instance *rep);
+void sl_bus_add_sink(struct sl_bus *bus, struct sl_instance *sink);
+void sl_bus_add_reporter(struct sl_bus *bus, struct sl_instance *rep);
 
 /*
  * Emit an event of the current run (core->run_id). `data` is consumed
  * (may be NULL for {}). Returns 0, or a negative code when the store
  * failed to accept it (sinks never make it fail).
  */
-int sbx_emit(struct sbx_core *core, const char *type, const char *job_id,
-	     cJSON *data);
+int sl_emit(struct sl_core *core, const char *type, const char *job_id,
+	    cJSON *data);
 
 /* 1 when `type` is one a worker emits (the relay's allowlist). */
-int sbx_event_is_worker_type(const char *type);
+int sl_event_is_worker_type(const char *type);
 
 /*
  * Relay one line a worker printed. Parsed lines keep their own ts and
@@ -48,10 +48,10 @@ int sbx_event_is_worker_type(const char *type);
  * line was the worker's final result line (copied into *result, caller
  * frees with cJSON_Delete), else 0.
  */
-int sbx_bus_relay_worker_line(struct sbx_core *core, const char *line,
-			      size_t len, const cJSON *enrich, cJSON **result);
+int sl_bus_relay_worker_line(struct sl_core *core, const char *line,
+			     size_t len, const cJSON *enrich, cJSON **result);
 
 /* Make buffered events durable (at exit, before a summary). */
-int sbx_bus_flush(struct sbx_core *core, struct sbxloop_error *err);
+int sl_bus_flush(struct sl_core *core, struct sbxloop_error *err);
 
 #endif

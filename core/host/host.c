@@ -1,7 +1,7 @@
 /*
  * The host services table and component instantiation. Plugins reach
  * the core only through the function pointers filled here; the table
- * carries a back pointer to the struct sbx_core that owns it.
+ * carries a back pointer to the struct sl_core that owns it.
  */
 #include "config.h"
 
@@ -22,7 +22,7 @@
 #include "host/store_guard.h"
 #include "common/util.h"
 
-static struct sbx_core *core_of(const struct sbxloop_host *host)
+static struct sl_core *core_of(const struct sbxloop_host *host)
 {
 	return host->core;
 }
@@ -33,7 +33,7 @@ static void host_log(const struct sbxloop_host *host,
 	va_list ap;
 
 	va_start(ap, fmt);
-	sbx_vlog(lvl, fmt, ap);
+	sl_vlog(lvl, fmt, ap);
 	va_end(ap);
 }
 
@@ -49,50 +49,50 @@ static int host_error_set(const struct sbxloop_host *host,
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
-	sbx_redact_inplace(err->message, sizeof(err->message));
+	sl_redact_inplace(err->message, sizeof(err->message));
 	return code;
 }
 
 static const char *host_config_string(const struct sbxloop_host *host,
 				      const char *path)
 {
-	return sbx_config_str(core_of(host)->cfg, path);
+	return sl_config_str(core_of(host)->cfg, path);
 }
 
 static long long host_config_int(const struct sbxloop_host *host,
 				 const char *path, long long dflt)
 {
-	return sbx_config_int(core_of(host)->cfg, path, dflt);
+	return sl_config_int(core_of(host)->cfg, path, dflt);
 }
 
 static double host_config_double(const struct sbxloop_host *host,
 				 const char *path, double dflt)
 {
-	return sbx_config_double(core_of(host)->cfg, path, dflt);
+	return sl_config_double(core_of(host)->cfg, path, dflt);
 }
 
 static int host_config_bool(const struct sbxloop_host *host, const char *path,
 			    int dflt)
 {
-	return sbx_config_bool(core_of(host)->cfg, path, dflt);
+	return sl_config_bool(core_of(host)->cfg, path, dflt);
 }
 
 static size_t host_config_list_len(const struct sbxloop_host *host,
 				   const char *path)
 {
-	return sbx_config_list_len(core_of(host)->cfg, path);
+	return sl_config_list_len(core_of(host)->cfg, path);
 }
 
 static const char *host_config_list_item(const struct sbxloop_host *host,
 					 const char *path, size_t i)
 {
-	return sbx_config_list_item(core_of(host)->cfg, path, i);
+	return sl_config_list_item(core_of(host)->cfg, path, i);
 }
 
 static int host_emit(const struct sbxloop_host *host, const char *type,
 		     const char *job_id, const char *data_json)
 {
-	struct sbx_core *core = core_of(host);
+	struct sl_core *core = core_of(host);
 
 	if (!core->emit)
 		return 0;
@@ -106,7 +106,7 @@ static const char *host_run_id(const struct sbxloop_host *host)
 
 static const char *host_state_dir(const struct sbxloop_host *host)
 {
-	return sbx_core_state_dir(core_of(host));
+	return sl_core_state_dir(core_of(host));
 }
 
 static int host_state_read_only(const struct sbxloop_host *host)
@@ -119,22 +119,22 @@ static int host_proc_run(const struct sbxloop_host *host,
 			 struct sbxloop_proc_result *res,
 			 struct sbxloop_error *err)
 {
-	int rc = sbx_proc_run(spec, res, err);
+	int rc = sl_proc_run(spec, res, err);
 
 	if (rc && err)
-		sbx_redact_inplace(err->message, sizeof(err->message));
+		sl_redact_inplace(err->message, sizeof(err->message));
 	return rc;
 }
 
 static void host_secret_register(const struct sbxloop_host *host,
 				 const char *value)
 {
-	sbx_secret_register(value);
+	sl_secret_register(value);
 }
 
 static char *host_redact(const struct sbxloop_host *host, const char *text)
 {
-	return sbx_redact(text);
+	return sl_redact(text);
 }
 
 static int host_sandbox_write_file(const struct sbxloop_host *host,
@@ -142,23 +142,23 @@ static int host_sandbox_write_file(const struct sbxloop_host *host,
 				   const void *data, size_t len, unsigned mode,
 				   struct sbxloop_error *err)
 {
-	struct sbx_core *core = core_of(host);
+	struct sl_core *core = core_of(host);
 	const struct sbxloop_sandbox_ops *ops = core->sandbox.ops;
 	char tmpl[] = "/tmp/sbxloop-put-XXXXXX";
 	int fd, rc;
 
 	if (!ops)
-		return sbx_error(err, SBXLOOP_ESTATE, "no sandbox provider");
+		return sl_error(err, SBXLOOP_ESTATE, "no sandbox provider");
 	fd = mkstemp(tmpl);
 	if (fd < 0)
-		return sbx_error(err, SBXLOOP_ERR,
-				 "cannot create a temporary file: %s",
-				 strerror(errno));
+		return sl_error(err, SBXLOOP_ERR,
+				"cannot create a temporary file: %s",
+				strerror(errno));
 	if (fchmod(fd, mode & 0777) < 0 ||
 	    write(fd, data, len) != (ssize_t)len) {
-		rc = sbx_error(err, SBXLOOP_ERR,
-			       "cannot write a temporary file: %s",
-			       strerror(errno));
+		rc = sl_error(err, SBXLOOP_ERR,
+			      "cannot write a temporary file: %s",
+			      strerror(errno));
 		close(fd);
 		unlink(tmpl);
 		return rc;
@@ -174,12 +174,12 @@ static int host_sandbox_exec(const struct sbxloop_host *host,
 			     double timeout_s, struct sbxloop_proc_result *res,
 			     struct sbxloop_error *err)
 {
-	struct sbx_core *core = core_of(host);
+	struct sl_core *core = core_of(host);
 	const struct sbxloop_sandbox_ops *ops = core->sandbox.ops;
 	struct sbxloop_exec_spec spec;
 
 	if (!ops)
-		return sbx_error(err, SBXLOOP_ESTATE, "no sandbox provider");
+		return sl_error(err, SBXLOOP_ESTATE, "no sandbox provider");
 	memset(&spec, 0, sizeof(spec));
 	spec.struct_size = sizeof(spec);
 	spec.argv = argv;
@@ -187,7 +187,7 @@ static int host_sandbox_exec(const struct sbxloop_host *host,
 	return ops->exec(core->sandbox.ctx, sandbox, &spec, res, err);
 }
 
-static void fill_host(struct sbx_core *core)
+static void fill_host(struct sl_core *core)
 {
 	struct sbxloop_host *h = &core->host;
 
@@ -209,7 +209,7 @@ static void fill_host(struct sbx_core *core)
 	h->run_id = host_run_id;
 	h->state_dir = host_state_dir;
 	h->proc_run = host_proc_run;
-	h->proc_result_clear = sbx_proc_result_clear;
+	h->proc_result_clear = sl_proc_result_clear;
 	h->secret_register = host_secret_register;
 	h->redact = host_redact;
 	h->free = free;
@@ -218,12 +218,12 @@ static void fill_host(struct sbx_core *core)
 	h->state_read_only = host_state_read_only;
 }
 
-int sbx_core_open(struct sbx_core **out, const struct sbx_config_opts *o,
-		  char **errors)
+int sl_core_open(struct sl_core **out, const struct sl_config_opts *o,
+		 char **errors)
 {
-	struct sbx_core *core = sbx_xcalloc(1, sizeof(*core));
+	struct sl_core *core = sl_xcalloc(1, sizeof(*core));
 	struct sbxloop_error err = {0, ""};
-	struct sbx_buf all = SBX_BUF_INIT;
+	struct sl_buf all = SL_BUF_INIT;
 	char *msg = NULL;
 	size_t i, j;
 	int rc;
@@ -231,21 +231,21 @@ int sbx_core_open(struct sbx_core **out, const struct sbx_config_opts *o,
 	*out = core;
 	*errors = NULL;
 	fill_host(core);
-	rc = sbx_config_load(&core->cfg, o, &msg);
+	rc = sl_config_load(&core->cfg, o, &msg);
 	if (msg) {
-		sbx_buf_adds(&all, msg);
+		sl_buf_adds(&all, msg);
 		free(msg);
 		msg = NULL;
 	}
-	rc = sbx_registry_load(&core->reg,
-			       sbx_config_str(core->cfg, "plugin_dir"), &err);
+	rc = sl_registry_load(&core->reg,
+			      sl_config_str(core->cfg, "plugin_dir"), &err);
 	if (rc) {
-		sbx_buf_addf(&all, "%s\n", err.message);
+		sl_buf_addf(&all, "%s\n", err.message);
 		goto out;
 	}
 	/* Every loaded component may own a config mapping of its name. */
 	for (i = 0; i < core->reg.n_modules; i++) {
-		const struct sbx_module *m = &core->reg.modules[i];
+		const struct sl_module *m = &core->reg.modules[i];
 
 		if (!m->desc)
 			continue;
@@ -259,21 +259,21 @@ int sbx_core_open(struct sbx_core **out, const struct sbx_config_opts *o,
 					? c->config_keys
 					: NULL;
 
-			if (sbx_config_add_component(core->cfg, c->name, keys,
-						     &msg) < 0 &&
+			if (sl_config_add_component(core->cfg, c->name, keys,
+						    &msg) < 0 &&
 			    msg) {
-				sbx_buf_adds(&all, msg);
+				sl_buf_adds(&all, msg);
 			}
 			free(msg);
 			msg = NULL;
 		}
 	}
-	if (sbx_config_finish(core->cfg, &msg) < 0 && msg)
-		sbx_buf_adds(&all, msg);
+	if (sl_config_finish(core->cfg, &msg) < 0 && msg)
+		sl_buf_adds(&all, msg);
 	free(msg);
 out:
 	if (all.len) {
-		*errors = sbx_buf_detach(&all);
+		*errors = sl_buf_detach(&all);
 		return SBXLOOP_EINVAL;
 	}
 	return 0;
@@ -287,104 +287,104 @@ struct ops_header {
 	void (*destroy)(void *ctx);
 };
 
-void sbx_instance_destroy(struct sbx_instance *inst)
+void sl_instance_destroy(struct sl_instance *inst)
 {
 	if (!inst || !inst->ops)
 		return;
 	if (inst->ctx) {
-		struct sbx_plugin_call call;
+		struct sl_plugin_call call;
 
-		sbx_plugin_enter(&call, inst->module, "destroy()");
+		sl_plugin_enter(&call, inst->module, "destroy()");
 		((const struct ops_header *)inst->ops)->destroy(inst->ctx);
-		sbx_plugin_leave(&call);
+		sl_plugin_leave(&call);
 	}
 	memset(inst, 0, sizeof(*inst));
 }
 
-int sbx_core_instantiate(struct sbx_core *core, enum sbxloop_kind kind,
-			 const char *name, struct sbx_instance *inst,
-			 struct sbxloop_error *err)
+int sl_core_instantiate(struct sl_core *core, enum sbxloop_kind kind,
+			const char *name, struct sl_instance *inst,
+			struct sbxloop_error *err)
 {
-	const struct sbx_module *m = NULL;
+	const struct sl_module *m = NULL;
 	const struct sbxloop_component *c;
 	int (*create)(const struct sbxloop_host *, void **,
 		      struct sbxloop_error *);
 	struct sbxloop_error cerr = {0, ""};
-	struct sbx_plugin_call call;
+	struct sl_plugin_call call;
 	int rc;
 	size_t i;
 
 	memset(inst, 0, sizeof(*inst));
-	c = sbx_registry_find(&core->reg, kind, name, &m);
+	c = sl_registry_find(&core->reg, kind, name, &m);
 	if (!c) {
 		/* a refused module that would have provided it? */
 		for (i = 0; i < core->reg.n_modules; i++) {
-			const struct sbx_module *r = &core->reg.modules[i];
+			const struct sl_module *r = &core->reg.modules[i];
 
 			if (r->refusal && strstr(r->name, name))
-				return sbx_error(
+				return sl_error(
 					err, SBXLOOP_ENOTFOUND,
 					"%s '%s' is unavailable: module '%s' "
 					"(%s) was refused: %s",
-					sbx_kind_name(kind), name, r->name,
+					sl_kind_name(kind), name, r->name,
 					r->path, r->refusal);
 		}
-		return sbx_error(err, SBXLOOP_ENOTFOUND,
-				 "no %s plugin named '%s' (see `sbxloop "
-				 "plugins` for what is installed)",
-				 sbx_kind_name(kind), name);
+		return sl_error(err, SBXLOOP_ENOTFOUND,
+				"no %s plugin named '%s' (see `sbxloop "
+				"plugins` for what is installed)",
+				sl_kind_name(kind), name);
 	}
 	create = ((const struct ops_header *)c->ops)->create;
-	sbx_plugin_enter(&call, m, "create()");
+	sl_plugin_enter(&call, m, "create()");
 	rc = create(&core->host, &inst->ctx, &cerr);
-	sbx_plugin_leave(&call);
+	sl_plugin_leave(&call);
 	if (rc) {
 		inst->ctx = NULL;
-		return sbx_error(err, rc,
-				 "%s '%s' from module '%s' (%s) failed to "
-				 "start: %s",
-				 sbx_kind_name(kind), name, m->name, m->path,
-				 cerr.message[0] ? cerr.message
-						 : "no reason given");
+		return sl_error(err, rc,
+				"%s '%s' from module '%s' (%s) failed to "
+				"start: %s",
+				sl_kind_name(kind), name, m->name, m->path,
+				cerr.message[0] ? cerr.message
+						: "no reason given");
 	}
 	inst->component = c;
 	inst->module = m;
 	inst->ops = c->ops;
 	/* every text a store receives or returns is masked (store_guard.c) */
 	if (kind == SBXLOOP_KIND_STORE)
-		sbx_store_guard_wrap(inst);
+		sl_store_guard_wrap(inst);
 	return 0;
 }
 
-void sbx_core_close(struct sbx_core *core)
+void sl_core_close(struct sl_core *core)
 {
 	if (!core)
 		return;
-	sbx_instance_destroy(&core->sandbox);
-	sbx_config_free(core->cfg);
-	sbx_registry_free(&core->reg);
+	sl_instance_destroy(&core->sandbox);
+	sl_config_free(core->cfg);
+	sl_registry_free(&core->reg);
 	free(core->run_id);
 	free(core);
 }
 
-const char *sbx_core_state_dir(struct sbx_core *core)
+const char *sl_core_state_dir(struct sl_core *core)
 {
-	const char *dir = sbx_config_str(core->cfg, "state_dir");
+	const char *dir = sl_config_str(core->cfg, "state_dir");
 	int rc;
 
 	if (!dir)
 		return NULL;
-	rc = sbx_mkdirs(dir, 0700);
+	rc = sl_mkdirs(dir, 0700);
 	if (rc < 0) {
-		sbx_log(SBXLOOP_LOG_ERROR, "cannot create state_dir '%s': %s",
-			dir, strerror(-rc));
+		sl_log(SBXLOOP_LOG_ERROR, "cannot create state_dir '%s': %s",
+		       dir, strerror(-rc));
 		return NULL;
 	}
 	return dir;
 }
 
-void sbx_core_set_run(struct sbx_core *core, const char *run_id)
+void sl_core_set_run(struct sl_core *core, const char *run_id)
 {
 	free(core->run_id);
-	core->run_id = sbx_xstrdup(run_id);
+	core->run_id = sl_xstrdup(run_id);
 }

@@ -37,7 +37,7 @@
 #define SBXLOOP_LOADER_ABI_MINOR SBXLOOP_ABI_MINOR
 #endif
 
-unsigned sbx_core_abi_minor = SBXLOOP_LOADER_ABI_MINOR;
+unsigned sl_core_abi_minor = SBXLOOP_LOADER_ABI_MINOR;
 
 /* Slots every component of a kind must fill, by offset within its ops. */
 struct slot {
@@ -123,11 +123,11 @@ static const struct {
 	{SBXLOOP_KIND_STORE, "store", store_slots},
 };
 
-const char *sbx_kind_name(enum sbxloop_kind kind)
+const char *sl_kind_name(enum sbxloop_kind kind)
 {
 	size_t i;
 
-	for (i = 0; i < SBX_ARRAY_SIZE(kinds); i++)
+	for (i = 0; i < SL_ARRAY_SIZE(kinds); i++)
 		if (kinds[i].kind == kind)
 			return kinds[i].name;
 	return NULL;
@@ -137,13 +137,13 @@ static const struct slot *kind_slots(enum sbxloop_kind kind)
 {
 	size_t i;
 
-	for (i = 0; i < SBX_ARRAY_SIZE(kinds); i++)
+	for (i = 0; i < SL_ARRAY_SIZE(kinds); i++)
 		if (kinds[i].kind == kind)
 			return kinds[i].slots;
 	return NULL;
 }
 
-void sbx_caps_format(uint32_t caps, char *buf, size_t len)
+void sl_caps_format(uint32_t caps, char *buf, size_t len)
 {
 	static const char *const names[] = {
 		"egress_enforced",         "network_disabled",
@@ -155,7 +155,7 @@ void sbx_caps_format(uint32_t caps, char *buf, size_t len)
 	size_t i, used = 0;
 
 	buf[0] = '\0';
-	for (i = 0; i < SBX_ARRAY_SIZE(names); i++) {
+	for (i = 0; i < SL_ARRAY_SIZE(names); i++) {
 		if (!(caps & (1u << i)))
 			continue;
 		used += (size_t)snprintf(buf + used,
@@ -166,19 +166,19 @@ void sbx_caps_format(uint32_t caps, char *buf, size_t len)
 
 static int ltdl_users;
 
-static void refuse(struct sbx_module *m, const char *fmt, ...)
+static void refuse(struct sl_module *m, const char *fmt, ...)
 	SBXLOOP_PRINTF(2, 3);
 
-static void refuse(struct sbx_module *m, const char *fmt, ...)
+static void refuse(struct sl_module *m, const char *fmt, ...)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	va_list ap;
 
 	va_start(ap, fmt);
-	sbx_buf_vaddf(&b, fmt, ap);
+	sl_buf_vaddf(&b, fmt, ap);
 	va_end(ap);
 	free(m->refusal);
-	m->refusal = sbx_buf_detach(&b);
+	m->refusal = sl_buf_detach(&b);
 	m->desc = NULL;
 }
 
@@ -187,7 +187,7 @@ static const char *rebuild_hint(void)
 	static char hint[64];
 
 	snprintf(hint, sizeof(hint), "rebuild it against sbxloop-plugin %d.%u",
-		 SBXLOOP_ABI_MAJOR, sbx_core_abi_minor);
+		 SBXLOOP_ABI_MAJOR, sl_core_abi_minor);
 	return hint;
 }
 
@@ -202,7 +202,7 @@ static size_t min_ops_size(const struct slot *slots)
 	return end;
 }
 
-static int check_component(struct sbx_module *m,
+static int check_component(struct sl_module *m,
 			   const struct sbxloop_component *c, size_t idx)
 {
 	const struct slot *slots;
@@ -230,7 +230,7 @@ static int check_component(struct sbx_module *m,
 	}
 	if (!c->ops) {
 		refuse(m, "component %s:%s has no ops table",
-		       sbx_kind_name(c->kind), c->name);
+		       sl_kind_name(c->kind), c->name);
 		return -1;
 	}
 	ops_size = c->ops;
@@ -238,7 +238,7 @@ static int check_component(struct sbx_module *m,
 		refuse(m,
 		       "component %s:%s ops table is %u bytes, too small for "
 		       "its required slots (%zu); %s",
-		       sbx_kind_name(c->kind), c->name, *ops_size,
+		       sl_kind_name(c->kind), c->name, *ops_size,
 		       min_ops_size(slots), rebuild_hint());
 		return -1;
 	}
@@ -251,16 +251,16 @@ static int check_component(struct sbx_module *m,
 			refuse(m,
 			       "component %s:%s is missing the required slot "
 			       "'%s'; implement it and rebuild",
-			       sbx_kind_name(c->kind), c->name, slots[i].name);
+			       sl_kind_name(c->kind), c->name, slots[i].name);
 			return -1;
 		}
 	}
 	return 0;
 }
 
-static int check_descriptor(struct sbx_module *m,
+static int check_descriptor(struct sl_module *m,
 			    const struct sbxloop_plugin_descriptor *d,
-			    const struct sbx_registry *reg)
+			    const struct sl_registry *reg)
 {
 	size_t i, j, k;
 
@@ -276,15 +276,15 @@ static int check_descriptor(struct sbx_module *m,
 		       "built for plugin ABI %u.%u, this sbxloop has ABI "
 		       "%d.%u; %s",
 		       d->abi_major, d->abi_minor, SBXLOOP_ABI_MAJOR,
-		       sbx_core_abi_minor, rebuild_hint());
+		       sl_core_abi_minor, rebuild_hint());
 		return -1;
 	}
-	if (d->abi_minor > sbx_core_abi_minor) {
+	if (d->abi_minor > sl_core_abi_minor) {
 		refuse(m,
 		       "built for plugin ABI %u.%u, newer than this sbxloop's "
 		       "ABI %d.%u; upgrade sbxloop or %s",
 		       d->abi_major, d->abi_minor, SBXLOOP_ABI_MAJOR,
-		       sbx_core_abi_minor, rebuild_hint());
+		       sl_core_abi_minor, rebuild_hint());
 		return -1;
 	}
 	if (d->struct_size <
@@ -294,7 +294,7 @@ static int check_descriptor(struct sbx_module *m,
 		       "descriptor struct_size %u is too small (ABI %u.%u, "
 		       "this sbxloop has ABI %d.%u); %s",
 		       d->struct_size, d->abi_major, d->abi_minor,
-		       SBXLOOP_ABI_MAJOR, sbx_core_abi_minor, rebuild_hint());
+		       SBXLOOP_ABI_MAJOR, sl_core_abi_minor, rebuild_hint());
 		return -1;
 	}
 	if (!d->name || strcmp(d->name, m->name) != 0) {
@@ -313,7 +313,7 @@ static int check_descriptor(struct sbx_module *m,
 			return -1;
 	/* duplicates: a module name, or a kind:name another module has */
 	for (i = 0; i < reg->n_modules; i++) {
-		const struct sbx_module *o = &reg->modules[i];
+		const struct sl_module *o = &reg->modules[i];
 
 		if (o == m || !o->desc)
 			continue;
@@ -336,7 +336,7 @@ static int check_descriptor(struct sbx_module *m,
 					refuse(m,
 					       "component %s:%s is already "
 					       "provided by module '%s' (%s)",
-					       sbx_kind_name(a->kind), a->name,
+					       sl_kind_name(a->kind), a->name,
 					       o->name, o->path);
 					return -1;
 				}
@@ -345,21 +345,21 @@ static int check_descriptor(struct sbx_module *m,
 	return 0;
 }
 
-static void load_module(struct sbx_registry *reg, const char *dir,
+static void load_module(struct sl_registry *reg, const char *dir,
 			const char *file)
 {
-	struct sbx_module *m;
+	struct sl_module *m;
 	const struct sbxloop_plugin_descriptor *d;
 	lt_dladvise advise;
 	lt_dlhandle h = NULL;
 	const char *dot = strrchr(file, '.');
 
-	reg->modules = sbx_xrealloc(
+	reg->modules = sl_xrealloc(
 		reg->modules, (reg->n_modules + 1) * sizeof(*reg->modules));
 	m = &reg->modules[reg->n_modules++];
 	memset(m, 0, sizeof(*m));
-	m->name = sbx_xstrndup(file, (size_t)(dot - file));
-	m->path = sbx_xasprintf("%s/%s", dir, file);
+	m->name = sl_xstrndup(file, (size_t)(dot - file));
+	m->path = sl_xasprintf("%s/%s", dir, file);
 
 	if (lt_dladvise_init(&advise) || lt_dladvise_local(&advise)) {
 		refuse(m, "cannot prepare the loader: %s", lt_dlerror());
@@ -391,10 +391,10 @@ static void load_module(struct sbx_registry *reg, const char *dir,
 /* ---- the fault guard ------------------------------------------------ */
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
-static struct sigaction previous[SBX_ARRAY_SIZE(fatal_signals)];
+static struct sigaction previous[SL_ARRAY_SIZE(fatal_signals)];
 static int guard_installed;
 /* the innermost plugin call of this thread, read by the handlers */
-static _Thread_local struct sbx_plugin_call *current_call;
+static _Thread_local struct sl_plugin_call *current_call;
 /* a stack to run the handler on when a plugin overflowed its own */
 #define ALT_STACK_SIZE (64 * 1024)
 static _Thread_local char alt_stack[ALT_STACK_SIZE];
@@ -432,7 +432,7 @@ static void write_all(const char *p, size_t len)
 /* Async-signal-safe: only write(), sigaction() and raise(). */
 static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 {
-	const struct sbx_plugin_call *c = current_call;
+	const struct sl_plugin_call *c = current_call;
 	static const char mid[] = "crashed with ";
 	const char *label = signal_label(sig);
 	size_t i;
@@ -446,7 +446,7 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 		write_all(c->tail, c->tail_len);
 	}
 	/* die as before: the earlier handler (a sanitizer's) or default */
-	for (i = 0; i < SBX_ARRAY_SIZE(fatal_signals); i++)
+	for (i = 0; i < SL_ARRAY_SIZE(fatal_signals); i++)
 		if (fatal_signals[i] == sig)
 			sigaction(sig, &previous[i], NULL);
 	raise(sig);
@@ -458,7 +458,7 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
  */
 static void on_exit_inside(int status)
 {
-	const struct sbx_plugin_call *c = current_call;
+	const struct sl_plugin_call *c = current_call;
 	char mid[64];
 	int n;
 
@@ -469,7 +469,7 @@ static void on_exit_inside(int status)
 	write_all(c->head, c->head_len);
 	write_all(mid, n > 0 ? (size_t)n : 0);
 	write_all(c->tail, c->tail_len);
-	_exit(SBX_EXIT_PLUGIN_EXITED);
+	_exit(SL_EXIT_PLUGIN_EXITED);
 }
 
 #ifdef __GLIBC__
@@ -486,7 +486,7 @@ static void exit_hook(void)
 }
 #endif
 
-void sbx_plugin_guard_install(void)
+void sl_plugin_guard_install(void)
 {
 	struct sigaction sa;
 	size_t i;
@@ -498,7 +498,7 @@ void sbx_plugin_guard_install(void)
 	sa.sa_sigaction = on_fatal_signal;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
 	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < SBX_ARRAY_SIZE(fatal_signals); i++)
+	for (i = 0; i < SL_ARRAY_SIZE(fatal_signals); i++)
 		sigaction(fatal_signals[i], &sa, &previous[i]);
 #ifdef __GLIBC__
 	on_exit(exit_hook, NULL);
@@ -523,12 +523,12 @@ static void ensure_alt_stack(void)
 	sigaltstack(&ss, NULL);
 }
 
-void sbx_plugin_enter(struct sbx_plugin_call *call, const struct sbx_module *m,
-		      const char *what)
+void sl_plugin_enter(struct sl_plugin_call *call, const struct sl_module *m,
+		     const char *what)
 {
 	int n;
 
-	sbx_plugin_guard_install();
+	sl_plugin_guard_install();
 	ensure_alt_stack();
 	n = snprintf(call->head, sizeof(call->head),
 		     "fatal: plugin '%s' (%s) ", m ? m->name : "?",
@@ -546,7 +546,7 @@ void sbx_plugin_enter(struct sbx_plugin_call *call, const struct sbx_module *m,
 	current_call = call;
 }
 
-void sbx_plugin_leave(struct sbx_plugin_call *call)
+void sl_plugin_leave(struct sl_plugin_call *call)
 {
 	current_call = call->outer;
 }
@@ -557,7 +557,7 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* Module files in one directory: prefer X.la over X.so. */
-static void scan_dir(struct sbx_registry *reg, const char *dir)
+static void scan_dir(struct sl_registry *reg, const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -571,19 +571,18 @@ static void scan_dir(struct sbx_registry *reg, const char *dir)
 
 		if (name[0] == '.')
 			continue;
-		if (sbx_ends_with(name, ".la")) {
-			files = sbx_xrealloc(files, (n + 1) * sizeof(*files));
-			files[n++] = sbx_xstrdup(name);
-		} else if (sbx_ends_with(name, ".so")) {
-			char *la =
-				sbx_xasprintf("%s/%.*s.la", dir,
-					      (int)(strlen(name) - 3), name);
+		if (sl_ends_with(name, ".la")) {
+			files = sl_xrealloc(files, (n + 1) * sizeof(*files));
+			files[n++] = sl_xstrdup(name);
+		} else if (sl_ends_with(name, ".so")) {
+			char *la = sl_xasprintf("%s/%.*s.la", dir,
+						(int)(strlen(name) - 3), name);
 			struct stat st;
 
 			if (stat(la, &st) != 0) {
-				files = sbx_xrealloc(files,
-						     (n + 1) * sizeof(*files));
-				files[n++] = sbx_xstrdup(name);
+				files = sl_xrealloc(files,
+						    (n + 1) * sizeof(*files));
+				files[n++] = sl_xstrdup(name);
 			}
 			free(la);
 		}
@@ -597,37 +596,35 @@ static void scan_dir(struct sbx_registry *reg, const char *dir)
 	free(files);
 }
 
-static void add_dir(struct sbx_registry *reg, const char *dir, size_t len)
+static void add_dir(struct sl_registry *reg, const char *dir, size_t len)
 {
 	size_t i;
 	char *d;
 
 	if (len == 0)
 		return;
-	d = sbx_xstrndup(dir, len);
+	d = sl_xstrndup(dir, len);
 	for (i = 0; i < reg->n_dirs; i++)
 		if (strcmp(reg->dirs[i], d) == 0) {
 			free(d);
 			return;
 		}
-	reg->dirs =
-		sbx_xrealloc(reg->dirs, (reg->n_dirs + 1) * sizeof(char *));
+	reg->dirs = sl_xrealloc(reg->dirs, (reg->n_dirs + 1) * sizeof(char *));
 	reg->dirs[reg->n_dirs++] = d;
 }
 
-int sbx_registry_load(struct sbx_registry *reg, const char *plugin_dir,
-		      struct sbxloop_error *err)
+int sl_registry_load(struct sl_registry *reg, const char *plugin_dir,
+		     struct sbxloop_error *err)
 {
 	const char *env = getenv("SBXLOOP_PLUGIN_PATH");
 	size_t i;
 
 	memset(reg, 0, sizeof(*reg));
-	sbx_plugin_guard_install();
+	sl_plugin_guard_install();
 	if (ltdl_users++ == 0 && lt_dlinit() != 0) {
 		ltdl_users = 0;
-		return sbx_error(err, SBXLOOP_ERR,
-				 "cannot initialise libltdl: %s",
-				 lt_dlerror());
+		return sl_error(err, SBXLOOP_ERR,
+				"cannot initialise libltdl: %s", lt_dlerror());
 	}
 	while (env && *env) {
 		size_t len = strcspn(env, ":");
@@ -645,12 +642,12 @@ int sbx_registry_load(struct sbx_registry *reg, const char *plugin_dir,
 	return 0;
 }
 
-void sbx_registry_free(struct sbx_registry *reg)
+void sl_registry_free(struct sl_registry *reg)
 {
 	size_t i;
 
 	for (i = 0; i < reg->n_modules; i++) {
-		struct sbx_module *m = &reg->modules[i];
+		struct sl_module *m = &reg->modules[i];
 
 		/* Sanitizer and valgrind reports need symbols of unloaded
 		 * modules; keep them mapped when asked to. */
@@ -669,14 +666,14 @@ void sbx_registry_free(struct sbx_registry *reg)
 		lt_dlexit();
 }
 
-const struct sbxloop_component *sbx_registry_find(
-	const struct sbx_registry *reg, enum sbxloop_kind kind,
-	const char *name, const struct sbx_module **module)
+const struct sbxloop_component *sl_registry_find(
+	const struct sl_registry *reg, enum sbxloop_kind kind,
+	const char *name, const struct sl_module **module)
 {
 	size_t i, j;
 
 	for (i = 0; i < reg->n_modules; i++) {
-		const struct sbx_module *m = &reg->modules[i];
+		const struct sl_module *m = &reg->modules[i];
 
 		if (!m->desc)
 			continue;

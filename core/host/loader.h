@@ -3,12 +3,12 @@
  * opened with libltdl and their descriptor checked before any plugin
  * code runs; a refused module stays listed with its reason.
  */
-#ifndef SBX_LOADER_H
-#define SBX_LOADER_H
+#ifndef SL_LOADER_H
+#define SL_LOADER_H
 
 #include <sbxloop/plugin.h>
 
-struct sbx_module {
+struct sl_module {
 	char *name; /* file name without extension */
 	char *path;
 	void *handle; /* lt_dlhandle, NULL when refused */
@@ -16,8 +16,8 @@ struct sbx_module {
 	char *refusal; /* why it was refused, or NULL */
 };
 
-struct sbx_registry {
-	struct sbx_module *modules;
+struct sl_registry {
+	struct sl_module *modules;
 	size_t n_modules;
 	char **dirs; /* the search path actually used */
 	size_t n_dirs;
@@ -28,51 +28,51 @@ struct sbx_registry {
  * $SBXLOOP_PLUGIN_PATH (colon-separated), then `plugin_dir` (may be
  * NULL), then the installed plugin directory.
  */
-int sbx_registry_load(struct sbx_registry *reg, const char *plugin_dir,
-		      struct sbxloop_error *err);
-void sbx_registry_free(struct sbx_registry *reg);
+int sl_registry_load(struct sl_registry *reg, const char *plugin_dir,
+		     struct sbxloop_error *err);
+void sl_registry_free(struct sl_registry *reg);
 
 /* A loaded component of `kind` named `name`, or NULL. */
-const struct sbxloop_component *sbx_registry_find(
-	const struct sbx_registry *reg, enum sbxloop_kind kind,
-	const char *name, const struct sbx_module **module);
+const struct sbxloop_component *sl_registry_find(
+	const struct sl_registry *reg, enum sbxloop_kind kind,
+	const char *name, const struct sl_module **module);
 
-const char *sbx_kind_name(enum sbxloop_kind kind);
+const char *sl_kind_name(enum sbxloop_kind kind);
 /* Names of capability bits, comma-separated into buf. */
-void sbx_caps_format(uint32_t caps, char *buf, size_t len);
+void sl_caps_format(uint32_t caps, char *buf, size_t len);
 
 /*
  * A call into plugin code, for the fault guard. Between
- * sbx_plugin_enter() and sbx_plugin_leave() on one thread:
+ * sl_plugin_enter() and sl_plugin_leave() on one thread:
  *   - a fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) writes
  *     "fatal: plugin 'NAME' (PATH) crashed with SIGSEGV during WHAT" to
  *     stderr, then the process dies of that signal as it would have;
  *   - exit() writes "... called exit(N) during WHAT" and the process
- *     exits SBX_EXIT_PLUGIN_EXITED instead: a plugin's exit status would
+ *     exits SL_EXIT_PLUGIN_EXITED instead: a plugin's exit status would
  *     otherwise read as sbxloop's own (often 0). _exit() is not seen.
  * The line is formatted at enter, so the signal handler only writes.
  * Calls nest (a plugin calling back into the host that calls another);
  * `call` lives on the caller's stack until leave.
  */
-#define SBX_EXIT_PLUGIN_EXITED 70 /* EX_SOFTWARE */
-#define SBX_PLUGIN_LINE_MAX 1024
+#define SL_EXIT_PLUGIN_EXITED 70 /* EX_SOFTWARE */
+#define SL_PLUGIN_LINE_MAX 1024
 
-struct sbx_plugin_call {
-	struct sbx_plugin_call *outer;
-	char head[SBX_PLUGIN_LINE_MAX]; /* "fatal: plugin 'N' (P) " */
-	char tail[64];                  /* " during create()\n" */
+struct sl_plugin_call {
+	struct sl_plugin_call *outer;
+	char head[SL_PLUGIN_LINE_MAX]; /* "fatal: plugin 'N' (P) " */
+	char tail[64];                 /* " during create()\n" */
 	size_t head_len;
 	size_t tail_len;
 };
 
 /* Install the signal handlers and the exit hook (idempotent). */
-void sbx_plugin_guard_install(void);
+void sl_plugin_guard_install(void);
 /* `what` is what the plugin is doing: "create()", "destroy()", ... */
-void sbx_plugin_enter(struct sbx_plugin_call *call, const struct sbx_module *m,
-		      const char *what);
-void sbx_plugin_leave(struct sbx_plugin_call *call);
+void sl_plugin_enter(struct sl_plugin_call *call, const struct sl_module *m,
+		     const char *what);
+void sl_plugin_leave(struct sl_plugin_call *call);
 
 /* The ABI minor the core accepts up to (tests may lower it). */
-extern unsigned sbx_core_abi_minor;
+extern unsigned sl_core_abi_minor;
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * The process-wide secret registry and the logging call. Secrets are
  * registered by the CLI at start (token variables) and by plugins through
- * the host table; sbx_redact() masks them everywhere output is produced.
+ * the host table; sl_redact() masks them everywhere output is produced.
  */
 #include "config.h"
 
@@ -15,7 +15,7 @@
 #include "common/termsafe.h"
 #include "common/util.h"
 
-const char *const sbx_token_env_names[] = {
+const char *const sl_token_env_names[] = {
 	"COPILOT_GITHUB_TOKEN", "GH_TOKEN",
 	"GITHUB_TOKEN",         "ANTHROPIC_API_KEY",
 	"OPENAI_API_KEY",       "GEMINI_API_KEY",
@@ -34,8 +34,8 @@ static void add_locked(const char *value)
 	for (i = 0; i < n_secrets; i++)
 		if (strcmp(secrets[i], value) == 0)
 			return;
-	secrets = sbx_xrealloc(secrets, (n_secrets + 1) * sizeof(*secrets));
-	secrets[n_secrets++] = sbx_xstrdup(value);
+	secrets = sl_xrealloc(secrets, (n_secrets + 1) * sizeof(*secrets));
+	secrets[n_secrets++] = sl_xstrdup(value);
 }
 
 /*
@@ -47,38 +47,38 @@ static char *json_form(const char *value)
 {
 	static const char short_escaped[] = "\b\f\n\r\t";
 	static const char short_letters[] = "bfnrt";
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	const unsigned char *p;
 	int changed = 0;
 
 	for (p = (const unsigned char *)value; *p; p++) {
 		if (*p == '"' || *p == '\\') {
-			sbx_buf_addc(&b, '\\');
-			sbx_buf_addc(&b, (char)*p);
+			sl_buf_addc(&b, '\\');
+			sl_buf_addc(&b, (char)*p);
 		} else if (*p < 0x20) {
 			const char *shortform =
 				strchr(short_escaped, (char)*p);
 
 			if (shortform)
-				sbx_buf_addf(&b, "\\%c",
-					     short_letters[shortform -
-							   short_escaped]);
+				sl_buf_addf(&b, "\\%c",
+					    short_letters[shortform -
+							  short_escaped]);
 			else
-				sbx_buf_addf(&b, "\\u%04x", *p);
+				sl_buf_addf(&b, "\\u%04x", *p);
 		} else {
-			sbx_buf_addc(&b, (char)*p);
+			sl_buf_addc(&b, (char)*p);
 			continue;
 		}
 		changed = 1;
 	}
 	if (!changed) {
-		sbx_buf_release(&b);
+		sl_buf_release(&b);
 		return NULL;
 	}
-	return sbx_buf_detach(&b);
+	return sl_buf_detach(&b);
 }
 
-void sbx_secret_register(const char *value)
+void sl_secret_register(const char *value)
 {
 	char *json;
 
@@ -93,15 +93,15 @@ void sbx_secret_register(const char *value)
 	free(json);
 }
 
-void sbx_secret_register_env(void)
+void sl_secret_register_env(void)
 {
 	size_t i;
 
-	for (i = 0; sbx_token_env_names[i]; i++)
-		sbx_secret_register(getenv(sbx_token_env_names[i]));
+	for (i = 0; sl_token_env_names[i]; i++)
+		sl_secret_register(getenv(sl_token_env_names[i]));
 }
 
-void sbx_secret_clear(void)
+void sl_secret_clear(void)
 {
 	size_t i;
 
@@ -114,16 +114,16 @@ void sbx_secret_clear(void)
 	pthread_mutex_unlock(&secrets_lock);
 }
 
-char *sbx_redact(const char *text)
+char *sl_redact(const char *text)
 {
-	char *r = sbx_redact_if_needed(text);
+	char *r = sl_redact_if_needed(text);
 
-	return r ? r : sbx_xstrdup(text);
+	return r ? r : sl_xstrdup(text);
 }
 
-char *sbx_redact_if_needed(const char *text)
+char *sl_redact_if_needed(const char *text)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	const char *p;
 	size_t i;
 
@@ -147,7 +147,7 @@ char *sbx_redact_if_needed(const char *text)
 
 			if (*p == secrets[i][0] &&
 			    strncmp(p, secrets[i], n) == 0) {
-				sbx_buf_adds(&b, SBX_REDACTED);
+				sl_buf_adds(&b, SL_REDACTED);
 				p += n;
 				hit = 1;
 				break;
@@ -165,18 +165,18 @@ char *sbx_redact_if_needed(const char *text)
 					break;
 				q++;
 			}
-			sbx_buf_add(&b, p, (size_t)(q - p));
+			sl_buf_add(&b, p, (size_t)(q - p));
 			p = q;
 		}
 	}
 	pthread_mutex_unlock(&secrets_lock);
-	return b.buf ? sbx_buf_detach(&b) : sbx_xstrdup("");
+	return b.buf ? sl_buf_detach(&b) : sl_xstrdup("");
 }
 
-char *sbx_shown(const char *text, unsigned flags)
+char *sl_shown(const char *text, unsigned flags)
 {
-	char *clean = sbx_redact(text ? text : "");
-	char *safe = sbx_term_safe(clean, flags);
+	char *clean = sl_redact(text ? text : "");
+	char *safe = sl_term_safe(clean, flags);
 
 	free(clean);
 	if (!safe) {
@@ -186,55 +186,55 @@ char *sbx_shown(const char *text, unsigned flags)
 	return safe;
 }
 
-void sbx_print(FILE *f, const char *fmt, ...)
+void sl_print(FILE *f, const char *fmt, ...)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	char *safe;
 	va_list ap;
 
 	va_start(ap, fmt);
-	sbx_buf_vaddf(&b, fmt, ap);
+	sl_buf_vaddf(&b, fmt, ap);
 	va_end(ap);
-	safe = sbx_shown(sbx_buf_str(&b), SBX_TERM_KEEP_NL);
+	safe = sl_shown(sl_buf_str(&b), SL_TERM_KEEP_NL);
 	fputs(safe, f);
 	free(safe);
-	sbx_buf_release(&b);
+	sl_buf_release(&b);
 }
 
-void sbx_redact_inplace(char *buf, size_t size)
+void sl_redact_inplace(char *buf, size_t size)
 {
-	char *r = sbx_redact(buf);
+	char *r = sl_redact(buf);
 
 	snprintf(buf, size, "%s", r);
 	free(r);
 }
 
-void sbx_log_set_level(enum sbxloop_log_level lvl)
+void sl_log_set_level(enum sbxloop_log_level lvl)
 {
 	log_threshold = lvl;
 }
 
-void sbx_vlog(enum sbxloop_log_level lvl, const char *fmt, va_list ap)
+void sl_vlog(enum sbxloop_log_level lvl, const char *fmt, va_list ap)
 {
 	static const char *const prefix[] = {"debug", "info", "warning",
 					     "error"};
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	char *clean;
 
 	if (lvl < log_threshold)
 		return;
-	sbx_buf_vaddf(&b, fmt, ap);
-	clean = sbx_shown(sbx_buf_str(&b), SBX_TERM_KEEP_NL);
+	sl_buf_vaddf(&b, fmt, ap);
+	clean = sl_shown(sl_buf_str(&b), SL_TERM_KEEP_NL);
 	fprintf(stderr, "%s: %s\n", prefix[lvl], clean);
 	free(clean);
-	sbx_buf_release(&b);
+	sl_buf_release(&b);
 }
 
-void sbx_log(enum sbxloop_log_level lvl, const char *fmt, ...)
+void sl_log(enum sbxloop_log_level lvl, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	sbx_vlog(lvl, fmt, ap);
+	sl_vlog(lvl, fmt, ap);
 	va_end(ap);
 }

@@ -5,7 +5,7 @@
  * secret registered after a row was written). Keys (run and task ids)
  * are masked the same way in writes and lookups, so they still match.
  * The core's own fixed words (state, phase, status, kept_reason, event
- * type) pass as they are. Installed only by sbx_core_instantiate().
+ * type) pass as they are. Installed only by sl_core_instantiate().
  *
  * A slot appended to struct sbxloop_store_ops must be forwarded here.
  */
@@ -42,13 +42,13 @@ struct scrub {
 /* text, or a masked copy of it owned by s. */
 static const char *clean(struct scrub *s, const char *text)
 {
-	char *r = sbx_redact_if_needed(text);
+	char *r = sl_redact_if_needed(text);
 
 	if (!r)
 		return text;
 	if (s->n == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 8;
-		s->owned = sbx_xrealloc(s->owned, s->cap * sizeof(*s->owned));
+		s->owned = sl_xrealloc(s->owned, s->cap * sizeof(*s->owned));
 	}
 	s->owned[s->n++] = r;
 	return r;
@@ -194,8 +194,8 @@ static int guard_create(const struct sbxloop_host *host, void **ctx,
 {
 	(void)host;
 	*ctx = NULL;
-	return sbx_error(err, SBXLOOP_EUNSUPPORTED,
-			 "the store guard wraps a store; it is never created");
+	return sl_error(err, SBXLOOP_EUNSUPPORTED,
+			"the store guard wraps a store; it is never created");
 }
 
 static void guard_destroy(void *ctx)
@@ -279,7 +279,7 @@ static int guard_tasks_save(void *ctx, const char *run_id,
 	int rc;
 
 	if (n) {
-		copy = sbx_xmalloc(n * sizeof(*copy));
+		copy = sl_xmalloc(n * sizeof(*copy));
 		memcpy(copy, tasks, n * sizeof(*copy));
 		for (i = 0; i < n; i++)
 			scrub_task(&s, &copy[i]);
@@ -441,9 +441,9 @@ static const struct sbxloop_store_ops guard_ops = {
 	.event_last_ts = guard_event_last_ts,
 };
 
-void sbx_store_guard_wrap(struct sbx_instance *inst)
+void sl_store_guard_wrap(struct sl_instance *inst)
 {
-	struct guard *g = sbx_xcalloc(1, sizeof(*g));
+	struct guard *g = sl_xcalloc(1, sizeof(*g));
 
 	g->ops = inst->ops;
 	g->ctx = inst->ctx;

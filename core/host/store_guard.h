@@ -1,18 +1,18 @@
 /*
  * The store guard: the redaction boundary in front of every store
- * instance. sbx_core_instantiate() wraps each store it creates, so no
+ * instance. sl_core_instantiate() wraps each store it creates, so no
  * caller in the core reaches a store plugin around it.
  */
-#ifndef SBX_STORE_GUARD_H
-#define SBX_STORE_GUARD_H
+#ifndef SL_STORE_GUARD_H
+#define SL_STORE_GUARD_H
 
 #include "host/core.h"
 
 /*
  * Put the guard in front of the store instance `inst` (created, its ops
  * a struct sbxloop_store_ops): afterwards inst->ops is the guard's table
- * and inst->ctx its context; sbx_instance_destroy() destroys both.
+ * and inst->ctx its context; sl_instance_destroy() destroys both.
  */
-void sbx_store_guard_wrap(struct sbx_instance *inst);
+void sl_store_guard_wrap(struct sl_instance *inst);
 
 #endif

@@ -26,13 +26,13 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-char *sbx_clip(const char *text)
+char *sl_clip(const char *text)
 {
 	size_t n = text ? strlen(text) : 0;
 
 	if (n <= CLIP_KEEP)
-		return sbx_xstrdup(text ? text : "");
-	return sbx_xasprintf("...(clipped)...\n%s", text + n - CLIP_KEEP);
+		return sl_xstrdup(text ? text : "");
+	return sl_xasprintf("...(clipped)...\n%s", text + n - CLIP_KEEP);
 }
 
 /* Head + tail within `budget` chars; caller frees. */
@@ -41,9 +41,9 @@ static char *clip_head_tail(const char *text, size_t budget)
 	size_t n = strlen(text), head = budget / 3;
 
 	if (n <= budget)
-		return sbx_xstrdup(text);
-	return sbx_xasprintf("%.*s\n...(clipped %zu chars)...\n%s", (int)head,
-			     text, n - budget, text + n - (budget - head));
+		return sl_xstrdup(text);
+	return sl_xasprintf("%.*s\n...(clipped %zu chars)...\n%s", (int)head,
+			    text, n - budget, text + n - (budget - head));
 }
 
 static const char *json_str(const cJSON *o, const char *key, const char *dflt)
@@ -56,19 +56,19 @@ static const char *json_str(const cJSON *o, const char *key, const char *dflt)
 /* "- a\n- b" or the placeholder. */
 static char *render_list(const cJSON *list, const char *none)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	const cJSON *it;
 
 	cJSON_ArrayForEach (it, list) {
 		if (!cJSON_IsString(it))
 			continue;
 		if (b.len)
-			sbx_buf_addc(&b, '\n');
-		sbx_buf_addf(&b, "- %s", it->valuestring);
+			sl_buf_addc(&b, '\n');
+		sl_buf_addf(&b, "- %s", it->valuestring);
 	}
 	if (!b.len)
-		sbx_buf_adds(&b, none);
-	return sbx_buf_detach(&b);
+		sl_buf_adds(&b, none);
+	return sl_buf_detach(&b);
 }
 
 static void var_set(cJSON *vars, const char *name, const char *value)
@@ -86,24 +86,24 @@ static void var_take(cJSON *vars, const char *name, char *value)
 /* `a`, `b`, ... or (none); caller frees. */
 static char *domain_list(const char *const *domains)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 
 	for (; domains && *domains; domains++)
-		sbx_buf_addf(&b, "%s`%s`", b.len ? ", " : "", *domains);
+		sl_buf_addf(&b, "%s`%s`", b.len ? ", " : "", *domains);
 	if (!b.len)
-		sbx_buf_adds(&b, "(none)");
-	return sbx_buf_detach(&b);
+		sl_buf_adds(&b, "(none)");
+	return sl_buf_detach(&b);
 }
 
-static cJSON *base_vars(const struct sbx_phase_ctx *pc)
+static cJSON *base_vars(const struct sl_phase_ctx *pc)
 {
 	cJSON *v = cJSON_CreateObject();
 
 	var_set(v, "outcome", pc->outcome);
 	var_set(v, "retry_context", "");
-	var_take(v, "baseline_registries", domain_list(sbx_egress_registries));
+	var_take(v, "baseline_registries", domain_list(sl_egress_registries));
 	var_take(v, "declarable_registries",
-		 domain_list(sbx_egress_declarable));
+		 domain_list(sl_egress_declarable));
 	var_set(v, "guidance", "(none)");
 	return v;
 }
@@ -123,18 +123,18 @@ static void task_vars(cJSON *vars, const cJSON *spec)
 }
 
 /* agent.script, a relative path taken from the project file's dir. */
-char *sbx_phase_script_path(const struct sbx_core *core)
+char *sl_phase_script_path(const struct sl_core *core)
 {
-	const char *path = sbx_config_str(core->cfg, "agent.script");
+	const char *path = sl_config_str(core->cfg, "agent.script");
 	const char *proj;
 	const char *slash;
 
 	if (!path || path[0] == '/')
-		return sbx_xstrdup(path);
-	proj = sbx_config_project_file(core->cfg);
+		return sl_xstrdup(path);
+	proj = sl_config_project_file(core->cfg);
 	if (proj && (slash = strrchr(proj, '/')) != NULL) {
-		char *dir = sbx_xstrndup(proj, (size_t)(slash - proj));
-		char *abs = NULL, *joined = sbx_xasprintf("%s/%s", dir, path);
+		char *dir = sl_xstrndup(proj, (size_t)(slash - proj));
+		char *abs = NULL, *joined = sl_xasprintf("%s/%s", dir, path);
 
 		abs = realpath(joined, NULL);
 		free(dir);
@@ -147,24 +147,24 @@ char *sbx_phase_script_path(const struct sbx_core *core)
 	{
 		char *abs = realpath(path, NULL);
 
-		return abs ? abs : sbx_xstrdup(path);
+		return abs ? abs : sl_xstrdup(path);
 	}
 }
 
-static double job_timeout(const struct sbx_core *core)
+static double job_timeout(const struct sl_core *core)
 {
-	return sbx_config_double(core->cfg, "budgets.per_job_timeout_s",
-				 1800.0);
+	return sl_config_double(core->cfg, "budgets.per_job_timeout_s",
+				1800.0);
 }
 
-static cJSON *agent_job(const struct sbx_phase_ctx *pc, const char *prompt,
+static cJSON *agent_job(const struct sl_phase_ctx *pc, const char *prompt,
 			int read_only, int expect_json)
 {
-	const struct sbx_config *cfg = pc->core->cfg;
-	const char *model = sbx_config_str(cfg, "model");
-	const char *backend = sbx_config_str(cfg, "agent.backend");
+	const struct sl_config *cfg = pc->core->cfg;
+	const char *model = sl_config_str(cfg, "model");
+	const char *backend = sl_config_str(cfg, "agent.backend");
 	long long calls =
-		sbx_config_int(cfg, "budgets.max_tool_calls_per_phase", 40);
+		sl_config_int(cfg, "budgets.max_tool_calls_per_phase", 40);
 	cJSON *job = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(job, "kind", "agent.session");
@@ -181,26 +181,26 @@ static cJSON *agent_job(const struct sbx_phase_ctx *pc, const char *prompt,
 	if (backend && *backend) {
 		cJSON_AddStringToObject(job, "backend", backend);
 		if (strcmp(backend, "script") == 0) {
-			char *s = sbx_phase_script_path(pc->core);
+			char *s = sl_phase_script_path(pc->core);
 
 			if (s)
 				cJSON_AddStringToObject(job, "script", s);
 			free(s);
-		} else if (sbx_config_str(cfg, "agent.preset")) {
+		} else if (sl_config_str(cfg, "agent.preset")) {
 			cJSON_AddStringToObject(
 				job, "preset",
-				sbx_config_str(cfg, "agent.preset"));
+				sl_config_str(cfg, "agent.preset"));
 		}
 	}
 	return job;
 }
 
-static int submit(const struct sbx_phase_ctx *pc, cJSON *job,
+static int submit(const struct sl_phase_ctx *pc, cJSON *job,
 		  const char *persona, cJSON **res, struct sbxloop_error *err)
 {
-	struct sbx_job_tags tags = {"agent", persona, pc->task_id};
+	struct sl_job_tags tags = {"agent", persona, pc->task_id};
 
-	return sbx_worker_submit(pc->core, pc->info, job, &tags, res, err);
+	return sl_worker_submit(pc->core, pc->info, job, &tags, res, err);
 }
 
 /* The error type and message of a failed JobResult. */
@@ -218,11 +218,11 @@ static int job_failed(const char *type, const char *msg,
 		      struct sbxloop_error *err)
 {
 	if (strcmp(type, "SandboxResourcesExhausted") == 0)
-		return sbx_error(err, SBX_PHASE_ERESOURCES, "%s", msg);
+		return sl_error(err, SL_PHASE_ERESOURCES, "%s", msg);
 	if (strcmp(type, "ToolCallCeiling") == 0)
-		return sbx_error(err, SBX_PHASE_EBUDGET, "%s", msg);
-	return sbx_error(err, SBXLOOP_EINFRA, "agent job failed (%s): %s",
-			 type, msg);
+		return sl_error(err, SL_PHASE_EBUDGET, "%s", msg);
+	return sl_error(err, SBXLOOP_EINFRA, "agent job failed (%s): %s", type,
+			msg);
 }
 
 static int result_ok(const cJSON *res)
@@ -233,12 +233,12 @@ static int result_ok(const cJSON *res)
 /* ---- strict schemas ----------------------------------------------------- */
 
 static int only_keys(const cJSON *obj, const char *const *allowed,
-		     const char *what, struct sbx_buf *msg)
+		     const char *what, struct sl_buf *msg)
 {
 	const cJSON *it;
 
 	if (!cJSON_IsObject(obj)) {
-		sbx_buf_addf(msg, "%s must be a JSON object", what);
+		sl_buf_addf(msg, "%s must be a JSON object", what);
 		return -1;
 	}
 	cJSON_ArrayForEach (it, obj) {
@@ -248,8 +248,8 @@ static int only_keys(const cJSON *obj, const char *const *allowed,
 			if (strcmp(*k, it->string) == 0)
 				break;
 		if (!*k) {
-			sbx_buf_addf(msg, "%s has an unknown key '%s'", what,
-				     it->string);
+			sl_buf_addf(msg, "%s has an unknown key '%s'", what,
+				    it->string);
 			return -1;
 		}
 	}
@@ -258,24 +258,24 @@ static int only_keys(const cJSON *obj, const char *const *allowed,
 
 /* A list of strings (absent = []); copies it into `dst` under `key`. */
 static int str_list(const cJSON *obj, const char *key, int required,
-		    const char *what, cJSON *dst, struct sbx_buf *msg)
+		    const char *what, cJSON *dst, struct sl_buf *msg)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key), *it;
 	cJSON *out = cJSON_CreateArray();
 
 	if (!v && required) {
-		sbx_buf_addf(msg, "%s is missing '%s'", what, key);
+		sl_buf_addf(msg, "%s is missing '%s'", what, key);
 		goto fail;
 	}
 	if (v && !cJSON_IsArray(v)) {
-		sbx_buf_addf(msg, "%s: '%s' must be a list of strings", what,
-			     key);
+		sl_buf_addf(msg, "%s: '%s' must be a list of strings", what,
+			    key);
 		goto fail;
 	}
 	cJSON_ArrayForEach (it, v) {
 		if (!cJSON_IsString(it)) {
-			sbx_buf_addf(msg, "%s: '%s' must be a list of strings",
-				     what, key);
+			sl_buf_addf(msg, "%s: '%s' must be a list of strings",
+				    what, key);
 			goto fail;
 		}
 		cJSON_AddItemToArray(out, cJSON_CreateString(it->valuestring));
@@ -289,19 +289,19 @@ fail:
 
 static int str_field(const cJSON *obj, const char *key, const char *dflt,
 		     int nonblank, const char *what, cJSON *dst,
-		     struct sbx_buf *msg)
+		     struct sl_buf *msg)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 	const char *s = dflt;
 
 	if (v && !cJSON_IsString(v)) {
-		sbx_buf_addf(msg, "%s: '%s' must be a string", what, key);
+		sl_buf_addf(msg, "%s: '%s' must be a string", what, key);
 		return -1;
 	}
 	if (v)
 		s = v->valuestring;
 	if (!s || (nonblank && !*s)) {
-		sbx_buf_addf(msg, "%s needs a non-empty '%s'", what, key);
+		sl_buf_addf(msg, "%s needs a non-empty '%s'", what, key);
 		return -1;
 	}
 	cJSON_AddStringToObject(dst, key, s);
@@ -312,8 +312,8 @@ static int str_field(const cJSON *obj, const char *key, const char *dflt,
  * A validator normalises `in` into *out (0) or explains in `msg` what is
  * wrong: -1 asks the agent again, 1 fails the phase at once (a budget).
  */
-typedef int validate_fn(const struct sbx_phase_ctx *pc, const cJSON *in,
-			cJSON **out, struct sbx_buf *msg);
+typedef int validate_fn(const struct sl_phase_ctx *pc, const cJSON *in,
+			cJSON **out, struct sl_buf *msg);
 
 static int is_blank(const char *s)
 {
@@ -340,14 +340,14 @@ static int in_list(const char *w, const char *const *list)
 	return 0;
 }
 
-static int lang_selected(const struct sbx_core *core, const char *lang)
+static int lang_selected(const struct sl_core *core, const char *lang)
 {
-	size_t i, n = sbx_config_list_len(core->cfg, "sandbox.languages");
+	size_t i, n = sl_config_list_len(core->cfg, "sandbox.languages");
 
 	if (n == 0)
 		return strcmp(lang, "python") == 0;
 	for (i = 0; i < n; i++) {
-		const char *c = sbx_language_canonical(sbx_config_list_item(
+		const char *c = sl_language_canonical(sl_config_list_item(
 			core->cfg, "sandbox.languages", i));
 
 		if (c && strcmp(c, lang) == 0)
@@ -357,8 +357,8 @@ static int lang_selected(const struct sbx_core *core, const char *lang)
 }
 
 /* Mark quoted regions so separators inside quotes are ignored. */
-static void lint_one(const struct sbx_core *core, const char *cmd,
-		     const char *prefix, struct sbx_buf *out)
+static void lint_one(const struct sl_core *core, const char *cmd,
+		     const char *prefix, struct sl_buf *out)
 {
 	size_t n = strlen(cmd), i = 0;
 	char quote = 0;
@@ -377,17 +377,17 @@ static void lint_one(const struct sbx_core *core, const char *cmd,
 			continue;
 		}
 		if (c == '$' && cmd[i + 1] == '\'') {
-			sbx_buf_addf(out,
-				     "- %suses ANSI-C quoting ($'...'), "
-				     "which POSIX sh lacks: `%s`\n",
-				     prefix, cmd);
+			sl_buf_addf(out,
+				    "- %suses ANSI-C quoting ($'...'), "
+				    "which POSIX sh lacks: `%s`\n",
+				    prefix, cmd);
 			return;
 		}
 		if (c == '<' && strncmp(cmd + i, "<<<", 3) == 0) {
-			sbx_buf_addf(out,
-				     "- %suses a here-string (<<<), "
-				     "which POSIX sh lacks: `%s`\n",
-				     prefix, cmd);
+			sl_buf_addf(out,
+				    "- %suses a here-string (<<<), "
+				    "which POSIX sh lacks: `%s`\n",
+				    prefix, cmd);
 			return;
 		}
 	}
@@ -415,23 +415,23 @@ static void lint_one(const struct sbx_core *core, const char *cmd,
 				continue; /* env assignment: look further */
 			}
 			if (in_list(word, env_mutators))
-				sbx_buf_addf(out,
-					     "- %s`%s` changes the "
-					     "environment (%s); verify "
-					     "commands must only check\n",
-					     prefix, cmd, word);
+				sl_buf_addf(out,
+					    "- %s`%s` changes the "
+					    "environment (%s); verify "
+					    "commands must only check\n",
+					    prefix, cmd, word);
 			else if (in_list(word, bash_heads))
-				sbx_buf_addf(out,
-					     "- %s`%s` uses '%s', which "
-					     "POSIX sh lacks\n",
-					     prefix, cmd, word);
+				sl_buf_addf(out,
+					    "- %s`%s` uses '%s', which "
+					    "POSIX sh lacks\n",
+					    prefix, cmd, word);
 			else if (py && in_list(word, python_bare))
-				sbx_buf_addf(out,
-					     "- %s`%s` runs a bare '%s'; "
-					     "use the project's environment "
-					     "(e.g. .venv/bin/%s or uv run "
-					     "%s)\n",
-					     prefix, cmd, word, word, word);
+				sl_buf_addf(out,
+					    "- %s`%s` runs a bare '%s'; "
+					    "use the project's environment "
+					    "(e.g. .venv/bin/%s or uv run "
+					    "%s)\n",
+					    prefix, cmd, word, word, word);
 			else if ((!strcmp(word, "sh") ||
 				  !strcmp(word, "bash") ||
 				  !strcmp(word, "dash") ||
@@ -443,11 +443,11 @@ static void lint_one(const struct sbx_core *core, const char *cmd,
 				 strchr(cmd + i + 1, 'c') <
 					 cmd + i + 1 +
 						 strcspn(cmd + i + 1, " \t"))
-				sbx_buf_addf(out,
-					     "- %s`%s` nests a shell; "
-					     "commands already run under "
-					     "sh -c\n",
-					     prefix, cmd);
+				sl_buf_addf(out,
+					    "- %s`%s` nests a shell; "
+					    "commands already run under "
+					    "sh -c\n",
+					    prefix, cmd);
 		}
 		/* skip to the next separator */
 		quote = 0;
@@ -468,8 +468,8 @@ static void lint_one(const struct sbx_core *core, const char *cmd,
 	}
 }
 
-void sbx_verify_lint(const struct sbx_core *core, const cJSON *commands,
-		     const char *prefix, struct sbx_buf *out)
+void sl_verify_lint(const struct sl_core *core, const cJSON *commands,
+		    const char *prefix, struct sl_buf *out)
 {
 	const cJSON *c;
 
@@ -485,12 +485,12 @@ void sbx_verify_lint(const struct sbx_core *core, const cJSON *commands,
  * *out is the normalised output and *health (may be NULL) the job's
  * health object; both caller frees.
  */
-static int json_phase(const struct sbx_phase_ctx *pc, const char *phase,
+static int json_phase(const struct sl_phase_ctx *pc, const char *phase,
 		      const char *persona, int read_only, cJSON *vars,
 		      const char *preamble, validate_fn *validate, cJSON **out,
 		      cJSON **health, struct sbxloop_error *err)
 {
-	struct sbx_buf problem = SBX_BUF_INIT;
+	struct sl_buf problem = SL_BUF_INIT;
 	char *prompt = NULL;
 	cJSON *res = NULL, *job = NULL;
 	int attempt, rc = 0;
@@ -505,13 +505,12 @@ static int json_phase(const struct sbx_phase_ctx *pc, const char *phase,
 			var_set(vars, "retry_context", preamble);
 		} else {
 			var_take(vars, "retry_context",
-				 sbx_xasprintf("%s## Previous attempt was "
-					       "invalid\n\n%s\n",
-					       preamble,
-					       sbx_buf_str(&problem)));
+				 sl_xasprintf("%s## Previous attempt was "
+					      "invalid\n\n%s\n",
+					      preamble, sl_buf_str(&problem)));
 		}
-		rc = sbx_prompt_render(pc->prompts_dir, phase, vars, &prompt,
-				       err);
+		rc = sl_prompt_render(pc->prompts_dir, phase, vars, &prompt,
+				      err);
 		if (rc < 0)
 			goto out;
 		job = agent_job(pc, prompt, read_only, 1);
@@ -522,25 +521,25 @@ static int json_phase(const struct sbx_phase_ctx *pc, const char *phase,
 		job = NULL;
 		if (rc < 0)
 			goto out;
-		sbx_buf_reset(&problem);
+		sl_buf_reset(&problem);
 		if (!result_ok(res)) {
 			result_error(res, &type, &msg);
 			if (strcmp(type, "ExpectedJsonMissing") != 0) {
 				rc = job_failed(type, msg, err);
 				goto out;
 			}
-			sbx_buf_adds(&problem,
-				     "Your response contained no JSON that "
-				     "could be parsed. Reply with ONLY one "
-				     "fenced ```json block holding the "
-				     "object described above.");
+			sl_buf_adds(&problem,
+				    "Your response contained no JSON that "
+				    "could be parsed. Reply with ONLY one "
+				    "fenced ```json block holding the "
+				    "object described above.");
 		} else if ((rc = validate(pc,
 					  cJSON_GetObjectItemCaseSensitive(
 						  res, "output_json"),
 					  out, &problem)) > 0) {
 			/* past a budget: asking again would not help */
-			rc = sbx_error(err, SBXLOOP_EINVAL, "%s",
-				       sbx_buf_str(&problem));
+			rc = sl_error(err, SBXLOOP_EINVAL, "%s",
+				      sl_buf_str(&problem));
 			goto out;
 		} else if (rc == 0) {
 			if (health) {
@@ -553,14 +552,14 @@ static int json_phase(const struct sbx_phase_ctx *pc, const char *phase,
 			rc = 0;
 			goto out;
 		} else {
-			char *quoted = sbx_xasprintf(
+			char *quoted = sl_xasprintf(
 				"The response did not pass validation:\n\n"
 				"```\n%s\n```\n\nFix the structure and reply "
 				"again with the complete JSON.",
-				sbx_buf_str(&problem));
+				sl_buf_str(&problem));
 
-			sbx_buf_reset(&problem);
-			sbx_buf_adds(&problem, quoted);
+			sl_buf_reset(&problem);
+			sl_buf_adds(&problem, quoted);
 			free(quoted);
 		}
 		cJSON_Delete(res);
@@ -568,25 +567,24 @@ static int json_phase(const struct sbx_phase_ctx *pc, const char *phase,
 	}
 	{
 		/* the bare reason, without the advice around it */
-		const char *p = sbx_buf_str(&problem);
+		const char *p = sl_buf_str(&problem);
 		const char *s = strstr(p, "```\n");
 		const char *e = s ? strstr(s + 4, "\n```") : NULL;
 
 		if (s && e)
-			rc = sbx_error(
-				err, SBXLOOP_EINFRA,
-				"%s produced invalid output twice: %.*s",
-				phase, (int)(e - s - 4), s + 4);
+			rc = sl_error(err, SBXLOOP_EINFRA,
+				      "%s produced invalid output twice: %.*s",
+				      phase, (int)(e - s - 4), s + 4);
 		else
-			rc = sbx_error(err, SBXLOOP_EINFRA,
-				       "%s produced invalid output twice: "
-				       "no parseable JSON",
-				       phase);
+			rc = sl_error(err, SBXLOOP_EINFRA,
+				      "%s produced invalid output twice: "
+				      "no parseable JSON",
+				      phase);
 	}
 out:
 	cJSON_Delete(res);
 	free(prompt);
-	sbx_buf_release(&problem);
+	sl_buf_release(&problem);
 	return rc;
 }
 
@@ -596,29 +594,29 @@ out:
  * A task id ends up in paths, rows and terminal lines: refuse anything
  * but a short safe name, quoting at most 40 bytes of it, made printable.
  */
-static int task_id_field(const cJSON *t, const char *what, struct sbx_buf *msg)
+static int task_id_field(const cJSON *t, const char *what, struct sl_buf *msg)
 {
 	const char *id = json_str(t, "id", "");
 	size_t n = strlen(id), i;
 
-	if (sbx_task_id_valid(id))
+	if (sl_task_id_valid(id))
 		return 0;
-	sbx_buf_addf(msg, "%s: id '", what);
+	sl_buf_addf(msg, "%s: id '", what);
 	for (i = 0; i < n && i < 40; i++)
-		sbx_buf_addc(msg, isprint((unsigned char)id[i]) ? id[i] : '?');
+		sl_buf_addc(msg, isprint((unsigned char)id[i]) ? id[i] : '?');
 	if (n > 40)
-		sbx_buf_addf(msg, "...' (%zu bytes", n);
+		sl_buf_addf(msg, "...' (%zu bytes", n);
 	else
-		sbx_buf_adds(msg, "'");
-	sbx_buf_addf(msg,
-		     "%s is not a valid task id: use 1 to %d of A-Z, a-z, "
-		     "0-9, '.', '_' and '-', not starting with '.' or '-'",
-		     n > 40 ? ")" : "", SBX_TASK_ID_MAX);
+		sl_buf_adds(msg, "'");
+	sl_buf_addf(msg,
+		    "%s is not a valid task id: use 1 to %d of A-Z, a-z, "
+		    "0-9, '.', '_' and '-', not starting with '.' or '-'",
+		    n > 40 ? ")" : "", SL_TASK_ID_MAX);
 	return -1;
 }
 
-static int validate_decompose(const struct sbx_phase_ctx *pc, const cJSON *in,
-			      cJSON **out, struct sbx_buf *msg)
+static int validate_decompose(const struct sl_phase_ctx *pc, const cJSON *in,
+			      cJSON **out, struct sl_buf *msg)
 {
 	static const char *const top[] = {"tasks", NULL};
 	static const char *const keys[] = {"id",
@@ -632,26 +630,26 @@ static int validate_decompose(const struct sbx_phase_ctx *pc, const cJSON *in,
 	const cJSON *t;
 	cJSON *norm = cJSON_CreateArray(), *graph = NULL;
 	struct sbxloop_error derr = {0, ""};
-	struct sbx_buf lint = SBX_BUF_INIT;
+	struct sl_buf lint = SL_BUF_INIT;
 	size_t *order = NULL, n = 0, i;
 	long long max_tasks =
-		sbx_config_int(pc->core->cfg, "budgets.max_tasks", 20);
+		sl_config_int(pc->core->cfg, "budgets.max_tasks", 20);
 	int idx = 0;
 
 	if (only_keys(in, top, "the response", msg) < 0)
 		goto fail;
 	if (!cJSON_IsArray(tasks)) {
-		sbx_buf_adds(msg, "the response needs a 'tasks' list");
+		sl_buf_adds(msg, "the response needs a 'tasks' list");
 		goto fail;
 	}
 	/* count first: 50,000 tasks must not be validated one by one */
 	for (t = tasks->child; t; t = t->next)
 		n++;
 	if ((long long)n > max_tasks) {
-		sbx_buf_addf(msg,
-			     "decomposition produced %zu tasks, more than "
-			     "budgets.max_tasks=%lld",
-			     n, max_tasks);
+		sl_buf_addf(msg,
+			    "decomposition produced %zu tasks, more than "
+			    "budgets.max_tasks=%lld",
+			    n, max_tasks);
 		cJSON_Delete(norm);
 		return 1;
 	}
@@ -672,23 +670,23 @@ static int validate_decompose(const struct sbx_phase_ctx *pc, const cJSON *in,
 		    str_list(t, "verify_commands", 0, what, o, msg) < 0)
 			goto fail;
 	}
-	if (sbx_dag_order(norm, &order, &n, &derr) < 0) {
-		sbx_buf_adds(msg, derr.message);
+	if (sl_dag_order(norm, &order, &n, &derr) < 0) {
+		sl_buf_adds(msg, derr.message);
 		goto fail;
 	}
 	cJSON_ArrayForEach (t, norm) {
 		char *prefix =
-			sbx_xasprintf("task %s: ", json_str(t, "id", "?"));
+			sl_xasprintf("task %s: ", json_str(t, "id", "?"));
 
-		sbx_verify_lint(
+		sl_verify_lint(
 			pc->core,
 			cJSON_GetObjectItemCaseSensitive(t, "verify_commands"),
 			prefix, &lint);
 		free(prefix);
 	}
 	if (lint.len) {
-		sbx_buf_adds(msg, "verify commands break the rules:\n");
-		sbx_buf_adds(msg, sbx_buf_str(&lint));
+		sl_buf_adds(msg, "verify commands break the rules:\n");
+		sl_buf_adds(msg, sl_buf_str(&lint));
 		goto fail;
 	}
 	graph = cJSON_CreateObject();
@@ -704,25 +702,25 @@ static int validate_decompose(const struct sbx_phase_ctx *pc, const cJSON *in,
 	}
 	free(order);
 	cJSON_Delete(norm);
-	sbx_buf_release(&lint);
+	sl_buf_release(&lint);
 	*out = graph;
 	return 0;
 fail:
 	free(order);
 	cJSON_Delete(norm);
-	sbx_buf_release(&lint);
+	sl_buf_release(&lint);
 	return -1;
 }
 
-int sbx_phase_decompose(const struct sbx_phase_ctx *pc, cJSON **graph,
-			struct sbxloop_error *err)
+int sl_phase_decompose(const struct sl_phase_ctx *pc, cJSON **graph,
+		       struct sbxloop_error *err)
 {
 	cJSON *vars = base_vars(pc);
 	char num[32];
 	int rc;
 
 	snprintf(num, sizeof(num), "%lld",
-		 sbx_config_int(pc->core->cfg, "budgets.max_tasks", 20));
+		 sl_config_int(pc->core->cfg, "budgets.max_tasks", 20));
 	var_set(vars, "max_tasks", num);
 	rc = json_phase(pc, "decompose", "decomposer", 0, vars, "",
 			validate_decompose, graph, NULL, err);
@@ -732,8 +730,8 @@ int sbx_phase_decompose(const struct sbx_phase_ctx *pc, cJSON **graph,
 
 /* ---- PLAN --------------------------------------------------------------- */
 
-static int validate_plan(const struct sbx_phase_ctx *pc, const cJSON *in,
-			 cJSON **out, struct sbx_buf *msg)
+static int validate_plan(const struct sl_phase_ctx *pc, const cJSON *in,
+			 cJSON **out, struct sl_buf *msg)
 {
 	static const char *const keys[] = {"steps", "expected_artifacts",
 					   "verify_commands", "egress", NULL};
@@ -741,7 +739,7 @@ static int validate_plan(const struct sbx_phase_ctx *pc, const cJSON *in,
 	const cJSON *eg = cJSON_GetObjectItemCaseSensitive(in, "egress");
 	const cJSON *e;
 	cJSON *plan = cJSON_CreateObject(), *egress;
-	struct sbx_buf lint = SBX_BUF_INIT;
+	struct sl_buf lint = SL_BUF_INIT;
 
 	if (only_keys(in, keys, "the plan", msg) < 0 ||
 	    str_list(in, "steps", 1, "the plan", plan, msg) < 0 ||
@@ -749,7 +747,7 @@ static int validate_plan(const struct sbx_phase_ctx *pc, const cJSON *in,
 	    str_list(in, "verify_commands", 0, "the plan", plan, msg) < 0)
 		goto fail;
 	if (eg && !cJSON_IsArray(eg)) {
-		sbx_buf_adds(msg, "the plan: 'egress' must be a list");
+		sl_buf_adds(msg, "the plan: 'egress' must be a list");
 		goto fail;
 	}
 	egress = cJSON_AddArrayToObject(plan, "egress");
@@ -765,29 +763,29 @@ static int validate_plan(const struct sbx_phase_ctx *pc, const cJSON *in,
 			goto fail;
 	}
 	/* well-formed and inside the operator's bounds (normalised here) */
-	if (sbx_egress_validate_plan(pc->core->cfg, egress, msg) < 0)
+	if (sl_egress_validate_plan(pc->core->cfg, egress, msg) < 0)
 		goto fail;
-	sbx_verify_lint(
+	sl_verify_lint(
 		pc->core,
 		cJSON_GetObjectItemCaseSensitive(plan, "verify_commands"), "",
 		&lint);
 	if (lint.len) {
-		sbx_buf_adds(msg, "verify commands break the rules:\n");
-		sbx_buf_adds(msg, sbx_buf_str(&lint));
+		sl_buf_adds(msg, "verify commands break the rules:\n");
+		sl_buf_adds(msg, sl_buf_str(&lint));
 		goto fail;
 	}
-	sbx_buf_release(&lint);
+	sl_buf_release(&lint);
 	*out = plan;
 	return 0;
 fail:
-	sbx_buf_release(&lint);
+	sl_buf_release(&lint);
 	cJSON_Delete(plan);
 	return -1;
 }
 
-int sbx_phase_plan(const struct sbx_phase_ctx *pc, const cJSON *spec,
-		   const char *feedback, cJSON **plan,
-		   struct sbxloop_error *err)
+int sl_phase_plan(const struct sl_phase_ctx *pc, const cJSON *spec,
+		  const char *feedback, cJSON **plan,
+		  struct sbxloop_error *err)
 {
 	cJSON *vars = base_vars(pc);
 	int rc;
@@ -837,11 +835,11 @@ static cJSON *verify_commands(const cJSON *spec, const cJSON *plan)
 	return out;
 }
 
-int sbx_phase_execute(const struct sbx_phase_ctx *pc, const cJSON *spec,
-		      const cJSON *plan, const char *feedback,
-		      const char *prior_report, const char *resume_id,
-		      char **report, char **session_id,
-		      struct sbxloop_error *err)
+int sl_phase_execute(const struct sl_phase_ctx *pc, const cJSON *spec,
+		     const cJSON *plan, const char *feedback,
+		     const char *prior_report, const char *resume_id,
+		     char **report, char **session_id,
+		     struct sbxloop_error *err)
 {
 	cJSON *vars = base_vars(pc), *job = NULL, *res = NULL, *cmds;
 	char *prompt = NULL;
@@ -867,7 +865,7 @@ int sbx_phase_execute(const struct sbx_phase_ctx *pc, const cJSON *spec,
 		prior_report && *prior_report
 			? prior_report
 			: "(none: this is the first attempt)");
-	rc = sbx_prompt_render(pc->prompts_dir, "execute", vars, &prompt, err);
+	rc = sl_prompt_render(pc->prompts_dir, "execute", vars, &prompt, err);
 	if (rc < 0)
 		goto out;
 	job = agent_job(pc, prompt, 0, 0);
@@ -883,11 +881,11 @@ int sbx_phase_execute(const struct sbx_phase_ctx *pc, const cJSON *spec,
 	}
 	sid = json_str(res, "session_id", NULL);
 	if (resume_id && *resume_id && (!sid || strcmp(sid, resume_id)))
-		sbx_log(SBXLOOP_LOG_INFO,
-			"phase.resume_missed: asked to resume %s, got %s",
-			resume_id, sid ? sid : "no session");
-	*report = sbx_clip(json_str(res, "output_text", ""));
-	*session_id = sbx_xstrdup(sid);
+		sl_log(SBXLOOP_LOG_INFO,
+		       "phase.resume_missed: asked to resume %s, got %s",
+		       resume_id, sid ? sid : "no session");
+	*report = sl_clip(json_str(res, "output_text", ""));
+	*session_id = sl_xstrdup(sid);
 out:
 	free(prompt);
 	cJSON_Delete(job);
@@ -898,7 +896,7 @@ out:
 
 /* ---- critics: SCRUTINIZE and VALIDATE ----------------------------------- */
 
-static int validate_verdict(const cJSON *in, cJSON **out, struct sbx_buf *msg,
+static int validate_verdict(const cJSON *in, cJSON **out, struct sl_buf *msg,
 			    int scrutiny)
 {
 	static const char *const skeys[] = {"verdict",
@@ -920,14 +918,14 @@ static int validate_verdict(const cJSON *in, cJSON **out, struct sbx_buf *msg,
 	verdict = json_str(o, "verdict", "");
 	if (strcmp(verdict, "pass") && strcmp(verdict, "revise") &&
 	    strcmp(verdict, "accept") && strcmp(verdict, "reject")) {
-		sbx_buf_addf(msg, "'verdict' must be one of %s, not '%s'",
-			     scrutiny ? "pass, revise" : "accept, reject",
-			     verdict);
+		sl_buf_addf(msg, "'verdict' must be one of %s, not '%s'",
+			    scrutiny ? "pass, revise" : "accept, reject",
+			    verdict);
 		goto fail;
 	}
 	issues = cJSON_GetObjectItemCaseSensitive(in, "issues");
 	if (issues && !cJSON_IsArray(issues)) {
-		sbx_buf_adds(msg, "'issues' must be a list");
+		sl_buf_adds(msg, "'issues' must be a list");
 		goto fail;
 	}
 	arr = cJSON_AddArrayToObject(o, "issues");
@@ -944,10 +942,10 @@ static int validate_verdict(const cJSON *in, cJSON **out, struct sbx_buf *msg,
 		sev = json_str(i, "severity", "");
 		if (strcmp(sev, "low") && strcmp(sev, "medium") &&
 		    strcmp(sev, "high")) {
-			sbx_buf_addf(msg,
-				     "issue severity must be low, medium "
-				     "or high, not '%s'",
-				     sev);
+			sl_buf_addf(msg,
+				    "issue severity must be low, medium "
+				    "or high, not '%s'",
+				    sev);
 			goto fail;
 		}
 	}
@@ -958,8 +956,8 @@ static int validate_verdict(const cJSON *in, cJSON **out, struct sbx_buf *msg,
 
 		v = cJSON_GetObjectItemCaseSensitive(in, "verify_suspect");
 		if (v && !cJSON_IsBool(v)) {
-			sbx_buf_adds(msg, "'verify_suspect' must be true or "
-					  "false");
+			sl_buf_adds(msg, "'verify_suspect' must be true or "
+					 "false");
 			goto fail;
 		}
 		cJSON_AddBoolToObject(o, "verify_suspect", cJSON_IsTrue(v));
@@ -968,10 +966,10 @@ static int validate_verdict(const cJSON *in, cJSON **out, struct sbx_buf *msg,
 			goto fail;
 		reason = json_str(o, "verify_suspect_reason", "");
 		if (cJSON_IsTrue(v) && is_blank(reason)) {
-			sbx_buf_adds(msg,
-				     "'verify_suspect' is true, so "
-				     "'verify_suspect_reason' must say why "
-				     "the check is wrong");
+			sl_buf_adds(msg,
+				    "'verify_suspect' is true, so "
+				    "'verify_suspect_reason' must say why "
+				    "the check is wrong");
 			goto fail;
 		}
 	}
@@ -982,15 +980,15 @@ fail:
 	return -1;
 }
 
-static int validate_scrutiny(const struct sbx_phase_ctx *pc, const cJSON *in,
-			     cJSON **out, struct sbx_buf *msg)
+static int validate_scrutiny(const struct sl_phase_ctx *pc, const cJSON *in,
+			     cJSON **out, struct sl_buf *msg)
 {
 	(void)pc;
 	return validate_verdict(in, out, msg, 1);
 }
 
-static int validate_validation(const struct sbx_phase_ctx *pc, const cJSON *in,
-			       cJSON **out, struct sbx_buf *msg)
+static int validate_validation(const struct sl_phase_ctx *pc, const cJSON *in,
+			       cJSON **out, struct sl_buf *msg)
 {
 	(void)pc;
 	return validate_verdict(in, out, msg, 0);
@@ -1010,7 +1008,7 @@ static char *health_summary(const cJSON *health)
 		"tool_failures", "permission_denials", "tool_refusals"};
 	static const char *const names[] = {
 		"tool failures", "permission denials", "tool refusals"};
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	size_t i;
 
 	for (i = 0; i < 3; i++) {
@@ -1022,17 +1020,17 @@ static char *health_summary(const cJSON *health)
 		if (!cJSON_IsObject(o) || !o->child)
 			continue;
 		if (b.len)
-			sbx_buf_adds(&b, "; ");
-		sbx_buf_addf(&b, "%s: ", names[i]);
+			sl_buf_adds(&b, "; ");
+		sl_buf_addf(&b, "%s: ", names[i]);
 		cJSON_ArrayForEach (it, o) {
-			sbx_buf_addf(&b, "%s%s x%d", first ? "" : ", ",
-				     it->string, it->valueint);
+			sl_buf_addf(&b, "%s%s x%d", first ? "" : ", ",
+				    it->string, it->valueint);
 			first = 0;
 		}
 	}
 	if (!b.len)
-		sbx_buf_adds(&b, "healthy");
-	return sbx_buf_detach(&b);
+		sl_buf_adds(&b, "healthy");
+	return sl_buf_detach(&b);
 }
 
 /*
@@ -1040,7 +1038,7 @@ static char *health_summary(const cJSON *health)
  * given while tools were failing is asked again, and a second such
  * verdict is downgraded to the dirty one.
  */
-static int critic(const struct sbx_phase_ctx *pc, const char *phase,
+static int critic(const struct sl_phase_ctx *pc, const char *phase,
 		  const char *persona, cJSON *vars, validate_fn *validate,
 		  const char *clean, const char *dirty, cJSON **verdict,
 		  struct sbxloop_error *err)
@@ -1059,7 +1057,7 @@ static int critic(const struct sbx_phase_ctx *pc, const char *phase,
 	if (strcmp(got, clean) || !health_degraded(health))
 		goto accept;
 	summary = health_summary(health);
-	pre = sbx_xasprintf(
+	pre = sl_xasprintf(
 		"## Degraded tooling warning\n\nYour previous session "
 		"reported tool trouble (%s), so its '%s' verdict was "
 		"discarded. If you cannot actually inspect the work, answer "
@@ -1082,10 +1080,10 @@ static int critic(const struct sbx_phase_ctx *pc, const char *phase,
 	issues = cJSON_GetObjectItemCaseSensitive(v, "issues");
 	{
 		cJSON *i = cJSON_CreateObject();
-		char *d = sbx_xasprintf("the reviewer's tools failed twice "
-					"(%s); its '%s' verdict was "
-					"downgraded",
-					summary, clean);
+		char *d = sl_xasprintf("the reviewer's tools failed twice "
+				       "(%s); its '%s' verdict was "
+				       "downgraded",
+				       summary, clean);
 
 		cJSON_AddStringToObject(i, "severity", "high");
 		cJSON_AddStringToObject(i, "detail", d);
@@ -1115,7 +1113,7 @@ out:
 }
 
 /* Evidence for the reviewer, gathered mechanically; never fails. */
-static char *gather_evidence(const struct sbx_phase_ctx *pc)
+static char *gather_evidence(const struct sl_phase_ctx *pc)
 {
 	static const char *const cmds[] = {
 		"git status --short 2>&1 | head -50", "git diff HEAD 2>&1",
@@ -1126,7 +1124,7 @@ static char *gather_evidence(const struct sbx_phase_ctx *pc)
 	static const size_t budgets[] = {EVIDENCE_BUDGET, DIFF_BUDGET,
 					 EVIDENCE_BUDGET};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	cJSON *job = cJSON_CreateObject(), *arr, *res = NULL;
 	const cJSON *out, *it;
 	size_t i = 0;
@@ -1140,8 +1138,8 @@ static char *gather_evidence(const struct sbx_phase_ctx *pc)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(cmds[i]));
 	if (submit(pc, job, "scrutinizer", &res, &err) < 0 ||
 	    !result_ok(res)) {
-		sbx_log(SBXLOOP_LOG_WARN, "cannot gather review evidence: %s",
-			err.message[0] ? err.message : "batch job failed");
+		sl_log(SBXLOOP_LOG_WARN, "cannot gather review evidence: %s",
+		       err.message[0] ? err.message : "batch job failed");
 		goto out;
 	}
 	out = cJSON_GetObjectItemCaseSensitive(res, "output_json");
@@ -1161,8 +1159,8 @@ static char *gather_evidence(const struct sbx_phase_ctx *pc)
 		while (n && isspace((unsigned char)trimmed[n - 1]))
 			trimmed[--n] = '\0';
 		if (n)
-			sbx_buf_addf(&b, "### %s\n\n```\n%s\n```\n\n",
-				     labels[i], trimmed);
+			sl_buf_addf(&b, "### %s\n\n```\n%s\n```\n\n",
+				    labels[i], trimmed);
 		free(clipped);
 		i++;
 	}
@@ -1170,14 +1168,14 @@ out:
 	cJSON_Delete(job);
 	cJSON_Delete(res);
 	if (!b.len)
-		sbx_buf_adds(&b, "(no evidence gathered)");
-	return sbx_buf_detach(&b);
+		sl_buf_adds(&b, "(no evidence gathered)");
+	return sl_buf_detach(&b);
 }
 
-int sbx_phase_scrutinize(const struct sbx_phase_ctx *pc, const cJSON *spec,
-			 const cJSON *plan, const char *feedback,
-			 const char *report, cJSON **verdict,
-			 struct sbxloop_error *err)
+int sl_phase_scrutinize(const struct sl_phase_ctx *pc, const cJSON *spec,
+			const cJSON *plan, const char *feedback,
+			const char *report, cJSON **verdict,
+			struct sbxloop_error *err)
 {
 	cJSON *vars = base_vars(pc), *cmds;
 	const char *got;
@@ -1188,11 +1186,10 @@ int sbx_phase_scrutinize(const struct sbx_phase_ctx *pc, const cJSON *spec,
 		 render_list(cJSON_GetObjectItemCaseSensitive(plan, "steps"),
 			     "(no steps)"));
 	var_take(vars, "feedback",
-		 sbx_clip(feedback && *feedback ? feedback : "(none)"));
+		 sl_clip(feedback && *feedback ? feedback : "(none)"));
 	var_take(vars, "report",
-		 sbx_clip(report && *report
-				  ? report
-				  : "(executor produced no report)"));
+		 sl_clip(report && *report ? report
+					   : "(executor produced no report)"));
 	var_take(vars, "evidence", gather_evidence(pc));
 	cmds = verify_commands(spec, plan);
 	var_take(vars, "verify_commands",
@@ -1205,20 +1202,19 @@ int sbx_phase_scrutinize(const struct sbx_phase_ctx *pc, const cJSON *spec,
 		return rc;
 	got = json_str(*verdict, "verdict", "");
 	if (strcmp(got, "pass") && strcmp(got, "revise")) {
-		rc = sbx_error(
-			err, SBXLOOP_EINFRA,
-			"scrutinize returned the verdict '%s' (expected "
-			"pass or revise)",
-			got);
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "scrutinize returned the verdict '%s' (expected "
+			      "pass or revise)",
+			      got);
 		cJSON_Delete(*verdict);
 		*verdict = NULL;
 	}
 	return rc;
 }
 
-int sbx_phase_validate(const struct sbx_phase_ctx *pc, const cJSON *spec,
-		       const char *verify_results, cJSON **verdict,
-		       struct sbxloop_error *err)
+int sl_phase_validate(const struct sl_phase_ctx *pc, const cJSON *spec,
+		      const char *verify_results, cJSON **verdict,
+		      struct sbxloop_error *err)
 {
 	cJSON *vars = base_vars(pc);
 	const char *got;
@@ -1233,10 +1229,10 @@ int sbx_phase_validate(const struct sbx_phase_ctx *pc, const cJSON *spec,
 		return rc;
 	got = json_str(*verdict, "verdict", "");
 	if (strcmp(got, "accept") && strcmp(got, "reject")) {
-		rc = sbx_error(err, SBXLOOP_EINFRA,
-			       "validate returned the verdict '%s' (expected "
-			       "accept or reject)",
-			       got);
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "validate returned the verdict '%s' (expected "
+			      "accept or reject)",
+			      got);
 		cJSON_Delete(*verdict);
 		*verdict = NULL;
 	}
@@ -1245,10 +1241,10 @@ int sbx_phase_validate(const struct sbx_phase_ctx *pc, const cJSON *spec,
 
 /* ---- VERIFY ------------------------------------------------------------- */
 
-int sbx_phase_verify(const struct sbx_phase_ctx *pc, const cJSON *spec,
-		     const cJSON *plan, cJSON **out, struct sbxloop_error *err)
+int sl_phase_verify(const struct sl_phase_ctx *pc, const cJSON *spec,
+		    const cJSON *plan, cJSON **out, struct sbxloop_error *err)
 {
-	struct sbx_buf transcript = SBX_BUF_INIT, failures = SBX_BUF_INIT;
+	struct sl_buf transcript = SL_BUF_INIT, failures = SL_BUF_INIT;
 	cJSON *cmds = verify_commands(spec, plan), *job = NULL, *res = NULL;
 	const cJSON *it;
 	const char *type, *msg;
@@ -1277,8 +1273,8 @@ int sbx_phase_verify(const struct sbx_phase_ctx *pc, const cJSON *spec,
 		goto out;
 	if (!result_ok(res)) {
 		result_error(res, &type, &msg);
-		rc = sbx_error(err, SBXLOOP_EINFRA,
-			       "verify batch job failed (%s): %s", type, msg);
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "verify batch job failed (%s): %s", type, msg);
 		goto out;
 	}
 	cJSON_ArrayForEach (
@@ -1290,12 +1286,12 @@ int sbx_phase_verify(const struct sbx_phase_ctx *pc, const cJSON *spec,
 		int c = cJSON_IsNumber(code) ? code->valueint : -1;
 
 		if (transcript.len)
-			sbx_buf_adds(&transcript, "\n\n");
-		sbx_buf_addf(&transcript, "$ %s\n(exit %d)\n%s", cmd, c, text);
+			sl_buf_adds(&transcript, "\n\n");
+		sl_buf_addf(&transcript, "$ %s\n(exit %d)\n%s", cmd, c, text);
 		if (c != 0) {
 			if (failures.len)
-				sbx_buf_adds(&failures, "\n\n");
-			sbx_buf_addf(
+				sl_buf_adds(&failures, "\n\n");
+			sl_buf_addf(
 				&failures,
 				"verify command failed: `%s` (exit %d)\n%s",
 				cmd, c, text);
@@ -1304,14 +1300,14 @@ int sbx_phase_verify(const struct sbx_phase_ctx *pc, const cJSON *spec,
 	}
 	*out = cJSON_CreateObject();
 	cJSON_AddBoolToObject(*out, "passed", failed == 0);
-	fb = sbx_clip(sbx_buf_str(&failures));
+	fb = sl_clip(sl_buf_str(&failures));
 	cJSON_AddStringToObject(*out, "feedback", fb);
 	free(fb);
-	cJSON_AddStringToObject(*out, "results", sbx_buf_str(&transcript));
+	cJSON_AddStringToObject(*out, "results", sl_buf_str(&transcript));
 	cJSON_AddNumberToObject(*out, "failed", failed);
 out:
-	sbx_buf_release(&transcript);
-	sbx_buf_release(&failures);
+	sl_buf_release(&transcript);
+	sl_buf_release(&failures);
 	cJSON_Delete(cmds);
 	cJSON_Delete(job);
 	cJSON_Delete(res);

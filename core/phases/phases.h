@@ -7,8 +7,8 @@
  * infrastructure error (the run stops, resumable) with the message in
  * `err`; verdicts and verify failures are ordinary results.
  */
-#ifndef SBX_PHASES_H
-#define SBX_PHASES_H
+#ifndef SL_PHASES_H
+#define SL_PHASES_H
 
 #include <cjson/cJSON.h>
 
@@ -21,15 +21,15 @@
  * A job failed because the sandbox crossed limits.disk_abort or
  * limits.mem_abort: the message is the diagnosis; the task fails.
  */
-#define SBX_PHASE_ERESOURCES (-64)
+#define SL_PHASE_ERESOURCES (-64)
 /*
  * An agent went past budgets.max_tool_calls_per_phase and was stopped
  * (ToolCallCeiling): a budget exhausted, so the task fails like one.
  */
-#define SBX_PHASE_EBUDGET (-65)
+#define SL_PHASE_EBUDGET (-65)
 
-struct sbx_phase_ctx {
-	struct sbx_core *core;
+struct sl_phase_ctx {
+	struct sl_core *core;
 	const struct sbxloop_sandbox_info *info;
 	const char *outcome;
 	const char *prompts_dir;
@@ -38,61 +38,60 @@ struct sbx_phase_ctx {
 };
 
 /* Clip to the last 6000 chars with a marker; caller frees. */
-char *sbx_clip(const char *text);
+char *sl_clip(const char *text);
 
 /*
  * The script backend's scenario file (agent.script) as an absolute path,
  * a relative one taken from the project file's directory; NULL when
  * unset. Caller frees.
  */
-char *sbx_phase_script_path(const struct sbx_core *core);
+char *sl_phase_script_path(const struct sl_core *core);
 
 /*
  * DECOMPOSE. *graph (caller frees) is {"tasks":[...]} with every task
  * normalised (all six fields present) and in execution order. Task ids
- * must pass sbx_task_id_valid (else the agent is asked again); more tasks
+ * must pass sl_task_id_valid (else the agent is asked again); more tasks
  * than budgets.max_tasks fail the phase before any task is looked at.
  */
-int sbx_phase_decompose(const struct sbx_phase_ctx *pc, cJSON **graph,
-			struct sbxloop_error *err);
+int sl_phase_decompose(const struct sl_phase_ctx *pc, cJSON **graph,
+		       struct sbxloop_error *err);
 
 /* PLAN. *plan (caller frees): steps, expected_artifacts,
  * verify_commands, egress. */
-int sbx_phase_plan(const struct sbx_phase_ctx *pc, const cJSON *spec,
-		   const char *feedback, cJSON **plan,
-		   struct sbxloop_error *err);
+int sl_phase_plan(const struct sl_phase_ctx *pc, const cJSON *spec,
+		  const char *feedback, cJSON **plan,
+		  struct sbxloop_error *err);
 
 /*
  * EXECUTE. `resume_id` may be NULL (fresh session). *report and
  * *session_id: caller frees (session_id may come back NULL).
  */
-int sbx_phase_execute(const struct sbx_phase_ctx *pc, const cJSON *spec,
-		      const cJSON *plan, const char *feedback,
-		      const char *prior_report, const char *resume_id,
-		      char **report, char **session_id,
-		      struct sbxloop_error *err);
+int sl_phase_execute(const struct sl_phase_ctx *pc, const cJSON *spec,
+		     const cJSON *plan, const char *feedback,
+		     const char *prior_report, const char *resume_id,
+		     char **report, char **session_id,
+		     struct sbxloop_error *err);
 
 /* SCRUTINIZE. *verdict (caller frees): verdict, issues, feedback,
  * verify_suspect, verify_suspect_reason, and maybe tooling_health and
  * downgraded. */
-int sbx_phase_scrutinize(const struct sbx_phase_ctx *pc, const cJSON *spec,
-			 const cJSON *plan, const char *feedback,
-			 const char *report, cJSON **verdict,
-			 struct sbxloop_error *err);
+int sl_phase_scrutinize(const struct sl_phase_ctx *pc, const cJSON *spec,
+			const cJSON *plan, const char *feedback,
+			const char *report, cJSON **verdict,
+			struct sbxloop_error *err);
 
 /* VERIFY. *out (caller frees): {"passed","feedback","results",
  * "failed":K}. */
-int sbx_phase_verify(const struct sbx_phase_ctx *pc, const cJSON *spec,
-		     const cJSON *plan, cJSON **out,
-		     struct sbxloop_error *err);
+int sl_phase_verify(const struct sl_phase_ctx *pc, const cJSON *spec,
+		    const cJSON *plan, cJSON **out, struct sbxloop_error *err);
 
 /* VALIDATE with the stored verify transcript. */
-int sbx_phase_validate(const struct sbx_phase_ctx *pc, const cJSON *spec,
-		       const char *verify_results, cJSON **verdict,
-		       struct sbxloop_error *err);
+int sl_phase_validate(const struct sl_phase_ctx *pc, const cJSON *spec,
+		      const char *verify_results, cJSON **verdict,
+		      struct sbxloop_error *err);
 
 /* Verify-command lint: appends "- <prefix><message>" lines to `out`. */
-void sbx_verify_lint(const struct sbx_core *core, const cJSON *commands,
-		     const char *prefix, struct sbx_buf *out);
+void sl_verify_lint(const struct sl_core *core, const cJSON *commands,
+		    const char *prefix, struct sl_buf *out);
 
 #endif

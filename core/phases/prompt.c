@@ -14,9 +14,9 @@
 
 #define PROMPT_MAX (1u << 20)
 
-const char *sbx_prompt_dir(const struct sbx_config *cfg)
+const char *sl_prompt_dir(const struct sl_config *cfg)
 {
-	const char *dir = cfg ? sbx_config_str(cfg, "prompts_dir") : NULL;
+	const char *dir = cfg ? sl_config_str(cfg, "prompts_dir") : NULL;
 
 	if (dir && *dir)
 		return dir;
@@ -49,10 +49,10 @@ static int name_char(int c, int first)
 	return c == '_' || isalpha(c) || (!first && isdigit(c));
 }
 
-int sbx_prompt_render_text(const char *text, const cJSON *vars, char **out,
-			   struct sbxloop_error *err)
+int sl_prompt_render_text(const char *text, const cJSON *vars, char **out,
+			  struct sbxloop_error *err)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	const char *p = skip_header(text);
 	int rc = 0;
 
@@ -64,13 +64,13 @@ int sbx_prompt_render_text(const char *text, const cJSON *vars, char **out,
 		char *name;
 
 		if (!dollar) {
-			sbx_buf_adds(&b, p);
+			sl_buf_adds(&b, p);
 			break;
 		}
-		sbx_buf_add(&b, p, (size_t)(dollar - p));
+		sl_buf_add(&b, p, (size_t)(dollar - p));
 		p = dollar + 1;
 		if (*p == '$') {
-			sbx_buf_addc(&b, '$');
+			sl_buf_addc(&b, '$');
 			p++;
 			continue;
 		}
@@ -78,54 +78,52 @@ int sbx_prompt_render_text(const char *text, const cJSON *vars, char **out,
 		     n++)
 			;
 		if (n == 0) {
-			rc = sbx_error(
-				err, SBXLOOP_EINVAL,
-				"invalid placeholder at '$%.10s' (write "
-				"'$$' for a dollar)",
-				p);
+			rc = sl_error(err, SBXLOOP_EINVAL,
+				      "invalid placeholder at '$%.10s' (write "
+				      "'$$' for a dollar)",
+				      p);
 			goto out;
 		}
-		name = sbx_xstrndup(p, n);
+		name = sl_xstrndup(p, n);
 		v = cJSON_GetObjectItemCaseSensitive(vars, name);
 		if (!cJSON_IsString(v)) {
-			rc = sbx_error(err, SBXLOOP_EINVAL,
-				       "prompt variable '%s' is not set",
-				       name);
+			rc = sl_error(err, SBXLOOP_EINVAL,
+				      "prompt variable '%s' is not set", name);
 			free(name);
 			goto out;
 		}
 		free(name);
-		sbx_buf_adds(&b, v->valuestring);
+		sl_buf_adds(&b, v->valuestring);
 		p += n;
 	}
-	*out = sbx_buf_detach(&b);
+	*out = sl_buf_detach(&b);
 	if (!*out)
-		*out = sbx_xstrdup("");
+		*out = sl_xstrdup("");
 out:
-	sbx_buf_release(&b);
+	sl_buf_release(&b);
 	return rc;
 }
 
-int sbx_prompt_render(const char *dir, const char *name, const cJSON *vars,
-		      char **out, struct sbxloop_error *err)
+int sl_prompt_render(const char *dir, const char *name, const cJSON *vars,
+		     char **out, struct sbxloop_error *err)
 {
-	char *path = sbx_xasprintf("%s/%s.md", dir, name);
-	char *text = sbx_read_file(path, NULL, PROMPT_MAX);
+	char *path = sl_xasprintf("%s/%s.md", dir, name);
+	char *text = sl_read_file(path, NULL, PROMPT_MAX);
 	int rc;
 
 	*out = NULL;
 	if (!text) {
-		rc = sbx_error(err, SBXLOOP_EINVAL,
-			       "cannot read prompt template '%s': %s", path,
-			       strerror(errno));
+		rc = sl_error(err, SBXLOOP_EINVAL,
+			      "cannot read prompt template '%s': %s", path,
+			      strerror(errno));
 		goto out;
 	}
-	rc = sbx_prompt_render_text(text, vars, out, err);
+	rc = sl_prompt_render_text(text, vars, out, err);
 	if (rc < 0) {
 		char msg[SBXLOOP_ERROR_MAX];
 
 		snprintf(msg, sizeof(msg), "%s", err->message);
-		sbx_error(err, rc, "template '%s': %s", path, msg);
+		sl_error(err, rc, "template '%s': %s", path, msg);
 	}
 out:
 	free(text);

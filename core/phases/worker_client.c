@@ -25,15 +25,15 @@
 #define GRACE_S 60.0
 #define TAIL_LINES 5
 #define DIAG_MAX 1500
-#define RESOURCES_TYPE "\"" SBX_EV_SANDBOX_RESOURCES "\""
+#define RESOURCES_TYPE "\"" SL_EV_SANDBOX_RESOURCES "\""
 
 struct relay {
-	struct sbx_core *core;
+	struct sl_core *core;
 	cJSON *enrich;
 	cJSON *result;
 	char *tail[TAIL_LINES];
 	size_t n_tail;
-	struct sbx_buf err_tail;
+	struct sl_buf err_tail;
 };
 
 static void keep_tail(struct relay *r, const char *line, size_t len)
@@ -46,18 +46,18 @@ static void keep_tail(struct relay *r, const char *line, size_t len)
 			r->tail[i - 1] = r->tail[i];
 		r->n_tail--;
 	}
-	r->tail[r->n_tail++] = sbx_xstrndup(line, len > 400 ? 400 : len);
+	r->tail[r->n_tail++] = sl_xstrndup(line, len > 400 ? 400 : len);
 }
 
 /* The data of the newest resource sample relayed (single lane). */
 static cJSON *last_sample;
 
-const cJSON *sbx_worker_last_resources(void)
+const cJSON *sl_worker_last_resources(void)
 {
 	return last_sample;
 }
 
-void sbx_worker_forget_resources(void)
+void sl_worker_forget_resources(void)
 {
 	cJSON_Delete(last_sample);
 	last_sample = NULL;
@@ -70,7 +70,7 @@ static void note_resources(const char *line, size_t len)
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
 
 	if (cJSON_IsObject(d) && cJSON_IsString(type) &&
-	    strcmp(type->valuestring, SBX_EV_SANDBOX_RESOURCES) == 0) {
+	    strcmp(type->valuestring, SL_EV_SANDBOX_RESOURCES) == 0) {
 		cJSON_Delete(last_sample);
 		last_sample = d;
 		d = NULL;
@@ -91,7 +91,7 @@ static void on_stdout(void *user, const char *line, size_t len)
 	if (len < 4096 &&
 	    memmem(line, len, RESOURCES_TYPE, sizeof(RESOURCES_TYPE) - 1))
 		note_resources(line, len);
-	if (sbx_bus_relay_worker_line(r->core, line, len, r->enrich, &res) ==
+	if (sl_bus_relay_worker_line(r->core, line, len, r->enrich, &res) ==
 	    1) {
 		cJSON_Delete(r->result);
 		r->result = res;
@@ -104,8 +104,8 @@ static void on_stderr(void *user, const char *line, size_t len)
 {
 	struct relay *r = user;
 
-	sbx_buf_add(&r->err_tail, line, len);
-	sbx_buf_addc(&r->err_tail, '\n');
+	sl_buf_add(&r->err_tail, line, len);
+	sl_buf_addc(&r->err_tail, '\n');
 	if (r->err_tail.len > DIAG_MAX * 2) {
 		memmove(r->err_tail.buf,
 			r->err_tail.buf + r->err_tail.len - DIAG_MAX,
@@ -134,7 +134,7 @@ static void set_field(cJSON *job, const char *key, cJSON *val)
 		cJSON_AddItemToObject(job, key, val);
 }
 
-int sbx_worker_job_read_only(const cJSON *job)
+int sl_worker_job_read_only(const cJSON *job)
 {
 	const cJSON *m =
 		cJSON_GetObjectItemCaseSensitive(job, "permission_mode");
@@ -156,7 +156,7 @@ static cJSON *fetch_result(const struct sbxloop_sandbox_ops *ops, void *ctx,
 		return NULL;
 	close(fd);
 	if (ops->copy_out(ctx, box, path, tmpl, &err) == 0) {
-		text = sbx_read_file(tmpl, NULL, 64u << 20);
+		text = sl_read_file(tmpl, NULL, 64u << 20);
 		if (text)
 			res = cJSON_Parse(text);
 		free(text);
@@ -165,36 +165,36 @@ static cJSON *fetch_result(const struct sbxloop_sandbox_ops *ops, void *ctx,
 	return res;
 }
 
-static void add_diag(struct sbx_buf *b, const struct relay *r, int rc,
+static void add_diag(struct sl_buf *b, const struct relay *r, int rc,
 		     const struct sbxloop_proc_result *pr)
 {
 	size_t i;
-	const char *stderr_tail = sbx_buf_str(&r->err_tail);
+	const char *stderr_tail = sl_buf_str(&r->err_tail);
 
-	sbx_buf_addf(b, "exec rc=%d", rc == 0 ? pr->exit_code : rc);
+	sl_buf_addf(b, "exec rc=%d", rc == 0 ? pr->exit_code : rc);
 	if (pr->term_signal)
-		sbx_buf_addf(b, " (signal %d)", pr->term_signal);
+		sl_buf_addf(b, " (signal %d)", pr->term_signal);
 	if (*stderr_tail) {
 		size_t n = strlen(stderr_tail);
 
-		sbx_buf_adds(b, "; stderr: ");
-		sbx_buf_adds(b, n > DIAG_MAX ? stderr_tail + n - DIAG_MAX
-					     : stderr_tail);
+		sl_buf_adds(b, "; stderr: ");
+		sl_buf_adds(b, n > DIAG_MAX ? stderr_tail + n - DIAG_MAX
+					    : stderr_tail);
 	}
-	sbx_buf_adds(b, "; last events: ");
+	sl_buf_adds(b, "; last events: ");
 	if (!r->n_tail)
-		sbx_buf_adds(b, "(none)");
+		sl_buf_adds(b, "(none)");
 	for (i = 0; i < r->n_tail; i++) {
 		if (i)
-			sbx_buf_adds(b, " | ");
-		sbx_buf_adds(b, r->tail[i]);
+			sl_buf_adds(b, " | ");
+		sl_buf_adds(b, r->tail[i]);
 	}
 }
 
-int sbx_worker_submit(struct sbx_core *core,
-		      const struct sbxloop_sandbox_info *info, cJSON *job,
-		      const struct sbx_job_tags *tags, cJSON **result,
-		      struct sbxloop_error *err)
+int sl_worker_submit(struct sl_core *core,
+		     const struct sbxloop_sandbox_info *info, cJSON *job,
+		     const struct sl_job_tags *tags, cJSON **result,
+		     struct sbxloop_error *err)
 {
 	const struct sbxloop_sandbox_ops *ops = core->sandbox.ops;
 	static const char *const limit_keys[] = {
@@ -205,7 +205,7 @@ int sbx_worker_submit(struct sbx_core *core,
 	struct sbxloop_proc_result pr;
 	struct sbxloop_exec_spec spec;
 	struct relay r;
-	char job_id[SBX_JOB_ID_LEN + 1], nums[4][32];
+	char job_id[SL_JOB_ID_LEN + 1], nums[4][32];
 	char *events_path = NULL, *result_path = NULL, *text = NULL;
 	const char *argv[32];
 	const cJSON *t, *st, *jid;
@@ -218,9 +218,9 @@ int sbx_worker_submit(struct sbx_core *core,
 	memset(&pr, 0, sizeof(pr));
 	pr.struct_size = sizeof(pr);
 	if (!ops || !core->sandbox.ctx)
-		return sbx_error(err, SBXLOOP_EINFRA,
-				 "no sandbox provider is active");
-	sbx_job_id_new(job_id);
+		return sl_error(err, SBXLOOP_EINFRA,
+				"no sandbox provider is active");
+	sl_job_id_new(job_id);
 	set_field(job, "v", cJSON_CreateNumber(1));
 	set_field(job, "job_id", cJSON_CreateString(job_id));
 	set_field(job, "run_id",
@@ -229,8 +229,8 @@ int sbx_worker_submit(struct sbx_core *core,
 	timeout = cJSON_IsNumber(t) ? t->valuedouble : 1800.0;
 	text = cJSON_PrintUnformatted(job);
 
-	events_path = sbx_xasprintf("%s/events/%s.jsonl", info->home, job_id);
-	result_path = sbx_xasprintf("%s/results/%s.json", info->home, job_id);
+	events_path = sl_xasprintf("%s/events/%s.jsonl", info->home, job_id);
+	result_path = sl_xasprintf("%s/results/%s.json", info->home, job_id);
 	argv[n++] = info->worker;
 	argv[n++] = "run";
 	argv[n++] = "--job";
@@ -244,7 +244,7 @@ int sbx_worker_submit(struct sbx_core *core,
 	argv[n++] = "--heartbeat";
 	argv[n++] = "15";
 	for (i = 0; i < 4; i++) {
-		double v = sbx_config_double(core->cfg, limit_keys[i], 0);
+		double v = sl_config_double(core->cfg, limit_keys[i], 0);
 
 		if (v <= 0)
 			continue;
@@ -274,53 +274,53 @@ int sbx_worker_submit(struct sbx_core *core,
 	spec.on_stderr_line = on_stderr;
 	spec.user = &r;
 	/* a critic (SCRUTINIZE, VALIDATE) sees the workspace read-only */
-	spec.read_only_workspace = sbx_worker_job_read_only(job);
-	sbx_log(SBXLOOP_LOG_DEBUG, "job %s: %s", job_id,
-		cJSON_GetStringValue(
-			cJSON_GetObjectItemCaseSensitive(job, "kind")));
+	spec.read_only_workspace = sl_worker_job_read_only(job);
+	sl_log(SBXLOOP_LOG_DEBUG, "job %s: %s", job_id,
+	       cJSON_GetStringValue(
+		       cJSON_GetObjectItemCaseSensitive(job, "kind")));
 	rc = ops->exec(core->sandbox.ctx, info->name, &spec, &pr, err);
 	if (rc == SBXLOOP_ETIMEDOUT || pr.timed_out) {
-		rc = sbx_error(err, SBXLOOP_ETIMEDOUT,
-			       "job %s exceeded %gs (+%gs grace)", job_id,
-			       timeout, grace_s());
+		rc = sl_error(err, SBXLOOP_ETIMEDOUT,
+			      "job %s exceeded %gs (+%gs grace)", job_id,
+			      timeout, grace_s());
 		goto out;
 	}
 	if (!r.result)
 		r.result = fetch_result(ops, core->sandbox.ctx, info->name,
 					result_path);
 	if (!r.result) {
-		struct sbx_buf b = SBX_BUF_INIT;
+		struct sl_buf b = SL_BUF_INIT;
 		char msg[SBXLOOP_ERROR_MAX];
 
 		snprintf(msg, sizeof(msg), "%s", rc < 0 ? err->message : "");
-		sbx_buf_addf(&b, "worker for job %s produced no result (%s); ",
-			     job_id, result_path);
+		sl_buf_addf(&b, "worker for job %s produced no result (%s); ",
+			    job_id, result_path);
 		if (*msg)
-			sbx_buf_addf(&b, "%s; ", msg);
+			sl_buf_addf(&b, "%s; ", msg);
 		add_diag(&b, &r, rc, &pr);
-		rc = sbx_error(err, SBXLOOP_EINFRA, "%s", sbx_buf_str(&b));
-		sbx_buf_release(&b);
+		rc = sl_error(err, SBXLOOP_EINFRA, "%s", sl_buf_str(&b));
+		sl_buf_release(&b);
 		goto out;
 	}
 	jid = cJSON_GetObjectItemCaseSensitive(r.result, "job_id");
 	st = cJSON_GetObjectItemCaseSensitive(r.result, "status");
 	if (!cJSON_IsObject(r.result) || !cJSON_IsString(st) ||
 	    (cJSON_IsString(jid) && strcmp(jid->valuestring, job_id))) {
-		rc = sbx_error(err, SBXLOOP_EINFRA,
-			       "worker for job %s returned an invalid result",
-			       job_id);
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "worker for job %s returned an invalid result",
+			      job_id);
 		goto out;
 	}
 	*result = r.result;
 	r.result = NULL;
 	rc = 0;
 out:
-	sbx_proc_result_clear(&pr);
+	sl_proc_result_clear(&pr);
 	cJSON_Delete(r.result);
 	cJSON_Delete(r.enrich);
 	for (i = 0; i < r.n_tail; i++)
 		free(r.tail[i]);
-	sbx_buf_release(&r.err_tail);
+	sl_buf_release(&r.err_tail);
 	free(text);
 	free(events_path);
 	free(result_path);

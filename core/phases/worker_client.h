@@ -2,8 +2,8 @@
  * Submitting one job to the sbxloop-worker inside the active sandbox and
  * collecting its JobResult. Used by the phase runners.
  */
-#ifndef SBX_WORKER_CLIENT_H
-#define SBX_WORKER_CLIENT_H
+#ifndef SL_WORKER_CLIENT_H
+#define SL_WORKER_CLIENT_H
 
 #include <cjson/cJSON.h>
 
@@ -11,7 +11,7 @@
 
 #include "host/core.h"
 
-struct sbx_job_tags {
+struct sl_job_tags {
 	const char *role;    /* "agent" */
 	const char *persona; /* "planner", "executor", ..., or NULL */
 	const char *task_id; /* or NULL */
@@ -21,11 +21,11 @@ struct sbx_job_tags {
  * The data of the newest sandbox.resources event any job relayed
  * (borrowed; NULL before the first), and a way to drop it.
  */
-const cJSON *sbx_worker_last_resources(void);
-void sbx_worker_forget_resources(void);
+const cJSON *sl_worker_last_resources(void);
+void sl_worker_forget_resources(void);
 
 /* Does `job` ask for a read-only workspace (permission_mode)? */
-int sbx_worker_job_read_only(const cJSON *job);
+int sl_worker_job_read_only(const cJSON *job);
 
 /*
  * Run `job` (borrowed; v, job_id and run_id are filled in here) in the
@@ -35,9 +35,9 @@ int sbx_worker_job_read_only(const cJSON *job);
  * SBXLOOP_EINFRA (or SBXLOOP_ETIMEDOUT past the host deadline) with the
  * diagnostics in `err`.
  */
-int sbx_worker_submit(struct sbx_core *core,
-		      const struct sbxloop_sandbox_info *info, cJSON *job,
-		      const struct sbx_job_tags *tags, cJSON **result,
-		      struct sbxloop_error *err);
+int sl_worker_submit(struct sl_core *core,
+		     const struct sbxloop_sandbox_info *info, cJSON *job,
+		     const struct sl_job_tags *tags, cJSON **result,
+		     struct sbxloop_error *err);
 
 #endif

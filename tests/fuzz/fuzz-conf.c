@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the config loader (sbx_config_load, core/config/conf.c):
+ * libFuzzer target for the config loader (sl_config_load, core/config/conf.c):
  * the input is the text of an sbxloop.yaml, loaded as the project file
  * with no user file and no environment. It must not crash or leak; a
  * load that fails must say why, one that succeeds must render as JSON.
@@ -38,8 +38,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct sbx_config_opts opts;
-	struct sbx_config *cfg = NULL;
+	struct sl_config_opts opts;
+	struct sl_config *cfg = NULL;
 	char *errors = NULL;
 	FILE *f = fopen(path, "w");
 
@@ -54,8 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	opts.cwd = "/tmp";
 	opts.no_user_file = 1;
 	opts.no_env = 1;
-	if (sbx_config_load(&cfg, &opts, &errors) == 0) {
-		char *json = sbx_config_to_json(cfg);
+	if (sl_config_load(&cfg, &opts, &errors) == 0) {
+		char *json = sl_config_to_json(cfg);
 		cJSON *j = json ? cJSON_Parse(json) : NULL;
 
 		if (!cJSON_IsObject(j)) {
@@ -70,6 +70,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	free(errors);
-	sbx_config_free(cfg);
+	sl_config_free(cfg);
 	return 0;
 }

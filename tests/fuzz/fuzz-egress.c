@@ -4,7 +4,7 @@
  * agent sandbox (the provisioning seed plus every grant the ledger made)
  * and no entry of the github sandbox's seed may match h, the control
  * plane and the github tier excepted (seeded whatever deny says,
- * UPSTREAM 9.1). It also checks sbx_pattern_overlaps and the ledger's
+ * UPSTREAM 9.1). It also checks sl_pattern_overlaps and the ledger's
  * coverage against a reference matcher written here independently.
  *
  * Input: text lines, the first character says what the rest is:
@@ -42,11 +42,11 @@ struct list {
 	size_t n;
 };
 
-static struct sbx_config *cfg;
+static struct sl_config *cfg;
 
 static void push(struct list *l, char *s)
 {
-	if (l->n < SBX_ARRAY_SIZE(l->v))
+	if (l->n < SL_ARRAY_SIZE(l->v))
 		l->v[l->n++] = s;
 	else
 		free(s);
@@ -167,9 +167,9 @@ static int rec_grant(void *ctx, const struct sbxloop_grant *g,
 
 	for (i = 0; i < r->refuse->n; i++)
 		if (!strcmp(r->refuse->v[i], g->domain))
-			return sbx_error(err, SBXLOOP_EUNSUPPORTED,
-					 "refused '%s'", g->domain);
-	push(&r->granted, sbx_xstrdup(g->domain));
+			return sl_error(err, SBXLOOP_EUNSUPPORTED,
+					"refused '%s'", g->domain);
+	push(&r->granted, sl_xstrdup(g->domain));
 	return 0;
 }
 
@@ -208,10 +208,10 @@ static char *config_pattern(const char *s, int allow_star)
 	n = strlen(s);
 	while (n && isspace((unsigned char)s[n - 1]))
 		n--;
-	t = sbx_xstrndup(s, n);
+	t = sl_xstrndup(s, n);
 	for (c = t; *c; c++)
 		*c = (char)tolower((unsigned char)*c);
-	if (!sbx_pattern_valid(t, allow_star) || strchr(t, ',')) {
+	if (!sl_pattern_valid(t, allow_star) || strchr(t, ',')) {
 		free(t);
 		return NULL;
 	}
@@ -220,19 +220,19 @@ static char *config_pattern(const char *s, int allow_star)
 
 static int set_list(const char *key, const struct list *l)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	struct sl_buf b = SL_BUF_INIT;
 	char *err = NULL;
 	size_t i;
 	int rc;
 
 	for (i = 0; i < l->n; i++) {
 		if (i)
-			sbx_buf_addc(&b, ',');
-		sbx_buf_adds(&b, l->v[i]);
+			sl_buf_addc(&b, ',');
+		sl_buf_adds(&b, l->v[i]);
 	}
-	rc = sbx_config_set(cfg, key, sbx_buf_str(&b), &err);
+	rc = sl_config_set(cfg, key, sl_buf_str(&b), &err);
 	free(err);
-	sbx_buf_release(&b);
+	sl_buf_release(&b);
 	return rc;
 }
 
@@ -240,19 +240,19 @@ static int set_list(const char *key, const struct list *l)
 static void add_probes(struct list *probes, const char *p)
 {
 	const char *b = base_of(p);
-	char *u = sbx_xstrdup(b), *c;
+	char *u = sl_xstrdup(b), *c;
 
 	for (c = u; *c; c++)
 		*c = (char)toupper((unsigned char)*c);
-	push(probes, sbx_xstrdup(b));
-	push(probes, sbx_xasprintf("zz.%s", b));
-	push(probes, sbx_xasprintf("%s.", b));
+	push(probes, sl_xstrdup(b));
+	push(probes, sl_xasprintf("zz.%s", b));
+	push(probes, sl_xasprintf("%s.", b));
 	push(probes, u);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	struct sbx_config_opts opts;
+	struct sl_config_opts opts;
 	char *errors = NULL;
 
 	(void)argc;
@@ -261,7 +261,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	opts.config_file = "/dev/null";
 	opts.no_user_file = 1;
 	opts.no_env = 1;
-	if (sbx_config_load(&cfg, &opts, &errors) != 0) {
+	if (sl_config_load(&cfg, &opts, &errors) != 0) {
 		fprintf(stderr, "fuzz-egress: %s\n", errors ? errors : "");
 		abort();
 	}
@@ -293,15 +293,15 @@ static void take(struct input *in, char k, const char *arg)
 		break;
 	case 'p':
 		if (in->decl.n < MAX_ITEMS)
-			push(&in->decl, sbx_xstrdup(arg));
+			push(&in->decl, sl_xstrdup(arg));
 		break;
 	case 'u':
 		if (in->refuse.n < MAX_ITEMS)
-			push(&in->refuse, sbx_xstrdup(arg));
+			push(&in->refuse, sl_xstrdup(arg));
 		break;
 	case 'h':
 		if (in->probes.n < MAX_ITEMS)
-			push(&in->probes, sbx_xstrdup(arg));
+			push(&in->probes, sl_xstrdup(arg));
 		break;
 	default:
 		break;
@@ -319,7 +319,7 @@ static void parse_text(struct input *in, const uint8_t *data, size_t size)
 		size_t n = end - pos;
 
 		if (n >= 1 && n <= MAX_LINE) {
-			char *line = sbx_xstrndup((const char *)data + pos, n);
+			char *line = sl_xstrndup((const char *)data + pos, n);
 			char *arg = line + 1 + (n > 1 && line[1] == ' ');
 
 			/* no NUL inside */
@@ -351,25 +351,24 @@ static void parse_gen(struct input *in, const uint8_t *data, size_t size)
 	while (pos + 2 <= size) {
 		uint8_t b0 = data[pos], b1 = data[pos + 1];
 		size_t nl = 1 + (b1 & 3) % 3, i;
-		struct sbx_buf d = SBX_BUF_INIT;
+		struct sl_buf d = SL_BUF_INIT;
 		char *c;
 
 		pos += 2;
 		if ((b0 & 0xc0) == 0xc0) {
-			sbx_buf_adds(&d, "*");
+			sl_buf_adds(&d, "*");
 		} else {
 			if (b0 & 0x08)
-				sbx_buf_adds(&d, "*.");
+				sl_buf_adds(&d, "*.");
 			for (i = 0; i < nl && pos < size; i++, pos++)
-				sbx_buf_addf(&d, "%s.",
-					     labels[data[pos] %
-						    SBX_ARRAY_SIZE(labels)]);
-			sbx_buf_adds(&d,
-				     tlds[(b1 >> 2) % SBX_ARRAY_SIZE(tlds)]);
+				sl_buf_addf(&d, "%s.",
+					    labels[data[pos] %
+						   SL_ARRAY_SIZE(labels)]);
+			sl_buf_adds(&d, tlds[(b1 >> 2) % SL_ARRAY_SIZE(tlds)]);
 			if (b0 & 0x20)
-				sbx_buf_addc(&d, '.');
+				sl_buf_addc(&d, '.');
 		}
-		c = sbx_buf_detach(&d);
+		c = sl_buf_detach(&d);
 		if (b0 & 0x10) {
 			char *u;
 
@@ -386,10 +385,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct input in;
 	struct list effective = {{0}, 0}, all = {{0}, 0};
 	struct rec rec;
-	struct sbx_egress_granter chain[1] = {{"rec", &rec_ops, &rec}};
+	struct sl_egress_granter chain[1] = {{"rec", &rec_ops, &rec}};
 	struct sbxloop_error err = {0, ""};
-	struct sbx_buf msg = SBX_BUF_INIT;
-	struct sbx_egress_ledger *l;
+	struct sl_buf msg = SL_BUF_INIT;
+	struct sl_egress_ledger *l;
 	cJSON *eg = cJSON_CreateArray(), *copy;
 	char **seed, **gh;
 	size_t i, j;
@@ -418,7 +417,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* plan validation: a plan that passes declares nothing denied */
 	copy = cJSON_Duplicate(eg, 1);
-	if (sbx_egress_validate_plan(cfg, copy, &msg) == 0) {
+	if (sl_egress_validate_plan(cfg, copy, &msg) == 0) {
 		const cJSON *e;
 
 		cJSON_ArrayForEach (e, copy) {
@@ -435,16 +434,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cJSON_Delete(copy);
 
 	/* the agent sandbox: seed + grants */
-	l = sbx_egress_ledger_new(cfg, "sb", chain, 1, drop_event, NULL);
-	if (sbx_egress_grant_all(l, "t1", eg, &err) != 0)
+	l = sl_egress_ledger_new(cfg, "sb", chain, 1, drop_event, NULL);
+	if (sl_egress_grant_all(l, "t1", eg, &err) != 0)
 		violation("grant_all failed", err.message, "", &in.deny);
-	seed = sbx_egress_agent_seed(cfg);
+	seed = sl_egress_agent_seed(cfg);
 	for (i = 0; seed[i]; i++)
-		push(&effective, sbx_xstrdup(seed[i]));
+		push(&effective, sl_xstrdup(seed[i]));
 	for (i = 0; i < rec.granted.n; i++)
-		push(&effective, sbx_xstrdup(rec.granted.v[i]));
-	sbx_egress_list_free(seed);
-	gh = sbx_egress_github_seed(cfg);
+		push(&effective, sl_xstrdup(rec.granted.v[i]));
+	sl_egress_list_free(seed);
+	gh = sl_egress_github_seed(cfg);
 
 	for (i = 0; i < in.deny.n; i++)
 		add_probes(&in.probes, in.deny.v[i]);
@@ -460,47 +459,47 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (strchr(h, '*'))
 			continue;
 		/* the ledger's own coverage agrees with the reference */
-		if (sbx_egress_ledger_has(l, h) != list_match(&effective, h))
+		if (sl_egress_ledger_has(l, h) != list_match(&effective, h))
 			violation("ledger coverage differs", h, "", &in.deny);
 		if (!denied)
 			continue;
-		if (!tier_match(sbx_egress_control_plane, h))
+		if (!tier_match(sl_egress_control_plane, h))
 			for (j = 0; j < effective.n; j++)
 				if (ref_match(effective.v[j], h))
 					violation("denied host allowed", h,
 						  effective.v[j], &in.deny);
-		if (!tier_match(sbx_egress_github, h))
+		if (!tier_match(sl_egress_github, h))
 			for (j = 0; gh[j]; j++)
 				if (ref_match(gh[j], h))
 					violation("denied host in the github "
 						  "seed",
 						  h, gh[j], &in.deny);
 	}
-	sbx_egress_list_free(gh);
+	sl_egress_list_free(gh);
 
 	/* pattern-vs-pattern overlap against the reference */
 	for (i = 0; i < in.allow.n; i++)
-		push(&all, sbx_xstrdup(in.allow.v[i]));
+		push(&all, sl_xstrdup(in.allow.v[i]));
 	for (i = 0; i < in.extras.n; i++)
-		push(&all, sbx_xstrdup(in.extras.v[i]));
+		push(&all, sl_xstrdup(in.extras.v[i]));
 	for (i = 0; i < effective.n; i++)
-		push(&all, sbx_xstrdup(effective.v[i]));
+		push(&all, sl_xstrdup(effective.v[i]));
 	for (i = 0; i < in.deny.n; i++)
-		push(&all, sbx_xstrdup(in.deny.v[i]));
+		push(&all, sl_xstrdup(in.deny.v[i]));
 	for (i = 0; i < in.deny.n; i++)
 		for (j = 0; j < all.n; j++)
-			if (sbx_pattern_overlaps(in.deny.v[i], all.v[j]) !=
+			if (sl_pattern_overlaps(in.deny.v[i], all.v[j]) !=
 				    ref_overlap(in.deny.v[i], all.v[j]) ||
-			    sbx_pattern_overlaps(all.v[j], in.deny.v[i]) !=
+			    sl_pattern_overlaps(all.v[j], in.deny.v[i]) !=
 				    ref_overlap(in.deny.v[i], all.v[j]))
 				violation("overlap differs", in.deny.v[i],
 					  all.v[j], &in.deny);
 
 	/* EXECUTE ends and comes back: the same answer */
-	if (sbx_egress_revoke_all(l, "t1", &err) != 0 ||
-	    sbx_egress_grant_all(l, "t1", eg, &err) != 0)
+	if (sl_egress_revoke_all(l, "t1", &err) != 0 ||
+	    sl_egress_grant_all(l, "t1", eg, &err) != 0)
 		violation("revoke/regrant failed", err.message, "", &in.deny);
-	sbx_egress_ledger_free(l);
+	sl_egress_ledger_free(l);
 out:
 	clear(&in.deny);
 	clear(&in.allow);
@@ -511,7 +510,7 @@ out:
 	clear(&effective);
 	clear(&all);
 	clear(&rec.granted);
-	sbx_buf_release(&msg);
+	sl_buf_release(&msg);
 	cJSON_Delete(eg);
 	return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for the host's relay of worker stdout lines
- * (sbx_bus_relay_worker_line, core/host/events.c): every input line goes
+ * (sl_bus_relay_worker_line, core/host/events.c): every input line goes
  * through the bus with enrichment, as core/phases/worker_client.c relays a
  * worker's output, with a secret registered. It must not crash or leak,
  * and every envelope a sink receives must be a JSON object whose data is
@@ -58,16 +58,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	sbx_log_set_level(SBXLOOP_LOG_ERROR);
-	sbx_secret_register(SECRET);
+	sl_log_set_level(SBXLOOP_LOG_ERROR);
+	sl_secret_register(SECRET);
 	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct sbx_core core;
-	struct sbx_instance sink;
-	struct sbx_bus *bus = NULL;
+	struct sl_core core;
+	struct sl_instance sink;
+	struct sl_bus *bus = NULL;
 	struct sbxloop_error err = {0, ""};
 	cJSON *enrich = cJSON_CreateObject();
 	size_t pos = 0;
@@ -78,23 +78,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sink.ops = &sink_ops;
 	cJSON_AddStringToObject(enrich, "role", "agent");
 	cJSON_AddStringToObject(enrich, "task_id", "t1");
-	if (sbx_bus_open(&core, NULL, &bus, &err) != 0)
+	if (sl_bus_open(&core, NULL, &bus, &err) != 0)
 		abort();
-	sbx_bus_add_sink(bus, &sink);
+	sl_bus_add_sink(bus, &sink);
 	while (pos < size) {
 		const uint8_t *nl = memchr(data + pos, '\n', size - pos);
 		size_t end = nl ? (size_t)(nl - data) + 1 : size;
 		/* the relay gets the line with its newline, not NUL-ended */
-		char *line = sbx_xstrndup((const char *)data + pos, end - pos);
+		char *line = sl_xstrndup((const char *)data + pos, end - pos);
 		cJSON *result = NULL;
 
-		sbx_bus_relay_worker_line(&core, line, end - pos, enrich,
-					  &result);
+		sl_bus_relay_worker_line(&core, line, end - pos, enrich,
+					 &result);
 		cJSON_Delete(result);
 		free(line);
 		pos = end;
 	}
-	sbx_bus_close(bus);
+	sl_bus_close(bus);
 	cJSON_Delete(enrich);
 	return 0;
 }
