@@ -1466,6 +1466,62 @@ START_TEST(test_shell_runs_a_command_in_the_pair)
 }
 END_TEST
 
+START_TEST(test_shell_without_a_command_execs_the_providers_shell)
+{
+	const char *interactive[] = {"shell", "raaaaaaaa", NULL};
+	const char *other[] = {"shell", "raaaaaaaa", NULL};
+	struct tu_run r;
+
+	store_run("raaaaaaaa", "failed", 0, "debug");
+	fake_create("sbxloop-raaaaaaaa-agent");
+	/* the argv comes from the sbx provider's interactive_argv slot */
+	sbxloop(&r, interactive);
+	ck_assert_msg(r.status == 0, "%d %s%s", r.status, r.out, r.err);
+	tu_run_free(&r);
+	ck_assert_int_eq(count_calls("exec -it sbxloop-raaaaaaaa-agent sh "
+				     "-c command -v bash"),
+			 1);
+
+	/* a provider without the slot says so and names the way out */
+	tu_write(cfg_path, "state_dir: state\nplugins:\n  sandbox: local\n");
+	sbxloop(&r, other);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "provider 'local' does not support an "
+				    "interactive shell"),
+		      "%s", r.err);
+	ck_assert(strstr(r.err, "pass -c CMD"));
+	tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(test_secrets_walk_the_configured_strategies)
+{
+	const char *list[] = {"secrets", "list", NULL};
+	struct tu_run r;
+
+	/* plain-env keeps nothing to list: said, and an error when no
+	 * strategy of the chain can list */
+	tu_write(cfg_path, "state_dir: state\nplugins:\n  sandbox: sbx\n"
+			   "  secrets: [plain-env]\n");
+	sbxloop(&r, list);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "'plain-env' keeps no registrations"),
+		      "%s", r.err);
+	ck_assert(strstr(r.err, "no secret strategy of plugins.secrets"));
+	ck_assert_int_eq(count_calls("secret ls"), 0);
+	tu_run_free(&r);
+
+	/* the chain is walked in order: plain-env skipped, sbx-proxy read */
+	tu_write(cfg_path, "state_dir: state\nplugins:\n  sandbox: sbx\n"
+			   "  secrets: [plain-env, sbx-proxy]\n");
+	sbxloop(&r, list);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	ck_assert(strstr(r.out, "no registrations"));
+	ck_assert_int_eq(count_calls("secret ls"), 1);
+	tu_run_free(&r);
+}
+END_TEST
+
 START_TEST(test_doctor_reports_each_failure_row)
 {
 	const char *doc[] = {"doctor", NULL};
@@ -2125,6 +2181,9 @@ static Suite *sbx_suite(void)
 	tcase_add_test(tc, test_sandbox_ls_and_rm);
 	tcase_add_test(tc, test_shell_runs_a_command_in_the_pair);
 	tcase_add_test(tc, test_doctor_reports_each_failure_row);
+	tcase_add_test(tc,
+		       test_shell_without_a_command_execs_the_providers_shell);
+	tcase_add_test(tc, test_secrets_walk_the_configured_strategies);
 	tcase_add_test(tc, test_secrets_list_and_clean_stale);
 	tcase_add_test(tc, test_secrets_list_and_clean_read_a_type_column);
 	suite_add_tcase(s, tc);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "worker.h"
+#include "common/agents.h"
 
 extern char **environ;
 
@@ -129,12 +130,8 @@ static const char *const allowed_exact[] = {
 	"TERM",
 	"TMPDIR",
 	"TZ",
-	"COPILOT_GITHUB_TOKEN",
-	"GH_TOKEN",
-	"GITHUB_TOKEN",
-	"ANTHROPIC_API_KEY",
-	"OPENAI_API_KEY",
-	"GEMINI_API_KEY",
+	SL_GH_TOKEN_ENV,
+	SL_GH_TOKEN_ENV_ALT,
 	"http_proxy",
 	"https_proxy",
 	"no_proxy",
@@ -152,6 +149,11 @@ static int allowed(const char *entry)
 	for (i = 0; i < sizeof(allowed_exact) / sizeof(allowed_exact[0]); i++)
 		if (strlen(allowed_exact[i]) == n &&
 		    !strncmp(entry, allowed_exact[i], n))
+			return 1;
+	/* every preset's model token (common/agents.h) */
+	for (i = 0; sl_model_tokens[i].env; i++)
+		if (strlen(sl_model_tokens[i].env) == n &&
+		    !strncmp(entry, sl_model_tokens[i].env, n))
 			return 1;
 	return 0;
 }

@@ -85,7 +85,7 @@ const struct sl_command sl_commands[] = {
 	 "  clean --apply     remove stale registrations (default: dry run)\n"
 	 "  clean --all       also remove live ones sbxloop owns\n"},
 	{"doctor", sl_cmd_doctor, "sbxloop doctor",
-	 "check sbx, login, egress policy, tokens, state dir and worker", ""},
+	 "check the sandbox provider, tokens, state dir and worker", ""},
 	{NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -2,10 +2,11 @@
  * The sandbox housekeeping commands: `sbxloop sandbox ls|rm|prune`,
  * `sbxloop shell`, `sbxloop secrets list|clean` and `sbxloop doctor`
  * (UPSTREAM.md 1.7, 1.9, 1.11, 1.13, 8.8 and 15). They reach sandboxes
- * through the configured provider's ops and runs through the store; only
- * the checks that are about the sbx CLI itself (its version, policy
- * answers, interactive shells) run `sbx` directly. Called only from the
- * command table in cli.c.
+ * only through the configured provider's ops (a provider's own doctor
+ * checks and interactive shell are its optional slots), secret
+ * registrations through the strategies of plugins.secrets, and runs
+ * through the store; no substrate CLI is run from here. Called only
+ * from the command table in cli.c.
  */
 #include "config.h"
 
@@ -22,6 +23,7 @@
 #include <sbxloop/store.h>
 
 #include "cli/cli.h"
+#include "common/agents.h"
 #include "engine/engine.h"
 #include "engine/ids.h"
 #include "common/proc.h"
@@ -30,8 +32,6 @@
 
 #define PAIR_PREFIX "sbxloop-"
 #define MIN_AGE_HOURS 1.0
-#define AGENT_ENV "COPILOT_GITHUB_TOKEN"
-#define AGENT_HOST "api.github.com"
 
 static const struct sl_command *command(const char *name)
 {
@@ -167,6 +167,8 @@ static void revoke_secrets(struct sl_core *core, const char *name,
 			   const char *role)
 {
 	size_t i, n = sl_config_list_len(core->cfg, "plugins.secrets");
+	const struct sl_model_token *t =
+		sl_model_token_for(sl_config_str(core->cfg, "agent.preset"));
 
 	for (i = 0; i < n; i++) {
 		const char *sname =
@@ -185,9 +187,9 @@ static void revoke_secrets(struct sl_core *core, const char *name,
 		req.struct_size = sizeof(req);
 		req.sandbox = name;
 		req.role = github ? "github" : "agent";
-		req.env_name = github ? "GH_TOKEN" : AGENT_ENV;
+		req.env_name = github ? SL_GH_TOKEN_ENV : (t ? t->env : "");
 		req.value = "";
-		req.bind_host = github ? NULL : AGENT_HOST;
+		req.bind_host = github ? NULL : (t ? t->bind_host : NULL);
 		req.service = github ? "github" : NULL;
 		ops->revoke(inst.ctx, &req, &err);
 		sl_instance_destroy(&inst);
@@ -617,7 +619,7 @@ int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
 	const struct sbxloop_sandbox_ops *ops;
 	struct sbxloop_error err = {0, ""};
 	struct sl_instance box, store;
-	const char *role = "agent", *cmd = NULL, *run, *provider;
+	const char *role = "agent", *cmd = NULL, *run;
 	char *name = NULL;
 	struct box_list l;
 	int opt, rc;
@@ -647,6 +649,15 @@ int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
 	if (!run_known(&store, run)) {
 		sl_cli_error("unknown run '%s'", run);
 		sl_cli_hint("`sbxloop status` lists the known runs");
+		rc = SL_EXIT_USAGE;
+		goto out;
+	}
+	if (!cmd && !SBXLOOP_HAS_SLOT(ops, struct sbxloop_sandbox_ops,
+				      interactive_argv)) {
+		sl_cli_error("sandbox provider '%s' does not support an "
+			     "interactive shell",
+			     box.component->name);
+		sl_cli_hint("pass -c CMD to run one command instead");
 		rc = SL_EXIT_USAGE;
 		goto out;
 	}
@@ -685,37 +696,19 @@ int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
 		sl_proc_result_clear(&res);
 		goto out;
 	}
-	provider = sl_config_str(cli->core->cfg, "plugins.sandbox");
-	if (!provider || strcmp(provider, "sbx")) {
-		sl_cli_error("an interactive shell needs the sbx provider "
-			     "(this config uses '%s')",
-			     provider ? provider : "local");
-		sl_cli_hint("pass -c CMD to run one command instead");
-		rc = SL_EXIT_USAGE;
-		goto out;
-	}
 	{
-		/* the terminal belongs to the shell: exec sbx in place */
-		const char *app = sl_config_str(cli->core->cfg, "app_name");
-		const char *args[12];
-		size_t n = 0;
+		/* the terminal belongs to the shell: exec it in place */
+		const char *args[32];
 
-		args[n++] = "sbx";
-		if (app && *app) {
-			args[n++] = "--app-name";
-			args[n++] = app;
+		if (ops->interactive_argv(box.ctx, name, args,
+					  SL_ARRAY_SIZE(args), &err)) {
+			sl_cli_error("%s", err.message);
+			rc = SL_EXIT_FAIL;
+			goto out;
 		}
-		args[n++] = "exec";
-		args[n++] = "-it";
-		args[n++] = name;
-		args[n++] = "sh";
-		args[n++] = "-c";
-		args[n++] = "command -v bash >/dev/null && exec bash -l; "
-			    "exec sh -l";
-		args[n] = NULL;
 		fflush(NULL);
-		execvp("sbx", (char *const *)args);
-		sl_cli_error("cannot run sbx: %s", strerror(errno));
+		execvp(args[0], (char *const *)args);
+		sl_cli_error("cannot run '%s': %s", args[0], strerror(errno));
 		rc = SL_EXIT_USAGE;
 	}
 out:
@@ -729,12 +722,14 @@ out:
 /* ------------------------------------------------------------ secrets */
 
 struct reg_row {
+	char *strategy;
 	char *env;
 	char *scope;
 	char *hosts;
 };
 
 struct reg_list {
+	const char *strategy; /* the one being listed */
 	struct reg_row *rows;
 	size_t n, cap;
 };
@@ -744,24 +739,26 @@ static void reg_cb(void *user, const char *env, const char *scope,
 {
 	struct reg_list *l = user;
 
-	/* the one secret sbxloop registers itself; services stay alone */
-	if (strcmp(env, AGENT_ENV))
+	/* the model tokens sbxloop registers itself; services stay alone */
+	if (!sl_model_token_by_env(env))
 		return;
 	if (l->n == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 8;
 		l->rows = sl_xrealloc(l->rows, l->cap * sizeof(*l->rows));
 	}
+	l->rows[l->n].strategy = sl_xstrdup(l->strategy);
 	l->rows[l->n].env = sl_xstrdup(env);
 	l->rows[l->n].scope = sl_xstrdup(scope);
 	l->rows[l->n].hosts = sl_xstrdup(detail ? detail : "");
 	l->n++;
 }
 
-static void reg_list_free(struct reg_list *l)
+static void reg_list_release(struct reg_list *l)
 {
 	size_t i;
 
 	for (i = 0; i < l->n; i++) {
+		free(l->rows[i].strategy);
 		free(l->rows[i].env);
 		free(l->rows[i].scope);
 		free(l->rows[i].hosts);
@@ -774,7 +771,8 @@ static void reg_list_free(struct reg_list *l)
 static const char *assess(const struct reg_row *r, const struct box_list *l,
 			  const char **note)
 {
-	int canonical = strstr(r->hosts, AGENT_HOST) != NULL;
+	const struct sl_model_token *t = sl_model_token_by_env(r->env);
+	int canonical = t && strstr(r->hosts, t->bind_host) != NULL;
 
 	if (sl_starts_with(r->scope, PAIR_PREFIX)) {
 		if (!box_listed(l, r->scope)) {
@@ -793,6 +791,82 @@ static const char *assess(const struct reg_row *r, const struct box_list *l,
 	return "foreign";
 }
 
+/*
+ * Collect the registrations of every strategy of plugins.secrets that
+ * can list them; the others are named on stderr. 0, or an exit code.
+ */
+static int collect_registrations(struct sl_cli *cli, struct reg_list *regs,
+				 size_t *n_listing)
+{
+	struct sl_config *cfg = cli->core->cfg;
+	size_t i, n = sl_config_list_len(cfg, "plugins.secrets");
+
+	*n_listing = 0;
+	for (i = 0; i < n; i++) {
+		const char *sname =
+			sl_config_list_item(cfg, "plugins.secrets", i);
+		const struct sbxloop_secret_ops *sops;
+		struct sbxloop_error err = {0, ""};
+		struct sl_instance inst;
+		int rc;
+
+		if (sl_core_instantiate(cli->core, SBXLOOP_KIND_SECRET, sname,
+					&inst, &err)) {
+			sl_cli_error("%s", err.message);
+			return SL_EXIT_USAGE;
+		}
+		sops = inst.ops;
+		if (!sops->list) {
+			sl_cli_hint("secret strategy '%s' keeps no "
+				    "registrations to list",
+				    sname);
+			sl_instance_destroy(&inst);
+			continue;
+		}
+		regs->strategy = sname;
+		rc = sops->list(inst.ctx, reg_cb, regs, &err);
+		sl_instance_destroy(&inst);
+		if (rc) {
+			sl_cli_error("cannot list the registrations of secret "
+				     "strategy '%s': %s",
+				     sname, err.message);
+			return SL_EXIT_USAGE;
+		}
+		(*n_listing)++;
+	}
+	return 0;
+}
+
+/* Remove one registration through the strategy that listed it. */
+static int remove_registration(struct sl_cli *cli, const struct reg_row *r)
+{
+	const struct sl_model_token *t = sl_model_token_by_env(r->env);
+	const struct sbxloop_secret_ops *sops;
+	struct sbxloop_error err = {0, ""};
+	struct sbxloop_secret_req req;
+	struct sl_instance inst;
+	int rc;
+
+	if (sl_core_instantiate(cli->core, SBXLOOP_KIND_SECRET, r->strategy,
+				&inst, &err)) {
+		sl_cli_error("%s", err.message);
+		return -1;
+	}
+	sops = inst.ops;
+	memset(&req, 0, sizeof(req));
+	req.struct_size = sizeof(req);
+	req.sandbox = r->scope;
+	req.env_name = r->env;
+	req.value = "";
+	req.bind_host = t ? t->bind_host : NULL;
+	rc = sops->revoke(inst.ctx, &req, &err);
+	if (rc)
+		sl_cli_error("cannot remove %s in scope %s: %s", req.env_name,
+			     req.sandbox, err.message);
+	sl_instance_destroy(&inst);
+	return rc ? -1 : 0;
+}
+
 int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -801,17 +875,17 @@ int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *sub = argc > 1 ? argv[1] : NULL;
-	const struct sbxloop_secret_ops *sops;
+	const struct sl_model_token *want;
 	struct sbxloop_error err = {0, ""};
-	struct sl_instance box, proxy;
+	struct sl_instance box;
 	struct reg_list regs;
 	struct box_list l;
-	size_t i;
+	size_t i, n_listing = 0;
 	int opt, apply = 0, all = 0, rc, clean;
+	char expected[160];
 
 	memset(&regs, 0, sizeof(regs));
 	memset(&l, 0, sizeof(l));
-	memset(&proxy, 0, sizeof(proxy));
 	if (!sub || (strcmp(sub, "list") && strcmp(sub, "clean")))
 		return sl_cli_usage(command("secrets"), 1);
 	clean = !strcmp(sub, "clean");
@@ -831,27 +905,32 @@ int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv)
 	rc = open_provider(cli, &box, NULL);
 	if (rc)
 		return rc;
-	if (sl_core_instantiate(cli->core, SBXLOOP_KIND_SECRET, "sbx-proxy",
-				&proxy, &err)) {
-		sl_cli_error("%s", err.message);
+	rc = collect_registrations(cli, &regs, &n_listing);
+	if (rc)
+		goto out;
+	if (!n_listing) {
+		sl_cli_error("no secret strategy of plugins.secrets can list "
+			     "its registrations");
 		rc = SL_EXIT_USAGE;
 		goto out;
 	}
-	sops = proxy.ops;
-	if (!sops->list || sops->list(proxy.ctx, reg_cb, &regs, &err) ||
-	    list_boxes(&box, &l, &err)) {
-		sl_cli_error("cannot inspect sbx secrets: %s",
-			     err.message[0] ? err.message
-					    : "listing unsupported");
+	if (list_boxes(&box, &l, &err)) {
+		sl_cli_error("cannot list sandboxes: %s", err.message);
 		rc = SL_EXIT_USAGE;
 		goto out;
 	}
 	if (!clean) {
+		want = sl_model_token_for(
+			sl_config_str(cli->core->cfg, "agent.preset"));
 		printf("%-22s %-34s %-8s %s\n", "ENV", "SCOPE", "STATUS",
 		       "NOTE");
-		printf("%-22s %-34s %-8s %s\n", AGENT_ENV,
-		       "(expected: custom @ " AGENT_HOST ", per-run scope)",
-		       "", "");
+		if (want) {
+			snprintf(expected, sizeof(expected),
+				 "(expected: custom @ %s, per-run scope)",
+				 want->bind_host);
+			printf("%-22s %-34s %-8s %s\n", want->env, expected,
+			       "", "");
+		}
 		for (i = 0; i < regs.n; i++) {
 			const char *note = "";
 			const char *status = assess(&regs.rows[i], &l, &note);
@@ -866,7 +945,6 @@ int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv)
 	for (i = 0; i < regs.n; i++) {
 		const char *note = "";
 		const char *status = assess(&regs.rows[i], &l, &note);
-		struct sbxloop_secret_req req;
 
 		if (!strcmp(status, "foreign") ||
 		    (!strcmp(status, "ok") && !all))
@@ -876,26 +954,18 @@ int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv)
 			       regs.rows[i].env, regs.rows[i].scope, note);
 			continue;
 		}
-		memset(&req, 0, sizeof(req));
-		req.struct_size = sizeof(req);
-		req.sandbox = regs.rows[i].scope;
-		req.env_name = regs.rows[i].env;
-		req.value = "";
-		req.bind_host = AGENT_HOST;
-		if (sops->revoke(proxy.ctx, &req, &err)) {
-			sl_cli_error("cannot remove %s in scope %s: %s",
-				     req.env_name, req.sandbox, err.message);
+		if (remove_registration(cli, &regs.rows[i])) {
 			rc = SL_EXIT_FAIL;
 			continue;
 		}
-		printf("removed %s in scope %s\n", req.env_name, req.sandbox);
+		printf("removed %s in scope %s\n", regs.rows[i].env,
+		       regs.rows[i].scope);
 	}
 	if (!apply)
 		printf("dry run; pass --apply to remove\n");
 out:
-	reg_list_free(&regs);
+	reg_list_release(&regs);
 	box_list_free(&l);
-	sl_instance_destroy(&proxy);
 	sl_instance_destroy(&box);
 	return rc;
 }
@@ -904,6 +974,7 @@ out:
 
 struct doctor {
 	int hard_failures;
+	int provider_failures;
 };
 
 static void row(struct doctor *d, const char *check, const char *status,
@@ -923,33 +994,6 @@ static void row(struct doctor *d, const char *check, const char *status,
 	putchar('\n');
 }
 
-/* Run `sbx [--app-name X] ARGS`; 0 when it ran. */
-static int run_sbx(struct sl_core *core, const char *const *args,
-		   struct sbxloop_proc_result *res)
-{
-	const char *app = sl_config_str(core->cfg, "app_name");
-	struct sbxloop_proc_spec spec;
-	struct sbxloop_error err = {0, ""};
-	const char *argv[16];
-	size_t n = 0, i;
-
-	argv[n++] = "sbx";
-	if (app && *app) {
-		argv[n++] = "--app-name";
-		argv[n++] = app;
-	}
-	for (i = 0; args[i] && n < 15; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	memset(&spec, 0, sizeof(spec));
-	spec.struct_size = sizeof(spec);
-	spec.argv = argv;
-	spec.timeout_s = 120;
-	memset(res, 0, sizeof(*res));
-	res->struct_size = sizeof(*res);
-	return sl_proc_run(&spec, res, &err);
-}
-
 static void first_line(const char *s, char *buf, size_t size)
 {
 	size_t n = 0;
@@ -961,38 +1005,63 @@ static void first_line(const char *s, char *buf, size_t size)
 	buf[n] = '\0';
 }
 
-static void check_policy(struct doctor *d, struct sl_core *core,
-			 const char *host)
+/* A provider's own row, through the doctor slot. */
+static void provider_row(void *user, const char *check, const char *status,
+			 const char *detail)
 {
-	const char *args[] = {"policy", "check", "network", host, NULL};
-	struct sbxloop_proc_result res;
-	char label[64], line[160];
+	struct doctor *d = user;
+	const char *st = !strcmp(status, "ok") || !strcmp(status, "warn")
+				 ? status
+				 : "FAIL";
 
-	snprintf(label, sizeof(label), "policy: %s", host);
-	if (run_sbx(core, args, &res) == 0) {
-		const char *all = res.out ? res.out : "";
-		int denied = strstr(all, "deny") || strstr(all, "denied") ||
-			     strstr(all, "block") ||
-			     (res.err && (strstr(res.err, "deny") ||
-					  strstr(res.err, "block")));
+	if (!strcmp(st, "FAIL"))
+		d->provider_failures++;
+	row(d, check, st, "%s", detail ? detail : "");
+}
 
-		if (res.exit_code == 0 && !denied)
-			row(d, label, "ok", "allowed");
-		else if (denied)
-			row(d, label, "warn",
-			    "blocked; run `sbx policy init balanced` or `sbx "
-			    "policy allow network %s`",
-			    host);
-		else {
-			first_line(res.err_len ? res.err : res.out, line,
-				   sizeof(line));
-			row(d, label, "warn",
-			    "errored (not a policy answer): %s", line);
-		}
-	} else {
-		row(d, label, "warn", "errored (not a policy answer)");
+/* The provider's checks, then the orphans it leaves (needs the store). */
+static void check_provider(struct doctor *d, struct sl_cli *cli)
+{
+	const struct sl_model_token *t = sl_model_token_for(
+		sl_config_str(cli->core->cfg, "agent.preset"));
+	const char *hosts[] = {t ? t->api_host : "api.github.com",
+			       "api.github.com", NULL};
+	const struct sbxloop_sandbox_ops *ops;
+	struct sbxloop_error err = {0, ""};
+	struct sl_instance box, store;
+	int n;
+
+	if (t && !strcmp(t->api_host, "api.github.com"))
+		hosts[1] = NULL;
+	if (open_provider(cli, &box, NULL)) {
+		row(d, "sandbox provider", "FAIL", "cannot load it (above)");
+		return;
 	}
-	sl_proc_result_clear(&res);
+	ops = box.ops;
+	if (!SBXLOOP_HAS_SLOT(ops, struct sbxloop_sandbox_ops, doctor)) {
+		row(d, "sandbox provider", "ok", "%s (no checks of its own)",
+		    box.component->name);
+		sl_instance_destroy(&box);
+		return;
+	}
+	if (ops->doctor(box.ctx, hosts, provider_row, d, &err)) {
+		row(d, "sandbox provider", "FAIL", "%s", err.message);
+		sl_instance_destroy(&box);
+		return;
+	}
+	sl_instance_destroy(&box);
+	if (d->provider_failures || open_provider(cli, &box, &store))
+		return;
+	n = count_orphans(&box, &store);
+	if (n < 0)
+		row(d, "orphaned sandboxes", "warn", "cannot list sandboxes");
+	else if (n)
+		row(d, "orphaned sandboxes", "warn",
+		    "%d orphan candidate(s): see `sbxloop sandbox prune`", n);
+	else
+		row(d, "orphaned sandboxes", "ok", "none");
+	sl_instance_destroy(&store);
+	sl_instance_destroy(&box);
 }
 
 static void check_worker(struct doctor *d, struct sl_core *core)
@@ -1063,12 +1132,10 @@ static void check_state_dir(struct doctor *d, struct sl_core *core)
 
 int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv)
 {
-	struct doctor d = {0};
-	struct sl_instance box, store;
-	struct sbxloop_proc_result res;
-	const char *provider, *repo, *app;
-	int rc, have_sbx = 0, logged_in = 0;
-	char line[160];
+	struct doctor d = {0, 0};
+	const struct sl_model_token *t;
+	const char *repo, *preset, *v;
+	int rc;
 
 	(void)argv;
 	if (argc > 1)
@@ -1076,89 +1143,27 @@ int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv)
 	rc = sl_cli_open_core(cli);
 	if (rc)
 		return rc;
-	provider = sl_config_str(cli->core->cfg, "plugins.sandbox");
-	app = sl_config_str(cli->core->cfg, "app_name");
 	printf("%-30s %-5s %s\n", "CHECK", "STATUS", "DETAIL");
+	check_provider(&d, cli);
 
-	if (provider && !strcmp(provider, "sbx")) {
-		const char *version[] = {"version", NULL};
-		const char *help[] = {"secret", "set-custom", "--help", NULL};
-
-		if (run_sbx(cli->core, version, &res) == 0 &&
-		    res.exit_code == 0) {
-			have_sbx = 1;
-			first_line(res.out, line, sizeof(line));
-			row(&d, "sbx binary", "ok", "%s%s", line,
-			    strstr(line, "0.38") ? "" : " (tested with 0.38)");
-		} else {
-			row(&d, "sbx binary", "FAIL",
-			    "`sbx version` failed: install Docker Sandboxes "
-			    "and put `sbx` on PATH");
-		}
-		sl_proc_result_clear(&res);
-		if (have_sbx) {
-			const char *ls[] = {"ls", NULL};
-
-			if (run_sbx(cli->core, ls, &res) == 0 &&
-			    res.exit_code == 0) {
-				logged_in = 1;
-				row(&d, "sbx login", "ok", "`sbx ls` works");
-			} else {
-				row(&d, "sbx login", "FAIL",
-				    "`sbx ls` failed: run `sbx%s%s login`",
-				    app && *app ? " --app-name " : "",
-				    app && *app ? app : "");
-			}
-			sl_proc_result_clear(&res);
-		}
-		if (logged_in && open_provider(cli, &box, &store) == 0) {
-			int n = count_orphans(&box, &store);
-
-			if (n < 0)
-				row(&d, "orphaned sandboxes", "warn",
-				    "cannot list sandboxes");
-			else if (n)
-				row(&d, "orphaned sandboxes", "warn",
-				    "%d orphan candidate(s): see `sbxloop "
-				    "sandbox prune`",
-				    n);
-			else
-				row(&d, "orphaned sandboxes", "ok", "none");
-			sl_instance_destroy(&store);
-			sl_instance_destroy(&box);
-		}
-		if (logged_in) {
-			check_policy(&d, cli->core, "api.githubcopilot.com");
-			check_policy(&d, cli->core, "api.github.com");
-		}
-		if (have_sbx) {
-			if (run_sbx(cli->core, help, &res) == 0 && res.out &&
-			    strstr(res.out, "stdin"))
-				row(&d, "secret value on stdin", "ok",
-				    "sbx accepts custom secrets on stdin");
-			else
-				row(&d, "secret value on stdin", "warn",
-				    "argv-only: `sbx secret set-custom` takes "
-				    "the model token on its command line, "
-				    "visible to local `ps`; sbxloop masks it "
-				    "everywhere it writes");
-			sl_proc_result_clear(&res);
-		}
-	} else {
-		row(&d, "sandbox provider", "ok", "%s (no sbx checks)",
-		    provider ? provider : "local");
-	}
-
-	if (getenv(AGENT_ENV) && *getenv(AGENT_ENV))
-		row(&d, AGENT_ENV, "ok", "set");
+	preset = sl_config_str(cli->core->cfg, "agent.preset");
+	t = sl_model_token_for(preset);
+	v = t ? getenv(t->env) : NULL;
+	if (!t)
+		row(&d, "model token", "warn",
+		    "agent preset '%s' names no token sbxloop knows; the "
+		    "agent CLI must find its own credentials",
+		    preset ? preset : "");
+	else if (v && *v)
+		row(&d, t->env, "ok", "set");
 	else
-		row(&d, AGENT_ENV, "FAIL",
-		    "not set: create a fine-grained PAT with \"Copilot "
-		    "Requests\" and export it");
+		row(&d, t->env, "FAIL", "not set: create %s and export it",
+		    t->advice);
 	repo = sl_config_str(cli->core->cfg, "github.repo");
 	if (repo && *repo) {
-		if ((getenv("GH_TOKEN") && *getenv("GH_TOKEN")) ||
-		    (getenv("GITHUB_TOKEN") && *getenv("GITHUB_TOKEN")))
+		if ((getenv(SL_GH_TOKEN_ENV) && *getenv(SL_GH_TOKEN_ENV)) ||
+		    (getenv(SL_GH_TOKEN_ENV_ALT) &&
+		     *getenv(SL_GH_TOKEN_ENV_ALT)))
 			row(&d, "GH_TOKEN/GITHUB_TOKEN", "ok", "set");
 		else
 			row(&d, "GH_TOKEN/GITHUB_TOKEN", "FAIL",

@@ -27,6 +27,7 @@
 #include <sbxloop/secret.h>
 
 #include "engine/provision.h"
+#include "common/agents.h"
 #include "engine/egress.h"
 #include "engine/engine.h"
 #include "host/events.h"
@@ -43,30 +44,8 @@
 #define WORKER_ENV SIZE_MAX
 #define WORKER_ENV_NAME "worker-env"
 
-/*
- * The model token each agent preset reads and the host its requests go
- * to (a proxy binds the token there). The script backend replays the
- * preset's sessions, so it names the same token.
- */
-static const struct model_token {
-	const char *preset;
-	const char *env;
-	const char *host;
-	const char *advice;
-} model_tokens[] = {
-	{"copilot", "COPILOT_GITHUB_TOKEN", "api.github.com",
-	 "a fine-grained personal access token with the \"Copilot "
-	 "Requests\" permission"},
-	{"claude", "ANTHROPIC_API_KEY", "api.anthropic.com",
-	 "an Anthropic API key"},
-	{"codex", "OPENAI_API_KEY", "api.openai.com", "an OpenAI API key"},
-	{"gemini", "GEMINI_API_KEY", "generativelanguage.googleapis.com",
-	 "a Gemini API key"},
-};
-
-/* GitHub: gh and the GitHub API read either; GH_TOKEN wins. */
-#define GH_ENV "GH_TOKEN"
-#define GH_ENV_ALT "GITHUB_TOKEN"
+#define GH_ENV SL_GH_TOKEN_ENV
+#define GH_ENV_ALT SL_GH_TOKEN_ENV_ALT
 #define GH_SERVICE "github"
 
 struct box {
@@ -98,9 +77,9 @@ struct sl_pair {
 	size_t n_provided;
 	/* the tokens, copied at the check and wiped on free */
 	int checked;
-	const struct model_token *model; /* of agent.preset, or NULL */
-	const char *model_skip;          /* why none is handed in */
-	char *model_value;               /* NULL: none is handed in */
+	const struct sl_model_token *model; /* of agent.preset, or NULL */
+	const char *model_skip;             /* why none is handed in */
+	char *model_value;                  /* NULL: none is handed in */
 	char *gh_value;
 	const char *repo;
 };
@@ -214,7 +193,7 @@ int sl_pair_check_tokens(struct sl_pair *p, struct sbxloop_error *err)
 	const char *preset = sl_config_str(cfg, "agent.preset");
 	const char *backend = sl_config_str(cfg, "agent.backend");
 	const char **names;
-	size_t i, n;
+	size_t n;
 
 	wipe_free(p->model_value);
 	wipe_free(p->gh_value);
@@ -223,9 +202,7 @@ int sl_pair_check_tokens(struct sl_pair *p, struct sbxloop_error *err)
 	p->model_skip = NULL;
 	p->checked = 0;
 
-	for (i = 0; i < SL_ARRAY_SIZE(model_tokens); i++)
-		if (preset && !strcmp(preset, model_tokens[i].preset))
-			p->model = &model_tokens[i];
+	p->model = sl_model_token_for(preset);
 	/* with nothing to hand it over and no agent CLI, none is needed */
 	names = sl_chain_names(p->core, "plugins.secrets", SBXLOOP_KIND_SECRET,
 			       0, &n);
@@ -720,8 +697,8 @@ static int provide_role(struct sl_pair *p, int box, struct sbxloop_error *err)
 			    p->model_skip);
 		return 0;
 	}
-	return provide(p, box, p->model->env, p->model_value, p->model->host,
-		       NULL, err);
+	return provide(p, box, p->model->env, p->model_value,
+		       p->model->bind_host, NULL, err);
 }
 
 int sl_pair_up(struct sl_pair *p, const char *run_id, const char *workspace,

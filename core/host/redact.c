@@ -12,14 +12,16 @@
 #include <string.h>
 
 #include "host/redact.h"
+#include "common/agents.h"
 #include "common/termsafe.h"
 #include "common/util.h"
 
-const char *const sl_token_env_names[] = {
-	"COPILOT_GITHUB_TOKEN", "GH_TOKEN",
-	"GITHUB_TOKEN",         "ANTHROPIC_API_KEY",
-	"OPENAI_API_KEY",       "GEMINI_API_KEY",
-	"DISCORD_BOT_TOKEN",    NULL,
+/* Tokens besides the agents' model tokens (common/agents.h). */
+static const char *const other_token_env_names[] = {
+	SL_GH_TOKEN_ENV,
+	SL_GH_TOKEN_ENV_ALT,
+	"DISCORD_BOT_TOKEN",
+	NULL,
 };
 
 static pthread_mutex_t secrets_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -97,8 +99,10 @@ void sl_secret_register_env(void)
 {
 	size_t i;
 
-	for (i = 0; sl_token_env_names[i]; i++)
-		sl_secret_register(getenv(sl_token_env_names[i]));
+	for (i = 0; sl_model_tokens[i].env; i++)
+		sl_secret_register(getenv(sl_model_tokens[i].env));
+	for (i = 0; other_token_env_names[i]; i++)
+		sl_secret_register(getenv(other_token_env_names[i]));
 }
 
 void sl_secret_clear(void)

@@ -40,9 +40,6 @@ void sl_redact_inplace(char *buf, size_t size);
 /* Forget every registered secret (tests, exit). */
 void sl_secret_clear(void);
 
-/* Names of the environment variables holding tokens, NULL-ended. */
-extern const char *const sl_token_env_names[];
-
 void sl_log_set_level(enum sbxloop_log_level lvl);
 void sl_log(enum sbxloop_log_level lvl, const char *fmt, ...)
 	SBXLOOP_PRINTF(2, 3);

@@ -708,6 +708,23 @@ out:
 	return rc;
 }
 
+static int prov_doctor(void *ctx, const char *const *hosts, sbxp_row_fn cb,
+		       void *user, struct sbxloop_error *err)
+{
+	struct provider *p = ctx;
+
+	return sbxp_doctor(&p->sbx, hosts, cb, user, err);
+}
+
+static int prov_interactive_argv(void *ctx, const char *name,
+				 const char **argv, size_t max,
+				 struct sbxloop_error *err)
+{
+	struct provider *p = ctx;
+
+	return sbxp_interactive_argv(&p->sbx, name, argv, max, err);
+}
+
 const struct sbxloop_sandbox_ops sbxp_sandbox_ops = {
 	.struct_size = sizeof(struct sbxloop_sandbox_ops),
 	.create = prov_create,
@@ -722,4 +739,6 @@ const struct sbxloop_sandbox_ops sbxp_sandbox_ops = {
 	.copy_in = prov_copy_in,
 	.copy_out = prov_copy_out,
 	.list = prov_list,
+	.doctor = prov_doctor,
+	.interactive_argv = prov_interactive_argv,
 };

@@ -29,6 +29,9 @@
  *        name single files.
  *   1.3  sbxloop_host.state_read_only (the command only reads the
  *        persisted state: a store may open it read-only).
+ *   1.4  sbxloop_sandbox_ops.doctor (a provider's own `sbxloop doctor`
+ *        rows) and .interactive_argv (`sbxloop shell` without -c), so
+ *        the core runs no substrate's CLI itself.
  */
 #ifndef SBXLOOP_PLUGIN_H
 #define SBXLOOP_PLUGIN_H
@@ -42,7 +45,7 @@ extern "C" {
 
 #define SBXLOOP_PLUGIN_MAGIC 0x5342584cu /* "SBXL" */
 #define SBXLOOP_ABI_MAJOR 1
-#define SBXLOOP_ABI_MINOR 3
+#define SBXLOOP_ABI_MINOR 4
 
 /* The symbol every module exports. */
 #define SBXLOOP_DESCRIPTOR_SYMBOL "sbxloop_plugin_descriptor"

@@ -149,6 +149,32 @@ struct sbxloop_sandbox_ops {
 		    void (*cb)(void *user,
 			       const struct sbxloop_sandbox_entry *entry),
 		    void *user, struct sbxloop_error *err);
+	/* ---- the slots of ABI 1.0 end here ---- */
+
+	/*
+	 * 1.4, optional: the provider's own rows of `sbxloop doctor`, one
+	 * cb call per check. status is "ok", "warn" (works, with a caveat)
+	 * or "FAIL" (a run cannot work); every string is borrowed for the
+	 * call. `hosts` (NULL-terminated) are the hosts the agent sandbox
+	 * must reach: a provider that enforces egress says whether its
+	 * policy lets them through. Returns 0 when the checks ran, whatever
+	 * they found; an error only when it could not check at all.
+	 */
+	int (*doctor)(void *ctx, const char *const *hosts,
+		      void (*cb)(void *user, const char *check,
+				 const char *status, const char *detail),
+		      void *user, struct sbxloop_error *err);
+	/*
+	 * 1.4, optional: the argv of a program that opens an interactive
+	 * login shell in sandbox `name` on the caller's terminal (`sbxloop
+	 * shell`); the core execs it in place. Fills at most `max` entries
+	 * including the terminating NULL; the strings stay valid until the
+	 * next call or destroy. Without this slot the provider offers
+	 * `sbxloop shell -c CMD` (through exec) but no interactive shell.
+	 */
+	int (*interactive_argv)(void *ctx, const char *name, const char **argv,
+				size_t max, struct sbxloop_error *err);
+	/* ---- the slots of ABI 1.4 end here ---- */
 };
 
 #ifdef __cplusplus
