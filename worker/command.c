@@ -175,7 +175,7 @@ static void finish_event(struct stream *st, const char *type, cJSON *d)
 						       cJSON_CreateString(s));
 		free(s);
 	}
-	if (!strcmp(type, "agent.tool_start")) {
+	if (!strcmp(type, SBXLOOP_EV_AGENT_TOOL_START)) {
 		st->calls++;
 		if (cJSON_IsString(id) && cJSON_IsString(tool))
 			remember_tool(st, id->valuestring, tool->valuestring);
@@ -192,11 +192,11 @@ static void finish_event(struct stream *st, const char *type, cJSON *d)
 						cJSON_IsString(tool)
 							? tool->valuestring
 							: "?");
-			wk_emit(st->ctx, "agent.tool_cap", c);
+			wk_emit(st->ctx, SBXLOOP_EV_AGENT_TOOL_CAP, c);
 			if (st->proc)
 				st->proc->stop = 1;
 		}
-	} else if (!strcmp(type, "agent.tool_end")) {
+	} else if (!strcmp(type, SBXLOOP_EV_AGENT_TOOL_END)) {
 		const cJSON *ok =
 			cJSON_GetObjectItemCaseSensitive(d, "success");
 		const char *name =
@@ -231,7 +231,7 @@ static void finish_event(struct stream *st, const char *type, cJSON *d)
 			else
 				cJSON_AddNumberToObject(st->failures, k, 1);
 		}
-	} else if (!strcmp(type, "agent.message")) {
+	} else if (!strcmp(type, SBXLOOP_EV_AGENT_MESSAGE)) {
 		st->messages++;
 		if (!cJSON_GetObjectItemCaseSensitive(d, "model"))
 			cJSON_AddStringToObject(d, "model",
@@ -279,7 +279,7 @@ static void apply(struct stream *st, const cJSON *rule, const cJSON *root,
 		if (st->model)
 			cJSON_AddStringToObject(sample, "model", st->model);
 		wk_usage_merge(&st->usage, sample);
-		wk_emit(st->ctx, "agent.usage", sample);
+		wk_emit(st->ctx, SBXLOOP_EV_AGENT_USAGE, sample);
 	}
 	v = cJSON_GetObjectItem(rule, "event");
 	if (cJSON_IsString(v)) {
@@ -627,7 +627,7 @@ retry:
 
 		cJSON_AddStringToObject(d, "content", res->output_text);
 		cJSON_AddStringToObject(d, "model", st.model ? st.model : "");
-		wk_emit(ctx, "agent.message", d);
+		wk_emit(ctx, SBXLOOP_EV_AGENT_MESSAGE, d);
 	}
 	res->session_id = st.session_id;
 	st.session_id = NULL;

@@ -366,7 +366,7 @@ static int cmd_run(int argc, char **argv)
 		cJSON *d = cJSON_CreateObject();
 
 		cJSON_AddStringToObject(d, "kind", job.kind);
-		wk_emit(&ctx, "worker.start", d);
+		wk_emit(&ctx, SBXLOOP_EV_WORKER_START, d);
 	}
 	if (ctx.heartbeat_s > 0) {
 		wk_resources_sample(&ctx);
@@ -389,7 +389,7 @@ static int cmd_run(int argc, char **argv)
 		cJSON *d = cJSON_CreateObject();
 
 		cJSON_AddStringToObject(d, "status", "ok");
-		wk_emit(&ctx, "worker.result", d);
+		wk_emit(&ctx, SBXLOOP_EV_WORKER_RESULT, d);
 	} else {
 		cJSON *d = cJSON_CreateObject();
 
@@ -398,9 +398,9 @@ static int cmd_run(int argc, char **argv)
 								 : "error");
 		cJSON_AddStringToObject(d, "error_type", res.error_type);
 		cJSON_AddStringToObject(d, "message", res.error_message);
-		wk_emit(&ctx, "worker.error", d);
+		wk_emit(&ctx, SBXLOOP_EV_WORKER_ERROR, d);
 	}
-	wk_emit(&ctx, "worker.end", NULL);
+	wk_emit(&ctx, SBXLOOP_EV_WORKER_END, NULL);
 	wk_events_close(&ctx);
 	printf("{\"result\":%s,\"sbxloop_result\":1}\n", line);
 	fflush(stdout);

@@ -191,7 +191,7 @@ void wk_resources_sample(struct wk_ctx *ctx)
 		level = 1;
 	else
 		level = 0;
-	wk_emit(ctx, "sandbox.resources", sample_json(&s, level));
+	wk_emit(ctx, SBXLOOP_EV_SANDBOX_RESOURCES, sample_json(&s, level));
 	if (level == 2) {
 		if (disk_abort)
 			msg = wk_printf("sandbox disk exhausted: %g%% of the "
@@ -217,7 +217,7 @@ void wk_resources_sample(struct wk_ctx *ctx)
 		cJSON *d = sample_json(&s, level);
 
 		cJSON_AddStringToObject(d, "message", msg);
-		wk_emit(ctx, "sandbox.resources_warning", d);
+		wk_emit(ctx, SBXLOOP_EV_SANDBOX_RESOURCES_WARNING, d);
 	}
 	ctx->last_level = level;
 	free(msg);
@@ -235,7 +235,7 @@ void wk_tick(struct wk_ctx *ctx)
 	}
 	if (ctx->heartbeat_s > 0 && wk_now() >= ctx->next_beat) {
 		ctx->next_beat = wk_now() + ctx->heartbeat_s;
-		wk_emit(ctx, "worker.heartbeat", NULL);
+		wk_emit(ctx, SBXLOOP_EV_WORKER_HEARTBEAT, NULL);
 		wk_resources_sample(ctx);
 	}
 }

@@ -110,12 +110,12 @@ static void refuse_write(struct wk_ctx *ctx, const char *file, int *calls,
 	cJSON_AddStringToObject(d, "tool", "write");
 	cJSON_AddStringToObject(d, "tool_call_id", id);
 	cJSON_AddStringToObject(d, "args", file);
-	wk_emit(ctx, "agent.tool_start", d);
+	wk_emit(ctx, SBXLOOP_EV_AGENT_TOOL_START, d);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "tool", "write");
 	cJSON_AddStringToObject(d, "path", file);
 	cJSON_AddStringToObject(d, "reason", why);
-	wk_emit(ctx, "agent.permission_denied", d);
+	wk_emit(ctx, SBXLOOP_EV_AGENT_PERMISSION_DENIED, d);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "tool", "write");
 	cJSON_AddStringToObject(d, "tool_call_id", id);
@@ -123,7 +123,7 @@ static void refuse_write(struct wk_ctx *ctx, const char *file, int *calls,
 	cJSON_AddFalseToObject(d, "success");
 	cJSON_AddStringToObject(d, "output", "");
 	cJSON_AddStringToObject(d, "error", why);
-	wk_emit(ctx, "agent.tool_end", d);
+	wk_emit(ctx, SBXLOOP_EV_AGENT_TOOL_END, d);
 	(*calls)++;
 	(*refused)++;
 	free(id);
@@ -189,7 +189,7 @@ static int turned_away(struct wk_ctx *ctx, const struct wk_job *job, int calls,
 		cJSON_AddNumberToObject(d, "cap", (double)job->max_tool_calls);
 		cJSON_AddNumberToObject(d, "calls", calls + 1);
 		cJSON_AddStringToObject(d, "tool", tool);
-		wk_emit(ctx, "agent.tool_cap", d);
+		wk_emit(ctx, SBXLOOP_EV_AGENT_TOOL_CAP, d);
 	}
 	return 1;
 }
@@ -220,7 +220,7 @@ static int run_commands(struct wk_ctx *ctx, const struct wk_job *job,
 		cJSON_AddStringToObject(d, "tool", "shell");
 		cJSON_AddStringToObject(d, "tool_call_id", id);
 		cJSON_AddStringToObject(d, "args", c->valuestring);
-		wk_emit(ctx, "agent.tool_start", d);
+		wk_emit(ctx, SBXLOOP_EV_AGENT_TOOL_START, d);
 		(*calls)++;
 		wk_buf_init(&out, 0, WK_TOOL_OUTPUT_MAX);
 		p.argv = argv;
@@ -242,7 +242,7 @@ static int run_commands(struct wk_ctx *ctx, const struct wk_job *job,
 		cJSON_AddNumberToObject(d, "exit_code", p.exit_code);
 		cJSON_AddStringToObject(d, "output", text);
 		cJSON_AddNullToObject(d, "error");
-		wk_emit(ctx, "agent.tool_end", d);
+		wk_emit(ctx, SBXLOOP_EV_AGENT_TOOL_END, d);
 		free(text);
 		free(id);
 		wk_buf_free(&out);
@@ -399,7 +399,7 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 	v = cJSON_GetObjectItemCaseSensitive(reply, "usage");
 	if (cJSON_IsObject(v)) {
 		wk_usage_merge(&res->usage, v);
-		wk_emit(ctx, "agent.usage", cJSON_Duplicate(v, 1));
+		wk_emit(ctx, SBXLOOP_EV_AGENT_USAGE, cJSON_Duplicate(v, 1));
 	}
 	if (res->output_text && *res->output_text) {
 		cJSON *d = cJSON_CreateObject();
@@ -407,7 +407,7 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 		cJSON_AddStringToObject(d, "content", res->output_text);
 		cJSON_AddStringToObject(d, "model",
 					job->model ? job->model : "script");
-		wk_emit(ctx, "agent.message", d);
+		wk_emit(ctx, SBXLOOP_EV_AGENT_MESSAGE, d);
 	}
 	res->status = WK_OK;
 	rc = 0;

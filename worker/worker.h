@@ -13,6 +13,9 @@
 
 #include <cjson/cJSON.h>
 
+/* the event vocabulary, shared with the host through the SDK */
+#include <sbxloop/events.h>
+
 #define WK_EXIT_OK 0
 #define WK_EXIT_USAGE 64
 #define WK_EXIT_SOFTWARE 70

@@ -196,7 +196,7 @@ static char *harvest_note(struct sl_instance *store, const char *run_id)
 	memset(&q, 0, sizeof(q));
 	q.struct_size = sizeof(q);
 	q.run_id = run_id;
-	q.type_prefix = SL_EV_RUN_ARTIFACTS;
+	q.type_prefix = SBXLOOP_EV_RUN_ARTIFACTS;
 	if (ops->events_query(store->ctx, &q, harvest_note_cb, &note, &err))
 		sl_log(SBXLOOP_LOG_WARN,
 		       "cannot read the harvest of run %s: "
@@ -401,7 +401,7 @@ static void classify(struct sl_instance *store, const char *runs_dir,
 	memset(&q, 0, sizeof(q));
 	q.struct_size = sizeof(q);
 	q.run_id = row->name;
-	q.type_prefix = SL_EV_RUN_DELIVER;
+	q.type_prefix = SBXLOOP_EV_RUN_DELIVER;
 	ops->events_query(store->ctx, &q, deliver_cb, &dl, &err);
 	if (dl.failed) {
 		row->verdict = sl_xstrdup("keep: delivery failed; the "
@@ -460,7 +460,7 @@ static int gc_remove(struct sl_cli *cli, struct sl_instance *store,
 	cJSON_AddBoolToObject(data, "workspace_removed",
 			      row->workspace_inside);
 	cJSON_AddStringToObject(data, "by", "gc");
-	sl_emit(cli->core, SL_EV_GC, NULL, data);
+	sl_emit(cli->core, SBXLOOP_EV_GC, NULL, data);
 	sl_mkdirs(pdir, 0700);
 	if (rename(dir, pending) == 0)
 		rc = sl_artifacts_rmtree(pending);
@@ -472,7 +472,7 @@ static int gc_remove(struct sl_cli *cli, struct sl_instance *store,
 		cJSON_AddStringToObject(data, "error",
 					"could not remove directory");
 		cJSON_AddStringToObject(data, "by", "gc");
-		sl_emit(cli->core, SL_EV_GC, NULL, data);
+		sl_emit(cli->core, SBXLOOP_EV_GC, NULL, data);
 		printf("failed %s: %s\n", row->name, strerror(-rc));
 		rc = -1;
 	}

@@ -149,7 +149,7 @@ static int rehydrate(struct session *s)
 			d, "message",
 			"the run's stored config is unreadable; "
 			"resuming with the current config");
-		sl_emit(s->core, SL_EV_RUN_CONFIG_DRIFT, NULL, d);
+		sl_emit(s->core, SBXLOOP_EV_RUN_CONFIG_DRIFT, NULL, d);
 		rc = 0;
 		goto out;
 	}
@@ -195,7 +195,7 @@ static int rehydrate(struct session *s)
 
 		cJSON_AddStringToObject(d, "message", msg);
 		free(msg);
-		sl_emit(s->core, SL_EV_RUN_CONFIG_DRIFT, NULL, d);
+		sl_emit(s->core, SBXLOOP_EV_RUN_CONFIG_DRIFT, NULL, d);
 	}
 	rc = 0;
 out:

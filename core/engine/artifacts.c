@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "engine/artifacts.h"
-#include "host/event_types.h"
+#include <sbxloop/events.h>
 #include "engine/guard.h"
 #include "common/proc.h"
 #include "common/util.h"
@@ -695,7 +695,7 @@ int sl_gc_workspace_removed(const struct sbxloop_store_ops *ops, void *ctx,
 	memset(&q, 0, sizeof(q));
 	q.struct_size = sizeof(q);
 	q.run_id = run_id;
-	q.type_prefix = SL_EV_GC;
+	q.type_prefix = SBXLOOP_EV_GC;
 	rc = ops->events_query(ctx, &q, removed_cb, &removed, err);
 	return rc ? rc : removed;
 }

@@ -14,7 +14,7 @@
 #include <strings.h>
 
 #include "engine/egress.h"
-#include "host/event_types.h"
+#include <sbxloop/events.h>
 #include "config/policy_patterns.h"
 
 const char *const sl_egress_control_plane[] = {
@@ -481,16 +481,16 @@ int sl_egress_grant_all(struct sl_egress_ledger *l, const char *task_id,
 		if (!d) {
 			msg = sl_xasprintf("egress refused: '%s' — %s", raw,
 					   bad);
-			emit_policy(l, SL_EV_POLICY_DENY, task_id, raw, reason,
-				    NULL, msg);
+			emit_policy(l, SBXLOOP_EV_POLICY_DENY, task_id, raw,
+				    reason, NULL, msg);
 			free(msg);
 			free(bad);
 			continue;
 		}
 		if (!sl_egress_check(l->cfg, d, &bad)) {
 			msg = sl_xasprintf("egress refused: %s — %s", d, bad);
-			emit_policy(l, SL_EV_POLICY_DENY, task_id, d, reason,
-				    NULL, msg);
+			emit_policy(l, SBXLOOP_EV_POLICY_DENY, task_id, d,
+				    reason, NULL, msg);
 			goto next;
 		}
 		if (sl_egress_ledger_has(l, d))
@@ -506,8 +506,8 @@ int sl_egress_grant_all(struct sl_egress_ledger *l, const char *task_id,
 		if (r < 0) {
 			msg = sl_xasprintf("egress grant failed: %s — %s", d,
 					   err->message);
-			emit_policy(l, SL_EV_POLICY_DENY, task_id, d, reason,
-				    NULL, msg);
+			emit_policy(l, SBXLOOP_EV_POLICY_DENY, task_id, d,
+				    reason, NULL, msg);
 			free(msg);
 			sl_buf_release(&why);
 			free(d);
@@ -518,15 +518,15 @@ int sl_egress_grant_all(struct sl_egress_ledger *l, const char *task_id,
 			msg = sl_xasprintf("egress refused: %s — no granter "
 					   "can enforce it: %s",
 					   d, sl_buf_str(&why));
-			emit_policy(l, SL_EV_POLICY_DENY, task_id, d, reason,
-				    NULL, msg);
+			emit_policy(l, SBXLOOP_EV_POLICY_DENY, task_id, d,
+				    reason, NULL, msg);
 			goto next;
 		}
 		ledger_add(l, d, reason, task_id, who);
 		msg = sl_xasprintf("egress granted: %s — %s", d,
 				   *reason ? reason
 					   : "no justification given");
-		emit_policy(l, SL_EV_POLICY_ALLOW, task_id, d, reason,
+		emit_policy(l, SBXLOOP_EV_POLICY_ALLOW, task_id, d, reason,
 			    granter_name(l, (size_t)who), msg);
 next:
 		free(msg);
@@ -580,7 +580,7 @@ int sl_egress_revoke_all(struct sl_egress_ledger *l, const char *task_id,
 					   "the grant stays for the "
 					   "sandbox's life",
 					   e->domain, e2.message);
-			emit_policy(l, SL_EV_POLICY_REVOKE, g.task_id,
+			emit_policy(l, SBXLOOP_EV_POLICY_REVOKE, g.task_id,
 				    e->domain, NULL,
 				    granter_name(l, (size_t)e->granter), msg);
 			free(msg);
@@ -591,7 +591,7 @@ int sl_egress_revoke_all(struct sl_egress_ledger *l, const char *task_id,
 		}
 		msg = sl_xasprintf("egress revoked: %s — EXECUTE ended",
 				   e->domain);
-		emit_policy(l, SL_EV_POLICY_REVOKE, g.task_id, e->domain,
+		emit_policy(l, SBXLOOP_EV_POLICY_REVOKE, g.task_id, e->domain,
 			    e->reason, granter_name(l, (size_t)e->granter),
 			    msg);
 		free(msg);

@@ -209,7 +209,7 @@ static int run_set_state(struct sl_engine *e, const char *state,
 	cJSON_AddStringToObject(d, "state", state);
 	if (reason)
 		cJSON_AddStringToObject(d, "reason", reason);
-	emit(e, SL_EV_RUN_STATE, d);
+	emit(e, SBXLOOP_EV_RUN_STATE, d);
 	return 0;
 }
 
@@ -267,9 +267,9 @@ static int task_set_state(struct sl_engine *e, struct task *t,
 		cJSON_AddStringToObject(d, "task_id", t->id);
 		cJSON_AddStringToObject(d, "title", t->title);
 		cJSON_AddStringToObject(d, "state", state);
-		emit(e, SL_EV_TASK_END, d);
+		emit(e, SBXLOOP_EV_TASK_END, d);
 	} else {
-		emit(e, SL_EV_TASK_STATE, task_event(t, 0));
+		emit(e, SBXLOOP_EV_TASK_STATE, task_event(t, 0));
 	}
 	return 0;
 }
@@ -542,7 +542,7 @@ static void emit_verdict(struct sl_engine *e, const struct task *t,
 		d, "issues",
 		cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(v, "issues"),
 				1));
-	emit(e, SL_EV_PHASE_VERDICT, d);
+	emit(e, SBXLOOP_EV_PHASE_VERDICT, d);
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "downgraded"))) {
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "task_id", t->id);
@@ -551,7 +551,7 @@ static void emit_verdict(struct sl_engine *e, const struct task *t,
 		cJSON_AddStringToObject(d, "message",
 					"the reviewer's tools failed; its "
 					"clean verdict was downgraded");
-		emit(e, SL_EV_PHASE_END, d);
+		emit(e, SBXLOOP_EV_PHASE_END, d);
 	}
 }
 
@@ -633,7 +633,7 @@ static int step_plan(struct sl_engine *e, struct task *t,
 		d, "egress",
 		cJSON_Duplicate(
 			cJSON_GetObjectItemCaseSensitive(plan, "egress"), 1));
-	emit(e, SL_EV_PHASE_PLAN, d);
+	emit(e, SBXLOOP_EV_PHASE_PLAN, d);
 	rc = record_attempt(e, t->id, "plan", t->replans + 1, "ok", plan, t0,
 			    err);
 	if (rc < 0) {
@@ -714,7 +714,7 @@ static int scrutiny_events(struct sl_engine *e, const struct task *t,
 	cJSON_AddStringToObject(d, "status", "verify_suspect");
 	cJSON_AddBoolToObject(d, "honored", j.honored);
 	cJSON_AddStringToObject(d, "message", j.message);
-	emit(e, SL_EV_PHASE_END, d);
+	emit(e, SBXLOOP_EV_PHASE_END, d);
 	free(j.feedback);
 	return 0;
 }
@@ -918,7 +918,7 @@ static void verify_failed_event(struct sl_engine *e, const struct task *t,
 	cJSON_AddStringToObject(d, "status", "failed");
 	cJSON_AddStringToObject(d, "message", msg);
 	free(msg);
-	emit(e, SL_EV_PHASE_END, d);
+	emit(e, SBXLOOP_EV_PHASE_END, d);
 }
 
 static int step_verify(struct sl_engine *e, struct task *t,
@@ -1085,7 +1085,7 @@ static int run_task(struct sl_engine *e, struct task *t,
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "task_id", t->id);
 	cJSON_AddStringToObject(d, "title", t->title);
-	emit(e, SL_EV_TASK_START, d);
+	emit(e, SBXLOOP_EV_TASK_START, d);
 	rc = resume_committed(e, t, err);
 	if (rc < 0)
 		return rc;
@@ -1126,7 +1126,7 @@ static int run_task(struct sl_engine *e, struct task *t,
 	cJSON_AddStringToObject(d, "task_id", t->id);
 	cJSON_AddStringToObject(d, "title", t->title);
 	cJSON_AddStringToObject(d, "state", t->state);
-	emit(e, SL_EV_TASK_END, d);
+	emit(e, SBXLOOP_EV_TASK_END, d);
 	return 0;
 }
 
@@ -1197,7 +1197,7 @@ static void announce_roster(struct sl_engine *e)
 	char *msg;
 
 	for (i = 0; i < e->n_tasks; i++)
-		emit(e, SL_EV_TASK_STATE, task_event(&e->tasks[i], 1));
+		emit(e, SBXLOOP_EV_TASK_STATE, task_event(&e->tasks[i], 1));
 	msg = sl_xasprintf("%zu task(s)", e->n_tasks);
 	cJSON_AddStringToObject(d, "message", msg);
 	free(msg);
@@ -1216,7 +1216,7 @@ static void announce_roster(struct sl_engine *e)
 					1));
 		cJSON_AddItemToArray(arr, o);
 	}
-	emit(e, SL_EV_RUN_TASKS, d);
+	emit(e, SBXLOOP_EV_RUN_TASKS, d);
 }
 
 static int schedule(struct sl_engine *e, struct sbxloop_error *err)
@@ -1301,7 +1301,7 @@ static char *fresh_workspace(struct sl_engine *e, struct sbxloop_error *err)
 	if (ws.warning)
 		sl_log(SBXLOOP_LOG_WARN, "%s", ws.warning);
 	if (ws.clone_event) {
-		emit(e, SL_EV_SANDBOX_WORKSPACE_CLONE, ws.clone_event);
+		emit(e, SBXLOOP_EV_SANDBOX_WORKSPACE_CLONE, ws.clone_event);
 		ws.clone_event = NULL;
 	}
 	free(e->fetch_cmd);
@@ -1461,7 +1461,7 @@ static void keep_on_failure(struct sl_engine *e)
 	n = sl_pair_names(e->pair, names);
 	cJSON_AddItemToObject(d, "sandboxes",
 			      cJSON_CreateStringArray(names, (int)n));
-	emit(e, SL_EV_RUN_KEEP, d);
+	emit(e, SBXLOOP_EV_RUN_KEEP, d);
 }
 
 /*
@@ -1562,7 +1562,7 @@ static void report_artifacts(struct sl_engine *e)
 	if (rc < 0)
 		sl_log(SBXLOOP_LOG_WARN, "cannot collect the artifacts: %s",
 		       err.message);
-	emit(e, SL_EV_RUN_ARTIFACTS,
+	emit(e, SBXLOOP_EV_RUN_ARTIFACTS,
 	     sl_artifacts_event_data(e->artifacts_dir, e->info.mounted, &scan,
 				     sl_worker_last_resources()));
 	e->n_artifacts = scan.n_files;
@@ -1633,7 +1633,7 @@ static int drive(struct sl_engine *e, const char *pinned,
 		return rc;
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "state", final);
-	emit(e, SL_EV_RUN_END, d);
+	emit(e, SBXLOOP_EV_RUN_END, d);
 	sl_bus_flush(e->core, err);
 	return 0;
 fail:
@@ -1675,7 +1675,7 @@ int sl_engine_start(struct sl_engine *e, const char *run_id,
 	sl_core_set_run(e->core, e->run_id);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "outcome", outcome);
-	emit(e, SL_EV_RUN_START, d);
+	emit(e, SBXLOOP_EV_RUN_START, d);
 	return drive(e, NULL, err);
 }
 
@@ -1707,7 +1707,7 @@ static int gc_guard(struct sl_engine *e, struct sbxloop_error *err)
 	return sl_error(err, SBXLOOP_ESTATE,
 			"run %s cannot be resumed: a gc sweep removed its "
 			"workspace (see `sbxloop logs %s --type %s`)",
-			e->run_id, e->run_id, SL_EV_GC);
+			e->run_id, e->run_id, SBXLOOP_EV_GC);
 }
 
 int sl_engine_resume(struct sl_engine *e, const char *run_id,
@@ -1776,7 +1776,7 @@ int sl_engine_resume(struct sl_engine *e, const char *run_id,
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "outcome", e->outcome);
 	cJSON_AddBoolToObject(d, "resumed", 1);
-	emit(e, SL_EV_RUN_START, d);
+	emit(e, SBXLOOP_EV_RUN_START, d);
 	rc = drive(e, ri.workspace, err);
 out:
 	free(ri.outcome);

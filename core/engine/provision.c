@@ -286,7 +286,7 @@ static void emit_secret(struct sl_pair *p, const struct box *b,
 	cJSON_AddStringToObject(d, "strategy", strategy);
 	cJSON_AddBoolToObject(d, "never_in_sandbox", never_in);
 	cJSON_AddStringToObject(d, "message", message);
-	sl_emit(p->core, SL_EV_SANDBOX_SECRET, NULL, d);
+	sl_emit(p->core, SBXLOOP_EV_SANDBOX_SECRET, NULL, d);
 }
 
 /* ------------------------------------------------------ the core's env */
@@ -427,7 +427,7 @@ static void fall_back(struct sl_pair *p, const struct box *b, const char *env,
 	cJSON_AddStringToObject(d, "strategy", p->chain_names[failed]);
 	cJSON_AddStringToObject(d, "next", next);
 	cJSON_AddStringToObject(d, "message", msg);
-	sl_emit(p->core, SL_EV_SANDBOX_SECRET_FALLBACK, NULL, d);
+	sl_emit(p->core, SBXLOOP_EV_SANDBOX_SECRET_FALLBACK, NULL, d);
 	free(msg);
 }
 
@@ -545,7 +545,7 @@ static void revoke_one(struct sl_pair *p, const struct provided *pv)
 	cJSON_AddStringToObject(d, "strategy", strategy);
 	if (rc < 0)
 		cJSON_AddStringToObject(d, "error", err.message);
-	sl_emit(p->core, SL_EV_SANDBOX_SECRET_REVOKED, NULL, d);
+	sl_emit(p->core, SBXLOOP_EV_SANDBOX_SECRET_REVOKED, NULL, d);
 }
 
 /* ------------------------------------------------------------ sandboxes */
@@ -604,7 +604,7 @@ static void warn_unconfined_critics(struct sl_pair *p, const struct box *b)
 	cJSON_AddStringToObject(d, "role", b->role);
 	cJSON_AddStringToObject(d, "provider", provider ? provider : "");
 	cJSON_AddStringToObject(d, "message", why);
-	sl_emit(p->core, SL_EV_SANDBOX_CRITICS_UNCONFINED, NULL, d);
+	sl_emit(p->core, SBXLOOP_EV_SANDBOX_CRITICS_UNCONFINED, NULL, d);
 }
 
 static int box_create(struct sl_pair *p, int box, const char *workspace,
@@ -635,7 +635,7 @@ static int box_create(struct sl_pair *p, int box, const char *workspace,
 	spec.shared_dirs = (const char *const *)shared;
 	memset(&b->info, 0, sizeof(b->info));
 	b->info.struct_size = sizeof(b->info);
-	emit_box(p, SL_EV_SANDBOX_PROVISION_START, b, 0);
+	emit_box(p, SBXLOOP_EV_SANDBOX_PROVISION_START, b, 0);
 	/* a sandbox left by a killed process is never reused */
 	ops->sandbox_remove(p->core->sandbox.ctx, b->name, &ignored);
 	rc = ops->sandbox_create(p->core->sandbox.ctx, &spec, &b->info, err);
@@ -681,7 +681,7 @@ static void down_locked(struct sl_pair *p)
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "name", b->name);
 		cJSON_AddStringToObject(d, "role", b->role);
-		sl_emit(p->core, SL_EV_SANDBOX_REMOVED, NULL, d);
+		sl_emit(p->core, SBXLOOP_EV_SANDBOX_REMOVED, NULL, d);
 	}
 }
 
@@ -737,7 +737,7 @@ int sl_pair_up(struct sl_pair *p, const char *run_id, const char *workspace,
 		rc = provide_role(p, box, err);
 		if (rc < 0)
 			break;
-		emit_box(p, SL_EV_SANDBOX_READY, &p->boxes[box], 1);
+		emit_box(p, SBXLOOP_EV_SANDBOX_READY, &p->boxes[box], 1);
 	}
 	if (rc < 0)
 		down_locked(p);

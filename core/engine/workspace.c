@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "engine/artifacts.h"
-#include "host/event_types.h"
+#include <sbxloop/events.h>
 #include "common/proc.h"
 #include "common/util.h"
 #include "engine/workspace.h"

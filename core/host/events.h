@@ -12,7 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "host/core.h"
-#include "host/event_types.h"
+#include <sbxloop/events.h>
 
 struct sl_bus;
 

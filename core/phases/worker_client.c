@@ -25,7 +25,7 @@
 #define GRACE_S 60.0
 #define TAIL_LINES 5
 #define DIAG_MAX 1500
-#define RESOURCES_TYPE "\"" SL_EV_SANDBOX_RESOURCES "\""
+#define RESOURCES_TYPE "\"" SBXLOOP_EV_SANDBOX_RESOURCES "\""
 
 struct relay {
 	struct sl_core *core;
@@ -70,7 +70,7 @@ static void note_resources(const char *line, size_t len)
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
 
 	if (cJSON_IsObject(d) && cJSON_IsString(type) &&
-	    strcmp(type->valuestring, SL_EV_SANDBOX_RESOURCES) == 0) {
+	    strcmp(type->valuestring, SBXLOOP_EV_SANDBOX_RESOURCES) == 0) {
 		cJSON_Delete(last_sample);
 		last_sample = d;
 		d = NULL;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sbxloop/events.h>
 #include <sbxloop/sink.h>
 
 struct hello {
@@ -56,7 +57,8 @@ static int hello_event(void *ctx, const struct sbxloop_event *ev,
 
 	(void)err;
 	h->seen++;
-	if (strncmp(ev->type, "run.", 4) == 0)
+	if (strncmp(ev->type, SBXLOOP_EV_FAMILY_RUN,
+		    strlen(SBXLOOP_EV_FAMILY_RUN)) == 0)
 		fprintf(h->out, "hello from %s: %s\n", ev->run_id, ev->type);
 	return 0;
 }

@@ -451,7 +451,7 @@ static void emit_mount(struct provider *p, const char *name, int mounted,
 			   qn, mounted ? "true" : "false", probe,
 			   mounted ? "path" : "message", mounted ? qp : qm);
 	if (data)
-		h->emit(h, "sandbox.workspace_mount", NULL, data);
+		h->emit(h, SBXLOOP_EV_SANDBOX_WORKSPACE_MOUNT, NULL, data);
 	free(data);
 out:
 	free(qn);

@@ -6,6 +6,7 @@
 #ifndef SBXP_SBX_H
 #define SBXP_SBX_H
 
+#include <sbxloop/events.h>
 #include <sbxloop/plugin.h>
 #include <sbxloop/policy.h>
 #include <sbxloop/sandbox.h>
@@ -103,13 +104,12 @@ int sbxp_parse_table(const char *text, const char *const *const *want,
 
 /* The doctor and interactive_argv slots of the provider (doctor.c);
  * contracts in <sbxloop/sandbox.h>. */
-typedef void (*sbxp_row_fn)(void *user, const char *check,
-			    const char *status, const char *detail);
+typedef void (*sbxp_row_fn)(void *user, const char *check, const char *status,
+			    const char *detail);
 int sbxp_doctor(struct sbxp *s, const char *const *hosts, sbxp_row_fn cb,
 		void *user, struct sbxloop_error *err);
-int sbxp_interactive_argv(struct sbxp *s, const char *name,
-			  const char **argv, size_t max,
-			  struct sbxloop_error *err);
+int sbxp_interactive_argv(struct sbxp *s, const char *name, const char **argv,
+			  size_t max, struct sbxloop_error *err);
 
 /* Single-quote `s` for sh. Caller frees. */
 char *sbxp_shell_quote(const char *s);

@@ -578,7 +578,7 @@ static int proxy_provide(void *ctx, const struct sbxloop_secret_req *req,
 		msg = sbxp_printf("cannot tell whether %s is visible in "
 				  "sandbox '%s': %s",
 				  req->env_name, req->sandbox, why);
-		emit_named(p, "sandbox.secret_probe_error", req,
+		emit_named(p, SBXLOOP_EV_SANDBOX_SECRET_PROBE_ERROR, req,
 			   msg ? msg : why);
 		/* ESTATE: the core must not hand it to the next strategy,
 		 * an infra blip never downgrades silently */
@@ -598,7 +598,7 @@ static int proxy_provide(void *ctx, const struct sbxloop_secret_req *req,
 			req->env_name,
 			answer == 1 ? "invisible" : "a proxy sentinel",
 			req->sandbox);
-		emit_named(p, "sandbox.secret_env_fallback", req,
+		emit_named(p, SBXLOOP_EV_SANDBOX_SECRET_FALLBACK, req,
 			   msg ? msg : "falling back to plain-env");
 		h->log(h, SBXLOOP_LOG_INFO, "%s", msg ? msg : "fallback");
 		free(msg);

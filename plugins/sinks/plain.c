@@ -21,7 +21,7 @@
 
 #include "sinks.h"
 /* macros only: the one place each event type is spelled */
-#include "host/event_types.h"
+#include <sbxloop/events.h>
 /* compiled into this module too (libc only) */
 #include "common/termsafe.h"
 
@@ -347,15 +347,15 @@ static const char *dense_style(const char *type, const cJSON *data)
 {
 	const char *status = field_str(data, "status");
 
-	if (!strcmp(type, SL_EV_TASK_STATE))
+	if (!strcmp(type, SBXLOOP_EV_TASK_STATE))
 		return task_state_color(field_str(data, "state"));
-	if (!strcmp(type, SL_EV_PHASE_END) && status &&
+	if (!strcmp(type, SBXLOOP_EV_PHASE_END) && status &&
 	    !strcmp(status, "failed"))
 		return C_RED;
-	if ((!strcmp(type, SL_EV_PHASE_END) && status &&
+	if ((!strcmp(type, SBXLOOP_EV_PHASE_END) && status &&
 	     !strcmp(status, "verify_suspect")) ||
 	    strstr(type, "fallback") || strstr(type, "missing") ||
-	    strstr(type, "warning") || !strcmp(type, SL_EV_POLICY_DENY))
+	    strstr(type, "warning") || !strcmp(type, SBXLOOP_EV_POLICY_DENY))
 		return C_YELLOW;
 	return C_DIM;
 }
@@ -368,19 +368,25 @@ static int has_prefix(const char *s, const char *prefix)
 /* ------------------------------------------------------ transcript */
 
 static const char *const skipped_types[] = {
-	SL_EV_AGENT_MESSAGE_DELTA,
-	SL_EV_WORKER_STDOUT,
-	SL_EV_WORKER_HEARTBEAT,
-	SL_EV_WORKER_START,
-	SL_EV_WORKER_RESULT,
-	SL_EV_WORKER_END,
-	SL_EV_AGENT_USAGE,
-	SL_EV_SANDBOX_RESOURCES,
+	SBXLOOP_EV_AGENT_MESSAGE_DELTA,
+	SBXLOOP_EV_WORKER_STDOUT,
+	SBXLOOP_EV_WORKER_HEARTBEAT,
+	SBXLOOP_EV_WORKER_START,
+	SBXLOOP_EV_WORKER_RESULT,
+	SBXLOOP_EV_WORKER_END,
+	SBXLOOP_EV_AGENT_USAGE,
+	SBXLOOP_EV_SANDBOX_RESOURCES,
 	NULL,
 };
 
 static const char *const dense_prefixes[] = {
-	"run.", "task.", "phase.", "sandbox.", "gh.", "policy.", NULL,
+	SBXLOOP_EV_FAMILY_RUN,
+	SBXLOOP_EV_FAMILY_TASK,
+	SBXLOOP_EV_FAMILY_PHASE,
+	SBXLOOP_EV_FAMILY_SANDBOX,
+	SBXLOOP_EV_FAMILY_GH,
+	SBXLOOP_EV_FAMILY_POLICY,
+	NULL,
 };
 
 /* The last `lines` lines of text, each indented. */
@@ -474,7 +480,7 @@ static void add_transcript(struct plain *p, const struct sbxloop_event *ev,
 	for (i = 0; skipped_types[i]; i++)
 		if (!strcmp(t, skipped_types[i]))
 			return;
-	if (!strcmp(t, SL_EV_AGENT_MESSAGE)) {
+	if (!strcmp(t, SBXLOOP_EV_AGENT_MESSAGE)) {
 		const char *content = field_str(data, "content");
 		const char *model = field_str(data, "model");
 
@@ -487,14 +493,14 @@ static void add_transcript(struct plain *p, const struct sbxloop_event *ev,
 		if (model && *model)
 			addf(p, " \xc2\xb7 %s", model);
 		add_block(p, content, CONTENT_MAX);
-	} else if (!strcmp(t, SL_EV_WORKER_ERROR)) {
+	} else if (!strcmp(t, SBXLOOP_EV_WORKER_ERROR)) {
 		*style = C_RED;
 		add_clock(p, ev->ts);
 		s = field_str(data, "message");
 		if (!s || !*s)
 			s = field_str(data, "error_type");
 		addf(p, " error: %s", s ? s : "the worker failed");
-	} else if (!strcmp(t, SL_EV_AGENT_TOOL_START)) {
+	} else if (!strcmp(t, SBXLOOP_EV_AGENT_TOOL_START)) {
 		*style = C_YELLOW;
 		add_clock(p, ev->ts);
 		s = field_str(data, "tool");
@@ -504,7 +510,7 @@ static void add_transcript(struct plain *p, const struct sbxloop_event *ev,
 			add_shaped(p, field(data, "args"), TOOL_ARGS_MAX, 1,
 				   1);
 		}
-	} else if (!strcmp(t, SL_EV_AGENT_TOOL_CAP)) {
+	} else if (!strcmp(t, SBXLOOP_EV_AGENT_TOOL_CAP)) {
 		const cJSON *cap = field(data, "cap");
 
 		*style = C_YELLOW;
@@ -513,14 +519,14 @@ static void add_transcript(struct plain *p, const struct sbxloop_event *ev,
 		     "  tool-call ceiling (%.0f) reached: further calls "
 		     "are turned away and the agent was told to wrap up",
 		     cJSON_IsNumber(cap) ? cap->valuedouble : 0.0);
-	} else if (!strcmp(t, SL_EV_AGENT_TOOL_END)) {
+	} else if (!strcmp(t, SBXLOOP_EV_AGENT_TOOL_END)) {
 		add_tool_end(p, ev, data, style);
-	} else if (!strcmp(t, SL_EV_CHAT_MESSAGE)) {
+	} else if (!strcmp(t, SBXLOOP_EV_CHAT_MESSAGE)) {
 		*style = C_GREEN;
 		add_clock(p, ev->ts);
 		s = field_str(data, "text");
 		addf(p, " you: %s", s ? s : "");
-	} else if (!strcmp(t, SL_EV_CHAT_REPLY)) {
+	} else if (!strcmp(t, SBXLOOP_EV_CHAT_REPLY)) {
 		add_clock(p, ev->ts);
 		s = field_str(data, "error");
 		if (s && *s) {
@@ -532,7 +538,7 @@ static void add_transcript(struct plain *p, const struct sbxloop_event *ev,
 			addf(p, " agent \xc2\xb7 reply: %s",
 			     s && *s ? s : "(no reply)");
 		}
-	} else if (!strcmp(t, SL_EV_CHAT_ACTION)) {
+	} else if (!strcmp(t, SBXLOOP_EV_CHAT_ACTION)) {
 		*style = C_BOLD C_YELLOW;
 		add_clock(p, ev->ts);
 		s = field_str(data, "message");
