@@ -27,12 +27,51 @@ static void print_main_help(FILE *f)
 		fprintf(f, "  %-10s %s\n", c->name, c->summary);
 	fprintf(f,
 		"\nglobal options:\n"
-		"  --config FILE  read FILE instead of ./sbxloop.yaml\n"
+		"  --config FILE  read FILE instead of ./sbxloop.yaml (before or\n"
+		"                 after the command)\n"
 		"  --version      print the version and exit\n"
 		"  --help         print this help; `sbxloop COMMAND --help` "
 		"for a command\n"
 		"\nexit codes: 0 ok, 1 failure, 2 usage or configuration "
 		"error, 130 interrupted\n");
+}
+
+/*
+ * The global --config is accepted after the command too (`sbxloop run
+ * --config FILE OUTCOME`), up to a `--`: taken out of argv so that the
+ * command's own parser never sees it. -c stays the command's (`shell
+ * -c CMD`). 0 or an exit code.
+ */
+static int take_global_options(struct sl_cli *cli, int *argc, char **argv)
+{
+	int i, k = 1, rest = 0;
+
+	for (i = 1; i < *argc; i++) {
+		const char *a = argv[i];
+
+		if (!rest && !strcmp(a, "--"))
+			rest = 1;
+		if (rest) {
+			argv[k++] = argv[i];
+			continue;
+		}
+		if (!strcmp(a, "--config")) {
+			if (i + 1 >= *argc) {
+				sl_cli_error("option '--config' needs a file");
+				return SL_EXIT_USAGE;
+			}
+			cli->config_file = argv[++i];
+			continue;
+		}
+		if (!strncmp(a, "--config=", 9)) {
+			cli->config_file = a + 9;
+			continue;
+		}
+		argv[k++] = argv[i];
+	}
+	argv[k] = NULL;
+	*argc = k;
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -90,6 +129,9 @@ int main(int argc, char **argv)
 
 	argc -= optind;
 	argv += optind;
+	rc = take_global_options(&cli, &argc, argv);
+	if (rc)
+		return rc;
 	if (sl_cli_wants_help(argc, argv) && strcmp(cmd->name, "config"))
 		return sl_cli_usage(cmd, 0);
 	optind = 1;

@@ -552,6 +552,42 @@ START_TEST(test_config_show_prints_sources_and_exits_2_on_errors)
 }
 END_TEST
 
+START_TEST(test_config_option_is_accepted_after_the_command)
+{
+	char *other = sl_xasprintf("%s/other.yaml", dir);
+	const char *after[] = {tu_env("SBXLOOP_BIN"),
+			       "config",
+			       "show",
+			       "--config",
+			       other,
+			       NULL};
+	char *eq = sl_xasprintf("--config=%s", other);
+	const char *after_eq[] = {tu_env("SBXLOOP_BIN"), "config", "show", eq,
+				  NULL};
+	const char *dangling[] = {tu_env("SBXLOOP_BIN"), "config", "show",
+				  "--config", NULL};
+	struct tu_run r;
+
+	tu_write(file, "model: from-project\n");
+	tu_write(other, "model: from-other\n");
+	tu_exec(&r, dir, NULL, after);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "from-other"));
+	ck_assert_ptr_null(strstr(r.out, "from-project"));
+	tu_run_free(&r);
+	tu_exec(&r, dir, NULL, after_eq);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "from-other"));
+	tu_run_free(&r);
+	tu_exec(&r, dir, NULL, dangling);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "'--config' needs a file"));
+	tu_run_free(&r);
+	free(eq);
+	free(other);
+}
+END_TEST
+
 START_TEST(test_dotenv_never_overrides_the_environment)
 {
 	char *err = NULL;
@@ -601,6 +637,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_plugin_keys_are_validated_like_core_keys);
 	tcase_add_test(tc,
 		       test_config_show_prints_sources_and_exits_2_on_errors);
+	tcase_add_test(tc, test_config_option_is_accepted_after_the_command);
 	tcase_add_test(tc, test_dotenv_never_overrides_the_environment);
 	suite_add_tcase(s, tc);
 	return s;
