@@ -279,14 +279,6 @@ out:
 	return 0;
 }
 
-/* Every ops table starts with these members (plugin.h). */
-struct ops_header {
-	uint32_t struct_size;
-	int (*create)(const struct sbxloop_host *host, void **ctx,
-		      struct sbxloop_error *err);
-	void (*destroy)(void *ctx);
-};
-
 void sl_instance_destroy(struct sl_instance *inst)
 {
 	if (!inst || !inst->ops)
@@ -295,7 +287,8 @@ void sl_instance_destroy(struct sl_instance *inst)
 		struct sl_plugin_call call;
 
 		sl_plugin_enter(&call, inst->module, "destroy()");
-		((const struct ops_header *)inst->ops)->destroy(inst->ctx);
+		((const struct sbxloop_ops_head *)inst->ops)
+			->destroy(inst->ctx);
 		sl_plugin_leave(&call);
 	}
 	memset(inst, 0, sizeof(*inst));
@@ -334,7 +327,7 @@ int sl_core_instantiate(struct sl_core *core, enum sbxloop_kind kind,
 				"plugins` for what is installed)",
 				sl_kind_name(kind), name);
 	}
-	create = ((const struct ops_header *)c->ops)->create;
+	create = ((const struct sbxloop_ops_head *)c->ops)->create;
 	sl_plugin_enter(&call, m, "create()");
 	rc = create(&core->host, &inst->ctx, &cerr);
 	sl_plugin_leave(&call);

@@ -158,6 +158,7 @@ struct sbxloop_proc_spec {
 	void (*on_stdout_line)(void *user, const char *line, size_t len);
 	void (*on_stderr_line)(void *user, const char *line, size_t len);
 	void *user;
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 struct sbxloop_proc_result {
@@ -169,6 +170,7 @@ struct sbxloop_proc_result {
 	char *err; /* host->proc_result_clear() */
 	size_t out_len;
 	size_t err_len;
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 /*
@@ -253,6 +255,8 @@ struct sbxloop_host {
 			    double timeout_s, struct sbxloop_proc_result *res,
 			    struct sbxloop_error *err);
 
+	/* ---- the members of ABI 1.0 end here ---- */
+
 	/*
 	 * 1.3: nonzero when the command only reads the persisted state
 	 * (`status`, `logs`). A store then skips the checks only a writer
@@ -260,12 +264,56 @@ struct sbxloop_host {
 	 * read-only instead of failing. Check with SBXLOOP_HAS_SLOT.
 	 */
 	int (*state_read_only)(const struct sbxloop_host *host);
+	/* ---- the members of ABI 1.3 end here ---- */
 };
 
 /*
+ * The head of every ops table (sandbox, secret, sink, reporter, policy,
+ * store): each kind's struct begins with exactly these members, and the
+ * kind headers check that at compile time (SBXLOOP_OPS_HEAD_CHECK), so
+ * the core may read any component's lifecycle through this type.
+ *
+ * Lifecycle, for every kind:
+ *   create(host, &ctx, err): settings come through host->config_*; the
+ *     host table outlives the instance. On success returns 0 with *ctx
+ *     set (NULL is allowed for a stateless component: destroy is then
+ *     never called). On failure returns a negative code, fills err, and
+ *     has freed whatever it allocated: the core ignores *ctx and never
+ *     calls destroy for a failed create.
+ *   destroy(ctx): called exactly once per successful create with a
+ *     non-NULL ctx, never with NULL; frees everything the instance holds.
+ *     After it returns the core touches nothing the instance handed out.
+ */
+struct sbxloop_ops_head {
+	uint32_t struct_size;
+	int (*create)(const struct sbxloop_host *host, void **ctx,
+		      struct sbxloop_error *err);
+	void (*destroy)(void *ctx);
+};
+
+#ifndef __cplusplus
+/* Fails the build when `type` does not begin with the ops head. */
+#define SBXLOOP_OPS_HEAD_CHECK(type)                                          \
+	_Static_assert(                                                       \
+		offsetof(type, struct_size) ==                                \
+				offsetof(struct sbxloop_ops_head,             \
+					 struct_size) &&                      \
+			offsetof(type, create) ==                             \
+				offsetof(struct sbxloop_ops_head, create) &&  \
+			offsetof(type, destroy) ==                            \
+				offsetof(struct sbxloop_ops_head, destroy),   \
+		#type " must begin with struct sbxloop_ops_head")
+#else
+#define SBXLOOP_OPS_HEAD_CHECK(type)                                          \
+	static_assert(offsetof(type, destroy) ==                              \
+			      offsetof(struct sbxloop_ops_head, destroy),     \
+		      #type " must begin with struct sbxloop_ops_head")
+#endif
+
+/*
  * One component a module provides. `ops` points to the const ops table
- * of its kind (struct sbxloop_sandbox_ops, ...). Every ops table begins
- * with the same three members: struct_size, create and destroy.
+ * of its kind (struct sbxloop_sandbox_ops, ...), which begins with
+ * struct sbxloop_ops_head's members.
  */
 struct sbxloop_component {
 	uint32_t struct_size;
@@ -275,6 +323,7 @@ struct sbxloop_component {
 	const struct sbxloop_config_key
 		*config_keys; /* NULL or {NULL}-ended */
 	const char *summary;  /* one line */
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 struct sbxloop_plugin_descriptor {
@@ -286,6 +335,7 @@ struct sbxloop_plugin_descriptor {
 	const char *version;
 	const struct sbxloop_component *components;
 	size_t n_components;
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 /* Fill the header fields of a descriptor built against this SDK. */

@@ -23,6 +23,7 @@ struct sbxloop_grant {
 	const char *reason;  /* the plan's justification */
 	const char *task_id;
 	const char *phase; /* "execute" */
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 struct sbxloop_policy_ops {
@@ -38,7 +39,9 @@ struct sbxloop_policy_ops {
 	/* Optional: take a grant back (at EXECUTE exit). */
 	int (*revoke)(void *ctx, const struct sbxloop_grant *grant,
 		      struct sbxloop_error *err);
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
+SBXLOOP_OPS_HEAD_CHECK(struct sbxloop_policy_ops);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@ struct sbxloop_run_info {
 	const char *workspace;     /* host path, may be NULL */
 	const char *artifacts_dir; /* host path, may be NULL */
 	int resumed;
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 /* Delivery result; strings copied in. */
@@ -30,6 +31,7 @@ struct sbxloop_delivery {
 	uint32_t struct_size;
 	long long number; /* PR number, 0 if none */
 	char url[1024];
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 struct sbxloop_reporter_ops {
@@ -47,7 +49,9 @@ struct sbxloop_reporter_ops {
 	int (*deliver)(void *ctx, const struct sbxloop_run_info *run,
 		       struct sbxloop_delivery *out,
 		       struct sbxloop_error *err);
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
+SBXLOOP_OPS_HEAD_CHECK(struct sbxloop_reporter_ops);
 
 #ifdef __cplusplus
 }

@@ -58,6 +58,8 @@ struct sbxloop_sandbox_spec {
 	const char *worker_path;          /* host path of sbxloop-worker */
 	const char *const *allow_domains; /* NULL-terminated seed allowlist */
 	int read_only_workspace;          /* mount the workspace read-only */
+	/* ---- the members of ABI 1.0 end here ---- */
+
 	/*
 	 * ABI 1.1: host directories (since 1.2 also single files) the
 	 * jobs read and write at the same path (the script backend's
@@ -67,6 +69,7 @@ struct sbxloop_sandbox_spec {
 	 * cannot (a VM) ignores them. Check with SBXLOOP_HAS_SLOT.
 	 */
 	const char *const *shared_dirs;
+	/* ---- the members of ABI 1.1 end here ---- */
 };
 
 /* What was created; filled by sandbox_create. */
@@ -78,6 +81,7 @@ struct sbxloop_sandbox_info {
 	char home[SBXLOOP_PATH_MAX];    /* dir for jobs/, events/, results/ */
 	int mounted;                    /* workspace is live-mounted */
 	uint32_t capabilities;          /* of this very sandbox */
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 struct sbxloop_exec_spec {
@@ -91,12 +95,15 @@ struct sbxloop_exec_spec {
 	void (*on_stdout_line)(void *user, const char *line, size_t len);
 	void (*on_stderr_line)(void *user, const char *line, size_t len);
 	void *user;
+	/* ---- the members of ABI 1.0 end here ---- */
+
 	/*
 	 * ABI 1.2: run this one command with the workspace read-only (the
 	 * sandbox's home stays writable). Honoured only by a provider with
 	 * SBXLOOP_CAP_WORKSPACE_READ_ONLY; check with SBXLOOP_HAS_FIELD.
 	 */
 	int read_only_workspace;
+	/* ---- the members of ABI 1.2 end here ---- */
 };
 
 /* One listed sandbox, borrowed for the callback's duration. */
@@ -105,6 +112,7 @@ struct sbxloop_sandbox_entry {
 	const char *name;
 	const char *status;    /* "running", "stopped", ... */
 	const char *workspace; /* may be "" */
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 struct sbxloop_sandbox_ops {
@@ -176,6 +184,7 @@ struct sbxloop_sandbox_ops {
 				size_t max, struct sbxloop_error *err);
 	/* ---- the slots of ABI 1.4 end here ---- */
 };
+SBXLOOP_OPS_HEAD_CHECK(struct sbxloop_sandbox_ops);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,7 @@ struct sbxloop_secret_req {
 	const char *value;     /* the secret itself; never log it */
 	const char *bind_host; /* host a proxy binds it to, or NULL */
 	const char *service;   /* a substrate service name, or NULL */
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 /* How the secret took effect; strings are static or copied in. */
@@ -34,6 +35,7 @@ struct sbxloop_secret_outcome {
 	/* 1 when the value never enters the sandbox (proxy injection) */
 	int never_in_sandbox;
 	char detail[256];
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 struct sbxloop_secret_ops {
@@ -52,7 +54,9 @@ struct sbxloop_secret_ops {
 		    void (*cb)(void *user, const char *env_name,
 			       const char *scope, const char *detail),
 		    void *user, struct sbxloop_error *err);
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
+SBXLOOP_OPS_HEAD_CHECK(struct sbxloop_secret_ops);
 
 #ifdef __cplusplus
 }

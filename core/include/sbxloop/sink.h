@@ -28,6 +28,7 @@ struct sbxloop_event {
 	const char *type;      /* "task.state", "policy.allow", ... */
 	const char *data_json; /* the data object as JSON text */
 	const char *json;      /* the full envelope line */
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 struct sbxloop_sink_ops {
@@ -39,7 +40,9 @@ struct sbxloop_sink_ops {
 		     struct sbxloop_error *err);
 	/* Optional: write out anything buffered (called at run end). */
 	int (*flush)(void *ctx, struct sbxloop_error *err);
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
+SBXLOOP_OPS_HEAD_CHECK(struct sbxloop_sink_ops);
 
 #ifdef __cplusplus
 }

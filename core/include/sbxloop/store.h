@@ -43,6 +43,7 @@ struct sbxloop_run_row {
 	int tasks_total;           /* filled by run_get / run_list */
 	int tasks_done;
 	int attempts; /* phase attempts recorded */
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 struct sbxloop_task_row {
@@ -57,6 +58,7 @@ struct sbxloop_task_row {
 	int replans;
 	const char *last_feedback;
 	const char *session_id; /* NULL when none */
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 struct sbxloop_attempt_row {
@@ -70,6 +72,7 @@ struct sbxloop_attempt_row {
 	const char *output_json;
 	double started_at;
 	double ended_at;
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 struct sbxloop_event_query {
@@ -79,6 +82,7 @@ struct sbxloop_event_query {
 	const char *type_prefix; /* literal prefix, or NULL */
 	const char *task_id;     /* data.task_id equals, or NULL */
 	int64_t limit;           /* 0 = all */
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 /* Mutations of a run row: set the fields whose flag is on. */
@@ -107,6 +111,7 @@ struct sbxloop_run_update {
 	 * transaction (cancel, resume and gc rely on it).
 	 */
 	const char *const *only_if_state;
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
 struct sbxloop_store_ops {
@@ -158,7 +163,11 @@ struct sbxloop_store_ops {
 				       const struct sbxloop_attempt_row *a),
 			     void *user, struct sbxloop_error *err);
 
-	/* Events. seq_out (may be NULL) gets the sequence once known. */
+	/*
+	 * Events. seq_out (may be NULL) gets the sequence once known. `ev`
+	 * and its strings are borrowed for the call: a store that buffers
+	 * copies everything it keeps before returning.
+	 */
 	int (*event_append)(void *ctx, const struct sbxloop_event *ev,
 			    int64_t *seq_out, struct sbxloop_error *err);
 	int (*flush)(void *ctx, struct sbxloop_error *err);
@@ -169,7 +178,9 @@ struct sbxloop_store_ops {
 	/* Newest event timestamp of a run (0 when none). */
 	int (*event_last_ts)(void *ctx, const char *run_id, double *ts,
 			     struct sbxloop_error *err);
+	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
+SBXLOOP_OPS_HEAD_CHECK(struct sbxloop_store_ops);
 
 #ifdef __cplusplus
 }
