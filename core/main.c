@@ -135,8 +135,10 @@ int main(int argc, char **argv)
 	if (sl_cli_wants_help(argc, argv) && strcmp(cmd->name, "config"))
 		return sl_cli_usage(cmd, 0);
 	optind = 1;
-	rc = cmd->run(&cli, argc, argv);
-	sl_core_close(cli.core);
+	rc = sl_cli_setup(&cli, cmd);
+	if (!rc)
+		rc = cmd->run(&cli, argc, argv);
+	sl_cli_release(&cli);
 	sl_secret_clear();
 	return rc;
 }

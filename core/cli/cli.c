@@ -16,20 +16,26 @@
 #include "host/redact.h"
 #include "common/util.h"
 
+/*
+ * name, needs (what main() sets up first: SL_NEEDS_*), run, usage,
+ * summary, option help. run and resume build their own session
+ * (cmd_run.c); doctor opens what it checks itself, to report a failure
+ * as a row.
+ */
 const struct sl_command sl_commands[] = {
-	{"init", sl_cmd_init, "sbxloop init [--force]",
+	{"init", 0, sl_cmd_init, "sbxloop init [--force]",
 	 "write a fully commented sbxloop.yaml with every default",
 	 "  --force   overwrite an existing sbxloop.yaml\n"},
-	{"config", sl_cmd_config, "sbxloop config show [--json] | policy",
+	{"config", 0, sl_cmd_config, "sbxloop config show [--json] | policy",
 	 "print every resolved key and its source, or the egress policy",
 	 "  --json    one JSON object: key -> {value, source, origin}\n"},
-	{"plugins", sl_cmd_plugins, "sbxloop plugins [--json]",
+	{"plugins", 0, sl_cmd_plugins, "sbxloop plugins [--json]",
 	 "list every discoverable plugin module and its components",
 	 "  --json    machine-readable listing\n"},
-	{"status", sl_cmd_status, "sbxloop status [RUN] [--json]",
-	 "list runs, or one run's tasks",
+	{"status", SL_NEEDS_STORE_READ, sl_cmd_status,
+	 "sbxloop status [RUN] [--json]", "list runs, or one run's tasks",
 	 "  --json    machine-readable output\n"},
-	{"logs", sl_cmd_logs,
+	{"logs", SL_NEEDS_STORE_READ, sl_cmd_logs,
 	 "sbxloop logs RUN [--type PREFIX] [--task ID] [--since SEQ] [--json] "
 	 "[--follow] [--stale-after MIN]",
 	 "print a run's events, one dense line each",
@@ -40,7 +46,7 @@ const struct sl_command sl_commands[] = {
 	 "  -f, --follow       keep printing new events until the run ends\n"
 	 "  --stale-after MIN  with --follow, stop after MIN idle minutes\n"
 	 "                     (default 10; 0 = never)\n"},
-	{"run", sl_cmd_run,
+	{"run", 0, sl_cmd_run,
 	 "sbxloop run OUTCOME [--model ID] [--[no-]keep-sandboxes] "
 	 "[--[no-]keep-on-failure] [--no-tui]",
 	 "drive agents through the loop until OUTCOME is done",
@@ -48,22 +54,23 @@ const struct sl_command sl_commands[] = {
 	 "  --keep-sandboxes               never remove the run's sandboxes\n"
 	 "  --keep-on-failure              keep them when the run fails\n"
 	 "  --no-tui                       plain transcript, no dashboard\n"},
-	{"resume", sl_cmd_resume, "sbxloop resume RUN [--no-tui]",
+	{"resume", 0, sl_cmd_resume, "sbxloop resume RUN [--no-tui]",
 	 "continue a run from its last committed step on fresh sandboxes",
 	 "  --no-tui   plain transcript, no dashboard\n"},
-	{"cancel", sl_cmd_cancel, "sbxloop cancel RUN",
+	{"cancel", SL_NEEDS_STORE, sl_cmd_cancel, "sbxloop cancel RUN",
 	 "ask a run to stop at its next phase boundary", ""},
-	{"artifacts", sl_cmd_artifacts,
+	{"artifacts", SL_NEEDS_STORE, sl_cmd_artifacts,
 	 "sbxloop artifacts RUN [--tree|--list] [--path]",
 	 "list a run's results on the host and what was excluded",
 	 "  --tree    show a directory tree (at most 50 lines)\n"
 	 "  --list    one line per file with its size (the default)\n"
 	 "  --path    print only the artifacts directory\n"},
-	{"gc", sl_cmd_gc, "sbxloop gc [--older-than DAYS] [--dry-run]",
+	{"gc", SL_NEEDS_STORE, sl_cmd_gc,
+	 "sbxloop gc [--older-than DAYS] [--dry-run]",
 	 "remove old run directories, never a resumable or recent one",
 	 "  --older-than DAYS  retention window (default 14)\n"
 	 "  --dry-run          only show what would be removed\n"},
-	{"sandbox", sl_cmd_sandbox,
+	{"sandbox", SL_NEEDS_PROVIDER, sl_cmd_sandbox,
 	 "sbxloop sandbox ls | rm [NAME] [--run RUN | --all] | prune "
 	 "[--include-kept] [--dry-run] [--force] [--min-age HOURS]",
 	 "list, remove or prune the sandboxes of sbxloop runs",
@@ -73,20 +80,20 @@ const struct sl_command sl_commands[] = {
 	 "                    a dry run unless --force\n"
 	 "  --include-kept    prune kept sandboxes too\n"
 	 "  --min-age HOURS   silence before a sandbox is an orphan (1)\n"},
-	{"shell", sl_cmd_shell,
+	{"shell", SL_NEEDS_PROVIDER | SL_NEEDS_STORE, sl_cmd_shell,
 	 "sbxloop shell RUN [--role agent|github] [-c CMD]",
 	 "open a shell (or run CMD) in a kept sandbox of RUN",
 	 "  --role ROLE       agent (default) or github\n"
 	 "  -c, --command CMD run CMD with sh -lc and exit with its code\n"},
-	{"secrets", sl_cmd_secrets,
+	{"secrets", SL_NEEDS_PROVIDER, sl_cmd_secrets,
 	 "sbxloop secrets list | clean [--apply] "
 	 "[--all]",
 	 "inspect or remove the sbx secret registrations sbxloop made",
 	 "  clean --apply     remove stale registrations (default: dry run)\n"
 	 "  clean --all       also remove live ones sbxloop owns\n"},
-	{"doctor", sl_cmd_doctor, "sbxloop doctor",
+	{"doctor", SL_NEEDS_CORE, sl_cmd_doctor, "sbxloop doctor",
 	 "check the sandbox provider, tokens, state dir and worker", ""},
-	{NULL, NULL, NULL, NULL, NULL},
+	{NULL, 0, NULL, NULL, NULL, NULL},
 };
 
 static void vmessage(const char *prefix, const char *fmt, va_list ap)
@@ -161,4 +168,89 @@ int sl_cli_open_core(struct sl_cli *cli)
 	sl_cli_hint("fix the configuration above; nothing was started");
 	free(errors);
 	return SL_EXIT_USAGE;
+}
+
+const struct sl_command *sl_cli_command(const char *name)
+{
+	const struct sl_command *c;
+
+	for (c = sl_commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+/* One instance of `kind` named by config key `key`, into *inst. */
+static int open_instance(struct sl_cli *cli, enum sbxloop_kind kind,
+			 const char *key, struct sl_instance *inst)
+{
+	struct sbxloop_error err = {0, ""};
+	const char *name;
+
+	name = sl_config_str(cli->core->cfg, key);
+	if (sl_core_instantiate(cli->core, kind, name ? name : "", inst,
+				&err)) {
+		sl_cli_error("%s", err.message);
+		return SL_EXIT_USAGE;
+	}
+	return 0;
+}
+
+struct sl_instance *sl_cli_store(struct sl_cli *cli, int reader, int *rc)
+{
+	*rc = sl_cli_open_core(cli);
+	if (*rc)
+		return NULL;
+	if (cli->store.ops)
+		return &cli->store;
+	cli->core->state_read_only = reader;
+	*rc = open_instance(cli, SBXLOOP_KIND_STORE, "plugins.store",
+			    &cli->store);
+	return *rc ? NULL : &cli->store;
+}
+
+struct sl_instance *sl_cli_provider(struct sl_cli *cli, int *rc)
+{
+	*rc = sl_cli_open_core(cli);
+	if (*rc)
+		return NULL;
+	if (cli->provider.ops)
+		return &cli->provider;
+	*rc = open_instance(cli, SBXLOOP_KIND_SANDBOX, "plugins.sandbox",
+			    &cli->provider);
+	return *rc ? NULL : &cli->provider;
+}
+
+int sl_cli_setup(struct sl_cli *cli, const struct sl_command *cmd)
+{
+	int rc = 0;
+
+	if (cmd->needs & (SL_NEEDS_CORE | SL_NEEDS_STORE |
+			  SL_NEEDS_STORE_READ | SL_NEEDS_PROVIDER))
+		rc = sl_cli_open_core(cli);
+	if (!rc && (cmd->needs & (SL_NEEDS_STORE | SL_NEEDS_STORE_READ)))
+		sl_cli_store(cli, !(cmd->needs & SL_NEEDS_STORE), &rc);
+	if (!rc && (cmd->needs & SL_NEEDS_PROVIDER))
+		sl_cli_provider(cli, &rc);
+	return rc;
+}
+
+void sl_cli_release(struct sl_cli *cli)
+{
+	sl_instance_destroy(&cli->provider);
+	sl_instance_destroy(&cli->store);
+	sl_core_close(cli->core);
+	cli->core = NULL;
+}
+
+int sl_cli_store_failed(const char *run_id, const struct sbxloop_error *err,
+			int rc)
+{
+	if (rc == SBXLOOP_ENOTFOUND && run_id) {
+		sl_cli_error("unknown run '%s'", run_id);
+		sl_cli_hint("`sbxloop status` lists the known runs");
+		return SL_EXIT_USAGE;
+	}
+	sl_cli_error("%s", err->message);
+	return rc == SBXLOOP_ECORRUPT ? SL_EXIT_USAGE : SL_EXIT_FAIL;
 }

@@ -1,6 +1,8 @@
 /*
- * Shared pieces of the command-line front end: the command table, exit
- * codes, messages in git's style and the colour switch.
+ * Shared pieces of the command-line front end: the command table (with
+ * what each command needs set up before it runs), exit codes, messages
+ * in git's style, the colour switch, and the one way a command reaches
+ * the core, the store, the sandbox provider and a run's row.
  */
 #ifndef SL_CLI_H
 #define SL_CLI_H
@@ -16,14 +18,31 @@ enum sl_exit {
 	SL_EXIT_INTERRUPTED = 130
 };
 
+/*
+ * What a command needs before it runs, declared in the command table as
+ * git.c declares RUN_SETUP: main() sets it up (sl_cli_setup) and
+ * releases it after the command (sl_cli_release), so no command repeats
+ * that code. A command may still open the store or the provider later
+ * through sl_cli_store / sl_cli_provider when only some of its paths
+ * need them; either way they are opened once and owned by the cli.
+ */
+#define SL_NEEDS_CORE 0x1u       /* the configuration and the plugins */
+#define SL_NEEDS_STORE 0x2u      /* the configured store, read-write */
+#define SL_NEEDS_STORE_READ 0x4u /* the store, read-only will do */
+#define SL_NEEDS_PROVIDER 0x8u   /* the configured sandbox provider */
+
 struct sl_cli {
 	const char *config_file; /* --config */
 	int color;               /* stdout is a TTY and NO_COLOR unset */
 	struct sl_core *core;    /* opened on demand */
+	/* opened on demand, once; released by sl_cli_release */
+	struct sl_instance store;
+	struct sl_instance provider;
 };
 
 struct sl_command {
 	const char *name;
+	unsigned needs; /* SL_NEEDS_* */
 	int (*run)(struct sl_cli *cli, int argc, char **argv);
 	const char *usage; /* "sbxloop plugins [--json]" */
 	const char *summary;
@@ -41,6 +60,26 @@ int sl_cli_usage(const struct sl_command *cmd, int to_stderr);
 int sl_cli_wants_help(int argc, char **argv);
 /* Open the core (config + plugins); prints errors; 0 or an exit code. */
 int sl_cli_open_core(struct sl_cli *cli);
+/*
+ * The configured store (plugins.store), opened once and owned by the
+ * cli; `reader`: the command only reads (a read-only state directory
+ * will do). NULL after printing the error, with *rc the exit code.
+ */
+struct sl_instance *sl_cli_store(struct sl_cli *cli, int reader, int *rc);
+/* The configured sandbox provider (plugins.sandbox), likewise. */
+struct sl_instance *sl_cli_provider(struct sl_cli *cli, int *rc);
+/* What cmd->needs declares; prints errors; 0 or an exit code. */
+int sl_cli_setup(struct sl_cli *cli, const struct sl_command *cmd);
+/* Release the instances, then the core; the cli may be set up again. */
+void sl_cli_release(struct sl_cli *cli);
+/* The table entry of command `name` (for usage messages), or NULL. */
+const struct sl_command *sl_cli_command(const char *name);
+/*
+ * Report a failed store call: an unknown run gets the one common
+ * wording (exit 2), a damaged store exit 2, anything else exit 1.
+ */
+int sl_cli_store_failed(const char *run_id, const struct sbxloop_error *err,
+			int rc);
 
 int sl_cmd_plugins(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_config(struct sl_cli *cli, int argc, char **argv);

@@ -22,6 +22,7 @@
 
 #include "engine/artifacts.h"
 #include "cli/cli.h"
+#include "host/runs.h"
 #include "host/events.h"
 #include "engine/ids.h"
 #include "host/redact.h"
@@ -44,69 +45,6 @@ static int is_terminal(const char *state)
 	for (i = 0; state && terminal_states[i]; i++)
 		if (!strcmp(state, terminal_states[i]))
 			return 1;
-	return 0;
-}
-
-static const struct sl_command *find_cmd(const char *name)
-{
-	const struct sl_command *c;
-
-	for (c = sl_commands; c->name; c++)
-		if (strcmp(c->name, name) == 0)
-			return c;
-	return NULL;
-}
-
-static int open_store(struct sl_cli *cli, struct sl_instance *store)
-{
-	struct sbxloop_error err = {0, ""};
-	const char *name;
-	int rc = sl_cli_open_core(cli);
-
-	if (rc)
-		return rc;
-	name = sl_config_str(cli->core->cfg, "plugins.store");
-	if (sl_core_instantiate(cli->core, SBXLOOP_KIND_STORE,
-				name ? name : "sqlite", store, &err)) {
-		sl_cli_error("%s", err.message);
-		return SL_EXIT_USAGE;
-	}
-	return 0;
-}
-
-struct run_info {
-	int found;
-	char *run_id;
-	char *state;
-	char *workspace;
-	char *kept;
-	int mounted;
-	double updated_at;
-};
-
-static void run_info_clear(struct run_info *r)
-{
-	free(r->run_id);
-	free(r->state);
-	free(r->workspace);
-	free(r->kept);
-	memset(r, 0, sizeof(*r));
-}
-
-static int run_info_cb(void *user, const struct sbxloop_run_row *row)
-{
-	struct run_info *r = user;
-
-	run_info_clear(r);
-	r->found = 1;
-	r->run_id = sl_xstrdup(row->run_id);
-	r->state = sl_xstrdup(row->state ? row->state : "");
-	r->workspace = row->workspace && *row->workspace
-			       ? sl_xstrdup(row->workspace)
-			       : NULL;
-	r->kept = row->kept_reason ? sl_xstrdup(row->kept_reason) : NULL;
-	r->mounted = row->mounted;
-	r->updated_at = row->updated_at;
 	return 0;
 }
 
@@ -214,9 +152,9 @@ int sl_cmd_artifacts(struct sl_cli *cli, int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct sl_instance store = {0};
+	struct sl_instance *store = &cli->store;
 	struct sbxloop_error err = {0, ""};
-	struct run_info run = {0};
+	struct sl_run run = {0};
 	struct sl_artifact_scan scan = {0};
 	const char **ex = NULL;
 	const char *run_id;
@@ -234,28 +172,20 @@ int sl_cmd_artifacts(struct sl_cli *cli, int argc, char **argv)
 		else if (opt == 'p')
 			path_only = 1;
 		else
-			return sl_cli_usage(find_cmd("artifacts"), opt != 'h');
+			return sl_cli_usage(sl_cli_command("artifacts"),
+					    opt != 'h');
 	}
 	if (optind + 1 != argc)
-		return sl_cli_usage(find_cmd("artifacts"), 1);
+		return sl_cli_usage(sl_cli_command("artifacts"), 1);
 	run_id = argv[optind];
-	rc = open_store(cli, &store);
-	if (rc)
-		return rc;
-	rc = ((const struct sbxloop_store_ops *)store.ops)
-		     ->run_get(store.ctx, run_id, run_info_cb, &run, &err);
-	if (rc == SBXLOOP_ENOTFOUND) {
-		sl_cli_error("unknown run '%s'", run_id);
-		sl_cli_hint("`sbxloop status` lists the known runs");
-		rc = SL_EXIT_USAGE;
-		goto out;
-	} else if (rc) {
-		sl_cli_error("%s", err.message);
-		rc = SL_EXIT_FAIL;
+	rc = sl_run_fetch(store, run_id, &run, &err);
+	if (rc) {
+		rc = sl_cli_store_failed(run_id, &err, rc);
 		goto out;
 	}
 	dir = sl_artifacts_dir(sl_core_state_dir(cli->core), run_id,
-			       run.workspace, run.mounted);
+			       *run.workspace ? run.workspace : NULL,
+			       run.mounted);
 	if (!dir) {
 		sl_cli_error("run %s never provisioned a workspace "
 			     "(state: %s)",
@@ -300,7 +230,7 @@ int sl_cmd_artifacts(struct sl_cli *cli, int argc, char **argv)
 	/* a harvested copy holds none of what was left out: the harvest
 	 * itself counted it */
 	if (!run.mounted)
-		note = harvest_note(&store, run_id);
+		note = harvest_note(store, run_id);
 	if (!note)
 		note = sl_artifacts_note(&scan);
 	if (note)
@@ -311,9 +241,7 @@ out:
 	free(ex);
 	free(dir);
 	sl_artifacts_scan_clear(&scan);
-	run_info_clear(&run);
-	if (store.ops)
-		sl_instance_destroy(&store);
+	sl_run_release(&run);
 	return rc;
 }
 
@@ -371,7 +299,7 @@ static void classify(struct sl_instance *store, const char *runs_dir,
 {
 	const struct sbxloop_store_ops *ops = store->ops;
 	struct sbxloop_error err = {0, ""};
-	struct run_info run = {0};
+	struct sl_run run = {0};
 	struct deliver_state dl = {0};
 	struct sbxloop_event_query q;
 	char *dir;
@@ -381,8 +309,7 @@ static void classify(struct sl_instance *store, const char *runs_dir,
 		row->verdict = sl_xstrdup("keep: not a run directory");
 		return;
 	}
-	if (ops->run_get(store->ctx, row->name, run_info_cb, &run, &err) ||
-	    !run.found) {
+	if (sl_run_fetch(store, row->name, &run, &err)) {
 		row->verdict = sl_xstrdup("keep: run unknown to this store");
 		goto out;
 	}
@@ -393,9 +320,9 @@ static void classify(struct sl_instance *store, const char *runs_dir,
 			sl_xasprintf("keep: run is %s (resumable)", run.state);
 		goto out;
 	}
-	if (run.kept) {
-		row->verdict =
-			sl_xasprintf("keep: run is kept (%s)", run.kept);
+	if (*run.kept_reason) {
+		row->verdict = sl_xasprintf("keep: run is kept (%s)",
+					    run.kept_reason);
 		goto out;
 	}
 	memset(&q, 0, sizeof(q));
@@ -415,7 +342,7 @@ static void classify(struct sl_instance *store, const char *runs_dir,
 	}
 	dir = sl_xasprintf("%s/%s", runs_dir, row->name);
 	row->bytes = sl_artifacts_du(dir);
-	row->workspace_inside = run.workspace &&
+	row->workspace_inside = *run.workspace &&
 				sl_starts_with(run.workspace, dir) &&
 				(run.workspace[strlen(dir)] == '\0' ||
 				 run.workspace[strlen(dir)] == '/');
@@ -424,7 +351,7 @@ static void classify(struct sl_instance *store, const char *runs_dir,
 	row->verdict =
 		sl_xasprintf("prune: %s, older than %gd", run.state, days);
 out:
-	run_info_clear(&run);
+	sl_run_release(&run);
 }
 
 /* The state check and the daemon.gc event, then the removal. */
@@ -492,7 +419,7 @@ int sl_cmd_gc(struct sl_cli *cli, int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct sl_instance store = {0};
+	struct sl_instance *store = &cli->store;
 	struct sbxloop_error err = {0, ""};
 	struct sl_bus *bus = NULL;
 	struct gc_row *rows = NULL;
@@ -519,15 +446,12 @@ int sl_cmd_gc(struct sl_cli *cli, int argc, char **argv)
 		} else if (opt == 'n') {
 			dry = 1;
 		} else {
-			return sl_cli_usage(find_cmd("gc"), opt != 'h');
+			return sl_cli_usage(sl_cli_command("gc"), opt != 'h');
 		}
 	}
 	if (optind != argc)
-		return sl_cli_usage(find_cmd("gc"), 1);
-	rc = open_store(cli, &store);
-	if (rc)
-		return rc;
-	if (!dry && sl_bus_open(cli->core, &store, &bus, &err)) {
+		return sl_cli_usage(sl_cli_command("gc"), 1);
+	if (!dry && sl_bus_open(cli->core, store, &bus, &err)) {
 		sl_cli_error("%s", err.message);
 		rc = SL_EXIT_FAIL;
 		goto out;
@@ -548,7 +472,7 @@ int sl_cmd_gc(struct sl_cli *cli, int argc, char **argv)
 	rows = sl_xcalloc(n + 1, sizeof(*rows));
 	for (i = 0; i < n; i++) {
 		rows[i].name = names[i];
-		classify(&store, runs_dir, &rows[i], days);
+		classify(store, runs_dir, &rows[i], days);
 		if (rows[i].prunable) {
 			prunable++;
 			bytes += rows[i].bytes;
@@ -581,7 +505,7 @@ int sl_cmd_gc(struct sl_cli *cli, int argc, char **argv)
 
 		if (!rows[i].prunable)
 			continue;
-		r = gc_remove(cli, &store, state_dir, runs_dir, &rows[i]);
+		r = gc_remove(cli, store, state_dir, runs_dir, &rows[i]);
 		if (r == 0) {
 			removed++;
 			bytes += rows[i].bytes;
@@ -612,7 +536,5 @@ out:
 	free(pdir);
 	if (bus)
 		sl_bus_close(bus);
-	if (store.ops)
-		sl_instance_destroy(&store);
 	return rc;
 }

@@ -287,7 +287,7 @@ int sl_cmd_plugins(struct sl_cli *cli, int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		if (opt != 'j')
-			return sl_cli_usage(&sl_commands[2], 1);
+			return sl_cli_usage(sl_cli_command("plugins"), 1);
 		json = 1;
 	}
 	if (optind < argc) {

@@ -21,6 +21,7 @@
 #include <sbxloop/store.h>
 
 #include "cli/cli.h"
+#include "host/runs.h"
 #include "host/redact.h"
 #include "common/util.h"
 
@@ -51,93 +52,14 @@ static int is_terminal(const char *state)
 	return 0;
 }
 
-/*
- * Open the core and the configured store; 0 or an exit code. `reader`:
- * the command only reads it (a read-only state directory will do).
- */
-static int open_store(struct sl_cli *cli, struct sl_instance *store,
-		      int reader)
-{
-	struct sbxloop_error err = {0, ""};
-	const char *name;
-	int rc = sl_cli_open_core(cli);
-
-	if (rc)
-		return rc;
-	cli->core->state_read_only = reader;
-	name = sl_config_str(cli->core->cfg, "plugins.store");
-	if (sl_core_instantiate(cli->core, SBXLOOP_KIND_STORE,
-				name ? name : "sqlite", store, &err)) {
-		sl_cli_error("%s", err.message);
-		return SL_EXIT_USAGE;
-	}
-	return 0;
-}
-
-/* Report a store failure: unknown runs get the one common wording. */
-static int store_failed(const char *run_id, const struct sbxloop_error *err,
-			int rc)
-{
-	if (rc == SBXLOOP_ENOTFOUND && run_id) {
-		sl_cli_error("unknown run '%s'", run_id);
-		sl_cli_hint("`sbxloop status` lists the known runs");
-		return SL_EXIT_USAGE;
-	}
-	sl_cli_error("%s", err->message);
-	return rc == SBXLOOP_ECORRUPT ? SL_EXIT_USAGE : SL_EXIT_FAIL;
-}
-
-/* A copy of a run row that outlives the store's callback. */
-struct run_copy {
-	char *run_id;
-	char *state;
-	char *outcome;
-	char *reason;
-	double created_at;
-	double updated_at;
-	int tasks_done;
-	int tasks_total;
-	int attempts;
-};
-
-static void run_copy_free(struct run_copy *r)
-{
-	free(r->run_id);
-	free(r->state);
-	free(r->outcome);
-	free(r->reason);
-	memset(r, 0, sizeof(*r));
-}
-
-static int run_copy_cb(void *user, const struct sbxloop_run_row *row)
-{
-	struct run_copy *r = user;
-
-	run_copy_free(r);
-	r->run_id = sl_xstrdup(row->run_id);
-	r->state = sl_xstrdup(row->state);
-	r->outcome = sl_xstrdup(row->outcome ? row->outcome : "");
-	r->reason =
-		row->reason && *row->reason ? sl_xstrdup(row->reason) : NULL;
-	r->created_at = row->created_at;
-	r->updated_at = row->updated_at;
-	r->tasks_done = row->tasks_done;
-	r->tasks_total = row->tasks_total;
-	r->attempts = row->attempts;
-	return 0;
-}
-
+/* A run's row, or the one common wording of a failed fetch. */
 static int get_run(struct sl_instance *store, const char *run_id,
-		   struct run_copy *out)
+		   struct sl_run *out)
 {
-	const struct sbxloop_store_ops *ops = store->ops;
 	struct sbxloop_error err = {0, ""};
-	int rc;
+	int rc = sl_run_fetch(store, run_id, out, &err);
 
-	rc = ops->run_get(store->ctx, run_id, run_copy_cb, out, &err);
-	if (rc)
-		return store_failed(run_id, &err, rc);
-	return 0;
+	return rc ? sl_cli_store_failed(run_id, &err, rc) : 0;
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -236,20 +158,10 @@ static int want_json(int argc, char **argv, const char **run_id)
 	return json;
 }
 
-static const struct sl_command *command(const char *name)
-{
-	const struct sl_command *c;
-
-	for (c = sl_commands; c->name; c++)
-		if (!strcmp(c->name, name))
-			return c;
-	return NULL;
-}
-
 /* ------------------------------------------------------------- status */
 
 struct run_list {
-	struct run_copy *runs;
+	struct sl_run *runs;
 	size_t n;
 	size_t cap;
 };
@@ -263,12 +175,12 @@ static int run_list_cb(void *user, const struct sbxloop_run_row *row)
 		l->runs = sl_xrealloc(l->runs, l->cap * sizeof(*l->runs));
 	}
 	memset(&l->runs[l->n], 0, sizeof(l->runs[0]));
-	run_copy_cb(&l->runs[l->n], row);
+	sl_run_copy_row(&l->runs[l->n], row);
 	l->n++;
 	return 0;
 }
 
-static cJSON *run_json(const struct run_copy *r)
+static cJSON *run_json(const struct sl_run *r)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -276,7 +188,7 @@ static cJSON *run_json(const struct run_copy *r)
 	cJSON_AddNumberToObject(o, "duration_s",
 				r->updated_at - r->created_at);
 	cJSON_AddStringToObject(o, "outcome", r->outcome);
-	if (r->reason)
+	if (*r->reason)
 		cJSON_AddStringToObject(o, "reason", r->reason);
 	else
 		cJSON_AddNullToObject(o, "reason");
@@ -299,7 +211,7 @@ static int status_all(struct sl_instance *store, int json)
 
 	rc = ops->run_list(store->ctx, run_list_cb, &l, &err);
 	if (rc) {
-		rc = store_failed(NULL, &err, rc);
+		rc = sl_cli_store_failed(NULL, &err, rc);
 		goto out;
 	}
 	if (json) {
@@ -317,7 +229,7 @@ static int status_all(struct sl_instance *store, int json)
 	sl_buf_addf(&out, "%-24s %-24s %-7s %-16s %-8s %s\n", "run", "state",
 		    "tasks", "started", "duration", "outcome");
 	for (i = 0; i < l.n; i++) {
-		struct run_copy *r = &l.runs[i];
+		struct sl_run *r = &l.runs[i];
 		char started[32], dur[32], tasks[32], *raw, *state, *outcome;
 		char *id;
 
@@ -342,7 +254,7 @@ static int status_all(struct sl_instance *store, int json)
 	print_shown(sl_buf_str(&out));
 out:
 	for (i = 0; i < l.n; i++)
-		run_copy_free(&l.runs[i]);
+		sl_run_release(&l.runs[i]);
 	free(l.runs);
 	sl_buf_release(&out);
 	return rc;
@@ -384,7 +296,7 @@ static int status_one(struct sl_instance *store, const char *run_id, int json)
 {
 	const struct sbxloop_store_ops *ops = store->ops;
 	struct sbxloop_error err = {0, ""};
-	struct run_copy r;
+	struct sl_run r;
 	struct sl_buf out = SL_BUF_INIT;
 	cJSON *tasks = cJSON_CreateArray(), *t;
 	int rc;
@@ -395,7 +307,7 @@ static int status_one(struct sl_instance *store, const char *run_id, int json)
 		goto out;
 	rc = ops->tasks_list(store->ctx, run_id, task_cb, tasks, &err);
 	if (rc) {
-		rc = store_failed(run_id, &err, rc);
+		rc = sl_cli_store_failed(run_id, &err, rc);
 		goto out;
 	}
 	if (json) {
@@ -412,7 +324,7 @@ static int status_one(struct sl_instance *store, const char *run_id, int json)
 	{
 		char *id = cell(r.run_id, SIZE_MAX);
 		char *state = cell(r.state, SIZE_MAX);
-		char *reason = r.reason ? cell(r.reason, SIZE_MAX) : NULL;
+		char *reason = *r.reason ? cell(r.reason, SIZE_MAX) : NULL;
 		char *outcome = sl_shown(r.outcome, 0);
 
 		sl_buf_addf(&out, "run %s  state: %s\n", id, state);
@@ -450,51 +362,39 @@ static int status_one(struct sl_instance *store, const char *run_id, int json)
 	print_shown(sl_buf_str(&out));
 out:
 	cJSON_Delete(tasks);
-	run_copy_free(&r);
+	sl_run_release(&r);
 	sl_buf_release(&out);
 	return rc;
 }
 
 int sl_cmd_status(struct sl_cli *cli, int argc, char **argv)
 {
-	struct sl_instance store;
 	const char *run_id = NULL;
 	int json = want_json(argc, argv, &run_id);
-	int rc;
 
-	memset(&store, 0, sizeof(store));
 	if (json < 0)
-		return sl_cli_usage(command("status"), 1);
-	rc = open_store(cli, &store, 1);
-	if (rc)
-		return rc;
-	rc = run_id ? status_one(&store, run_id, json)
-		    : status_all(&store, json);
-	sl_instance_destroy(&store);
-	return rc;
+		return sl_cli_usage(sl_cli_command("status"), 1);
+	return run_id ? status_one(&cli->store, run_id, json)
+		      : status_all(&cli->store, json);
 }
 
 /* ------------------------------------------------------------- cancel */
 
 int sl_cmd_cancel(struct sl_cli *cli, int argc, char **argv)
 {
-	struct sl_instance store;
+	struct sl_instance *store = &cli->store;
 	struct sbxloop_run_update upd;
 	struct sbxloop_error err = {0, ""};
 	const struct sbxloop_store_ops *ops;
-	struct run_copy r;
+	struct sl_run r;
 	const char *run_id = NULL;
 	char prev[64] = "";
 	int rc;
 
-	memset(&store, 0, sizeof(store));
 	memset(&r, 0, sizeof(r));
 	if (want_json(argc, argv, &run_id) != 0 || !run_id)
-		return sl_cli_usage(command("cancel"), 1);
-	rc = open_store(cli, &store, 0);
-	if (rc)
-		return rc;
-	ops = store.ops;
+		return sl_cli_usage(sl_cli_command("cancel"), 1);
+	ops = store->ops;
 	memset(&upd, 0, sizeof(upd));
 	upd.struct_size = sizeof(upd);
 	upd.run_id = run_id;
@@ -502,9 +402,9 @@ int sl_cmd_cancel(struct sl_cli *cli, int argc, char **argv)
 	upd.state = "cancelled";
 	upd.reason = "cancelled by the user";
 	upd.only_if_state = live_states;
-	rc = ops->run_update(store.ctx, &upd, prev, sizeof(prev), &err);
+	rc = ops->run_update(store->ctx, &upd, prev, sizeof(prev), &err);
 	if (rc == SBXLOOP_ESTATE) {
-		if (!prev[0] && get_run(&store, run_id, &r) == 0)
+		if (!prev[0] && get_run(store, run_id, &r) == 0)
 			snprintf(prev, sizeof(prev), "%s", r.state);
 		sl_cli_error("run %s is already %s; nothing to cancel", run_id,
 			     prev[0] ? prev : "finished");
@@ -512,13 +412,12 @@ int sl_cmd_cancel(struct sl_cli *cli, int argc, char **argv)
 		goto out;
 	}
 	if (rc) {
-		rc = store_failed(run_id, &err, rc);
+		rc = sl_cli_store_failed(run_id, &err, rc);
 		goto out;
 	}
 	printf("run %s cancelled\n", run_id);
 out:
-	run_copy_free(&r);
-	sl_instance_destroy(&store);
+	sl_run_release(&r);
 	return rc;
 }
 
@@ -564,7 +463,7 @@ static int logs_query(struct logs *l, const struct sbxloop_event_query *q0)
 	rc = ops->events_query(l->store->ctx, &q, logs_cb, l, &l->err);
 	fflush(stdout);
 	if (rc)
-		return store_failed(q.run_id, &l->err, rc);
+		return sl_cli_store_failed(q.run_id, &l->err, rc);
 	if (l->failed) {
 		sl_cli_error("%s", l->err.message);
 		return SL_EXIT_FAIL;
@@ -578,7 +477,7 @@ static int logs_follow(struct logs *l, const struct sbxloop_event_query *q,
 {
 	const struct sbxloop_store_ops *ops = l->store->ops;
 	struct timespec nap = {0, FOLLOW_POLL_NS};
-	struct run_copy r;
+	struct sl_run r;
 	int rc = 0;
 
 	memset(&r, 0, sizeof(r));
@@ -616,7 +515,7 @@ static int logs_follow(struct logs *l, const struct sbxloop_event_query *q,
 		}
 		nanosleep(&nap, NULL);
 	}
-	run_copy_free(&r);
+	sl_run_release(&r);
 	return rc;
 }
 
@@ -631,16 +530,14 @@ int sl_cmd_logs(struct sl_cli *cli, int argc, char **argv)
 		{"stale-after", required_argument, NULL, 'a'},
 		{NULL, 0, NULL, 0},
 	};
-	const struct sl_command *cmd = command("logs");
-	struct sl_instance store;
+	const struct sl_command *cmd = sl_cli_command("logs");
 	struct sbxloop_event_query q;
 	struct logs l;
-	struct run_copy r;
+	struct sl_run r;
 	long stale_min = STALE_AFTER_DEFAULT;
 	int follow = 0, opt, rc;
 	char *end, *cfg_err = NULL;
 
-	memset(&store, 0, sizeof(store));
 	memset(&l, 0, sizeof(l));
 	memset(&r, 0, sizeof(r));
 	memset(&q, 0, sizeof(q));
@@ -687,11 +584,8 @@ int sl_cmd_logs(struct sl_cli *cli, int argc, char **argv)
 	if (argc - optind != 1)
 		return sl_cli_usage(cmd, 1);
 	q.run_id = argv[optind];
-	rc = open_store(cli, &store, 1);
-	if (rc)
-		return rc;
-	l.store = &store;
-	rc = get_run(&store, q.run_id, &r);
+	l.store = &cli->store;
+	rc = get_run(l.store, q.run_id, &r);
 	if (rc)
 		goto out;
 	if (!l.json) {
@@ -711,8 +605,7 @@ int sl_cmd_logs(struct sl_cli *cli, int argc, char **argv)
 	rc = follow ? logs_follow(&l, &q, stale_min) : logs_query(&l, &q);
 out:
 	free(cfg_err);
-	run_copy_free(&r);
+	sl_run_release(&r);
 	sl_instance_destroy(&l.sink);
-	sl_instance_destroy(&store);
 	return rc;
 }

@@ -23,6 +23,7 @@
 #include <sbxloop/store.h>
 
 #include "cli/cli.h"
+#include "host/runs.h"
 #include "common/agents.h"
 #include "engine/engine.h"
 #include "engine/ids.h"
@@ -30,48 +31,10 @@
 #include "host/redact.h"
 #include "common/util.h"
 
-#define PAIR_PREFIX "sbxloop-"
+#define PAIR_PREFIX SL_SANDBOX_PREFIX
 #define MIN_AGE_HOURS 1.0
 
-static const struct sl_command *command(const char *name)
-{
-	const struct sl_command *c;
-
-	for (c = sl_commands; c->name; c++)
-		if (!strcmp(c->name, name))
-			return c;
-	return NULL;
-}
-
 /* ---------------------------------------------------------- plumbing */
-
-/* The configured provider (and the store when `store` is non-NULL). */
-static int open_provider(struct sl_cli *cli, struct sl_instance *box,
-			 struct sl_instance *store)
-{
-	struct sbxloop_error err = {0, ""};
-	const char *name;
-	int rc = sl_cli_open_core(cli);
-
-	if (rc)
-		return rc;
-	name = sl_config_str(cli->core->cfg, "plugins.sandbox");
-	if (sl_core_instantiate(cli->core, SBXLOOP_KIND_SANDBOX,
-				name ? name : "local", box, &err)) {
-		sl_cli_error("%s", err.message);
-		return SL_EXIT_USAGE;
-	}
-	if (!store)
-		return 0;
-	name = sl_config_str(cli->core->cfg, "plugins.store");
-	if (sl_core_instantiate(cli->core, SBXLOOP_KIND_STORE,
-				name ? name : "sqlite", store, &err)) {
-		sl_cli_error("%s", err.message);
-		sl_instance_destroy(box);
-		return SL_EXIT_USAGE;
-	}
-	return 0;
-}
 
 /* One listed sandbox, copied out of the provider's callback. */
 struct box_row {
@@ -132,33 +95,6 @@ static int box_listed(const struct box_list *l, const char *name)
 }
 
 /*
- * Split `sbxloop-<run>-<role>` into run and role; 0 when the name
- * follows the pair scheme with a valid run id.
- */
-static int pair_name(const char *name, char *run, size_t run_size,
-		     const char **role)
-{
-	const char *rest, *dash;
-	size_t n;
-
-	if (!sl_starts_with(name, PAIR_PREFIX))
-		return -1;
-	rest = name + strlen(PAIR_PREFIX);
-	dash = strrchr(rest, '-');
-	if (!dash || (strcmp(dash + 1, "agent") && strcmp(dash + 1, "github")))
-		return -1;
-	n = (size_t)(dash - rest);
-	if (n + 1 > run_size)
-		return -1;
-	memcpy(run, rest, n);
-	run[n] = '\0';
-	if (!sl_run_id_valid(run))
-		return -1;
-	*role = dash + 1;
-	return 0;
-}
-
-/*
  * Take a removed sandbox's secret registrations back through every
  * configured strategy (sbx leaves name-scoped registrations behind, and
  * a later sandbox of the same name would inherit them).
@@ -201,15 +137,13 @@ static void revoke_secrets(struct sl_core *core, const char *name,
 static int sandbox_ls(struct sl_cli *cli)
 {
 	struct sbxloop_error err = {0, ""};
-	struct sl_instance box;
+	struct sl_instance *box;
 	struct box_list l;
 	size_t i;
 	int rc;
 
-	rc = open_provider(cli, &box, NULL);
-	if (rc)
-		return rc;
-	rc = list_boxes(&box, &l, &err);
+	box = &cli->provider; /* SL_NEEDS_PROVIDER */
+	rc = list_boxes(box, &l, &err);
 	if (rc) {
 		sl_cli_error("cannot list sandboxes: %s", err.message);
 		rc = SL_EXIT_USAGE;
@@ -225,7 +159,6 @@ static int sandbox_ls(struct sl_cli *cli)
 		       l.rows[i].workspace);
 out:
 	box_list_free(&l);
-	sl_instance_destroy(&box);
 	return rc;
 }
 
@@ -251,13 +184,13 @@ static int sandbox_rm(struct sl_cli *cli, int argc, char **argv)
 	};
 	const struct sbxloop_sandbox_ops *ops;
 	struct sbxloop_error err = {0, ""};
-	struct sl_instance box;
+	struct sl_instance *box;
 	struct box_list l;
-	char **targets = NULL, *name;
+	char **targets = NULL;
 	const char *run = NULL, *role;
 	char run_buf[64];
 	size_t n = 0, i;
-	int opt, all = 0, rc;
+	int opt, all = 0, rc = 0;
 
 	memset(&l, 0, sizeof(l));
 	/* a fresh scan that permutes: options may follow operands */
@@ -268,26 +201,29 @@ static int sandbox_rm(struct sl_cli *cli, int argc, char **argv)
 		else if (opt == 'a')
 			all = 1;
 		else
-			return sl_cli_usage(command("sandbox"), 1);
+			return sl_cli_usage(sl_cli_command("sandbox"), 1);
 	}
 	for (; optind < argc; optind++)
 		add_target(&targets, &n, argv[optind]);
 	if (run) {
-		name = sl_xasprintf(PAIR_PREFIX "%s-agent", run);
-		add_target(&targets, &n, name);
-		free(name);
-		name = sl_xasprintf(PAIR_PREFIX "%s-github", run);
-		add_target(&targets, &n, name);
-		free(name);
+		char box_name[SBXLOOP_NAME_MAX];
+
+		if (sl_sandbox_name(box_name, sizeof(box_name), run,
+				    "agent")) {
+			sl_cli_error("'%s' is too long for a run id", run);
+			rc = SL_EXIT_USAGE;
+			goto out;
+		}
+		add_target(&targets, &n, box_name);
+		sl_sandbox_name(box_name, sizeof(box_name), run, "github");
+		add_target(&targets, &n, box_name);
 	}
-	rc = open_provider(cli, &box, NULL);
-	if (rc)
-		goto out;
-	ops = box.ops;
-	if (list_boxes(&box, &l, &err)) {
+	box = &cli->provider; /* SL_NEEDS_PROVIDER */
+	ops = box->ops;
+	if (list_boxes(box, &l, &err)) {
 		sl_cli_error("cannot list sandboxes: %s", err.message);
 		rc = SL_EXIT_USAGE;
-		goto out_box;
+		goto out;
 	}
 	for (i = 0; all && i < l.n; i++)
 		add_target(&targets, &n, l.rows[i].name);
@@ -295,7 +231,7 @@ static int sandbox_rm(struct sl_cli *cli, int argc, char **argv)
 		sl_cli_error("nothing to remove: pass a NAME, --run, or "
 			     "--all");
 		rc = SL_EXIT_USAGE;
-		goto out_box;
+		goto out;
 	}
 	for (i = 0; i < n; i++) {
 		if (sl_starts_with(targets[i], PAIR_PREFIX) &&
@@ -303,17 +239,15 @@ static int sandbox_rm(struct sl_cli *cli, int argc, char **argv)
 			printf("skip %s: no such sandbox\n", targets[i]);
 			continue;
 		}
-		if (ops->sandbox_remove(box.ctx, targets[i], &err)) {
+		if (ops->sandbox_remove(box->ctx, targets[i], &err)) {
 			printf("skip %s: %s\n", targets[i], err.message);
 			continue;
 		}
-		if (pair_name(targets[i], run_buf, sizeof(run_buf), &role) ==
-		    0)
+		if (sl_sandbox_name_parse(targets[i], run_buf, sizeof(run_buf),
+					  &role) == 0)
 			revoke_secrets(cli->core, targets[i], role);
 		printf("removed %s\n", targets[i]);
 	}
-out_box:
-	sl_instance_destroy(&box);
 out:
 	box_list_free(&l);
 	for (i = 0; i < n; i++)
@@ -323,26 +257,6 @@ out:
 }
 
 /* ---------------------------------------------------- sandbox prune */
-
-struct run_info {
-	int known;
-	char state[32];
-	char kept[16];
-	double updated_at;
-};
-
-static int run_info_cb(void *user, const struct sbxloop_run_row *row)
-{
-	struct run_info *ri = user;
-
-	ri->known = 1;
-	snprintf(ri->state, sizeof(ri->state), "%s",
-		 row->state ? row->state : "");
-	snprintf(ri->kept, sizeof(ri->kept), "%s",
-		 row->kept_reason ? row->kept_reason : "");
-	ri->updated_at = row->updated_at;
-	return 0;
-}
 
 static int is_terminal(const char *state)
 {
@@ -380,7 +294,7 @@ static void classify(struct sl_instance *store, const char *name,
 {
 	const struct sbxloop_store_ops *st = store->ops;
 	struct sbxloop_error err = {0, ""};
-	struct run_info ri;
+	struct sl_run ri = {0};
 	double last = 0, age;
 
 	memset(pr, 0, sizeof(*pr));
@@ -392,16 +306,14 @@ static void classify(struct sl_instance *store, const char *name,
 		snprintf(pr->reason, sizeof(pr->reason), "daemon-owned");
 		return;
 	}
-	if (pair_name(name, pr->run, sizeof(pr->run), &pr->role)) {
+	if (sl_sandbox_name_parse(name, pr->run, sizeof(pr->run), &pr->role)) {
 		pr->verdict = UNTOUCHED;
 		snprintf(pr->run, sizeof(pr->run), "-");
 		snprintf(pr->reason, sizeof(pr->reason),
 			 "unrecognized naming scheme");
 		return;
 	}
-	memset(&ri, 0, sizeof(ri));
-	if (st->run_get(store->ctx, pr->run, run_info_cb, &ri, &err) ||
-	    !ri.known) {
+	if (sl_run_fetch(store, pr->run, &ri, &err)) {
 		pr->verdict = ORPHAN;
 		snprintf(pr->reason, sizeof(pr->reason),
 			 "run unknown here (may belong to another working "
@@ -409,7 +321,7 @@ static void classify(struct sl_instance *store, const char *name,
 		return;
 	}
 	snprintf(pr->state, sizeof(pr->state), "%s", ri.state);
-	pr->kept = ri.kept[0] != '\0';
+	pr->kept = *ri.kept_reason != '\0';
 	st->event_last_ts(store->ctx, pr->run, &last, &err);
 	if (last < ri.updated_at)
 		last = ri.updated_at;
@@ -417,8 +329,9 @@ static void classify(struct sl_instance *store, const char *name,
 	format_age(age, pr->age, sizeof(pr->age));
 	if (pr->kept && !include_kept) {
 		pr->verdict = KEEP;
-		snprintf(pr->reason, sizeof(pr->reason), "kept (%s)", ri.kept);
-		return;
+		snprintf(pr->reason, sizeof(pr->reason), "kept (%s)",
+			 ri.kept_reason);
+		goto out;
 	}
 	if (is_terminal(ri.state)) {
 		pr->verdict = age >= min_age_s ? ORPHAN : KEEP;
@@ -434,6 +347,8 @@ static void classify(struct sl_instance *store, const char *name,
 			snprintf(pr->reason, sizeof(pr->reason),
 				 "possibly live");
 	}
+out:
+	sl_run_release(&ri);
 }
 
 /* Count orphan candidates with the defaults (doctor); -1 on failure. */
@@ -468,13 +383,13 @@ static int sandbox_prune(struct sl_cli *cli, int argc, char **argv)
 	const struct sbxloop_sandbox_ops *ops;
 	const struct sbxloop_store_ops *st;
 	struct sbxloop_error err = {0, ""};
-	struct sl_instance box, store;
+	struct sl_instance *box, *store;
 	struct prune_row pr;
 	struct box_list l;
 	double min_age = MIN_AGE_HOURS;
 	char *end;
 	size_t i;
-	int opt, include_kept = 0, dry = 0, force = 0, rc, orphans = 0;
+	int opt, include_kept = 0, dry = 0, force = 0, rc = 0, orphans = 0;
 
 	memset(&l, 0, sizeof(l));
 	/* a fresh scan that permutes: options may follow operands */
@@ -501,17 +416,18 @@ static int sandbox_prune(struct sl_cli *cli, int argc, char **argv)
 			}
 			break;
 		default:
-			return sl_cli_usage(command("sandbox"), 1);
+			return sl_cli_usage(sl_cli_command("sandbox"), 1);
 		}
 	}
 	if (dry)
 		force = 0;
-	rc = open_provider(cli, &box, &store);
-	if (rc)
+	box = &cli->provider; /* SL_NEEDS_PROVIDER */
+	store = sl_cli_store(cli, 0, &rc);
+	if (!store)
 		return rc;
-	ops = box.ops;
-	st = store.ops;
-	if (list_boxes(&box, &l, &err)) {
+	ops = box->ops;
+	st = store->ops;
+	if (list_boxes(box, &l, &err)) {
 		sl_cli_error("cannot list sandboxes: %s", err.message);
 		rc = SL_EXIT_USAGE;
 		goto out;
@@ -523,7 +439,7 @@ static int sandbox_prune(struct sl_cli *cli, int argc, char **argv)
 	printf("%-34s %-10s %-12s %-7s %s\n", "SANDBOX", "RUN", "RUN STATE",
 	       "AGE", "VERDICT");
 	for (i = 0; i < l.n; i++) {
-		classify(&store, l.rows[i].name, min_age * 3600, include_kept,
+		classify(store, l.rows[i].name, min_age * 3600, include_kept,
 			 &pr);
 		printf("%-34s %-10s %-12s %-7s %s - %s\n", l.rows[i].name,
 		       pr.run, pr.state, pr.age,
@@ -533,7 +449,7 @@ static int sandbox_prune(struct sl_cli *cli, int argc, char **argv)
 		orphans++;
 		if (!force)
 			continue;
-		if (ops->sandbox_remove(box.ctx, l.rows[i].name, &err)) {
+		if (ops->sandbox_remove(box->ctx, l.rows[i].name, &err)) {
 			sl_cli_error("cannot remove '%s': %s", l.rows[i].name,
 				     err.message);
 			rc = SL_EXIT_FAIL;
@@ -548,7 +464,7 @@ static int sandbox_prune(struct sl_cli *cli, int argc, char **argv)
 			u.run_id = pr.run;
 			u.fields = SBXLOOP_RUN_KEPT;
 			u.kept_reason = NULL;
-			st->run_update(store.ctx, &u, NULL, 0, &err);
+			st->run_update(store->ctx, &u, NULL, 0, &err);
 		}
 		printf("removed %s\n", l.rows[i].name);
 	}
@@ -559,8 +475,6 @@ static int sandbox_prune(struct sl_cli *cli, int argc, char **argv)
 		       orphans);
 out:
 	box_list_free(&l);
-	sl_instance_destroy(&store);
-	sl_instance_destroy(&box);
 	return rc;
 }
 
@@ -569,16 +483,16 @@ int sl_cmd_sandbox(struct sl_cli *cli, int argc, char **argv)
 	const char *sub = argc > 1 ? argv[1] : NULL;
 
 	if (!sub)
-		return sl_cli_usage(command("sandbox"), 1);
+		return sl_cli_usage(sl_cli_command("sandbox"), 1);
 	if (!strcmp(sub, "ls"))
-		return argc > 2 ? sl_cli_usage(command("sandbox"), 1)
+		return argc > 2 ? sl_cli_usage(sl_cli_command("sandbox"), 1)
 				: sandbox_ls(cli);
 	if (!strcmp(sub, "rm"))
 		return sandbox_rm(cli, argc - 1, argv + 1);
 	if (!strcmp(sub, "prune"))
 		return sandbox_prune(cli, argc - 1, argv + 1);
 	sl_cli_error("unknown sandbox command '%s'", sub);
-	return sl_cli_usage(command("sandbox"), 1);
+	return sl_cli_usage(sl_cli_command("sandbox"), 1);
 }
 
 /* -------------------------------------------------------------- shell */
@@ -600,13 +514,12 @@ static void print_err_line(void *user, const char *line, size_t len)
 
 static int run_known(struct sl_instance *store, const char *run)
 {
-	const struct sbxloop_store_ops *st = store->ops;
 	struct sbxloop_error err = {0, ""};
-	struct run_info ri;
+	struct sl_run ri = {0};
+	int known = sl_run_fetch(store, run, &ri, &err) == 0;
 
-	memset(&ri, 0, sizeof(ri));
-	return st->run_get(store->ctx, run, run_info_cb, &ri, &err) == 0 &&
-	       ri.known;
+	sl_run_release(&ri);
+	return known;
 }
 
 int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
@@ -618,11 +531,11 @@ int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
 	};
 	const struct sbxloop_sandbox_ops *ops;
 	struct sbxloop_error err = {0, ""};
-	struct sl_instance box, store;
+	struct sl_instance *box, *store;
 	const char *role = "agent", *cmd = NULL, *run;
 	char *name = NULL;
 	struct box_list l;
-	int opt, rc;
+	int opt, rc = 0;
 
 	memset(&l, 0, sizeof(l));
 	/* a fresh scan that permutes: options may follow operands */
@@ -633,20 +546,19 @@ int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
 		else if (opt == 'c')
 			cmd = optarg;
 		else
-			return sl_cli_usage(command("shell"), 1);
+			return sl_cli_usage(sl_cli_command("shell"), 1);
 	}
 	if (optind + 1 != argc)
-		return sl_cli_usage(command("shell"), 1);
+		return sl_cli_usage(sl_cli_command("shell"), 1);
 	run = argv[optind];
 	if (strcmp(role, "agent") && strcmp(role, "github")) {
 		sl_cli_error("--role must be agent or github, not '%s'", role);
 		return SL_EXIT_USAGE;
 	}
-	rc = open_provider(cli, &box, &store);
-	if (rc)
-		return rc;
-	ops = box.ops;
-	if (!run_known(&store, run)) {
+	box = &cli->provider; /* SL_NEEDS_PROVIDER | SL_NEEDS_STORE */
+	store = &cli->store;
+	ops = box->ops;
+	if (!run_known(store, run)) {
 		sl_cli_error("unknown run '%s'", run);
 		sl_cli_hint("`sbxloop status` lists the known runs");
 		rc = SL_EXIT_USAGE;
@@ -656,13 +568,22 @@ int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
 				      interactive_argv)) {
 		sl_cli_error("sandbox provider '%s' does not support an "
 			     "interactive shell",
-			     box.component->name);
+			     box->component->name);
 		sl_cli_hint("pass -c CMD to run one command instead");
 		rc = SL_EXIT_USAGE;
 		goto out;
 	}
-	name = sl_xasprintf(PAIR_PREFIX "%s-%s", run, role);
-	if (list_boxes(&box, &l, &err)) {
+	{
+		char box_name[SBXLOOP_NAME_MAX];
+
+		if (sl_sandbox_name(box_name, sizeof(box_name), run, role)) {
+			sl_cli_error("'%s' is too long for a run id", run);
+			rc = SL_EXIT_USAGE;
+			goto out;
+		}
+		name = sl_xstrdup(box_name);
+	}
+	if (list_boxes(box, &l, &err)) {
 		sl_cli_error("cannot list sandboxes: %s", err.message);
 		rc = SL_EXIT_USAGE;
 		goto out;
@@ -686,7 +607,7 @@ int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
 		spec.on_stderr_line = print_err_line;
 		spec.user = stdout;
 		memset(&res, 0, sizeof(res));
-		rc = ops->exec(box.ctx, name, &spec, &res, &err);
+		rc = ops->exec(box->ctx, name, &spec, &res, &err);
 		if (rc) {
 			sl_cli_error("%s", err.message);
 			rc = SL_EXIT_FAIL;
@@ -700,7 +621,7 @@ int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
 		/* the terminal belongs to the shell: exec it in place */
 		const char *args[32];
 
-		if (ops->interactive_argv(box.ctx, name, args,
+		if (ops->interactive_argv(box->ctx, name, args,
 					  SL_ARRAY_SIZE(args), &err)) {
 			sl_cli_error("%s", err.message);
 			rc = SL_EXIT_FAIL;
@@ -714,8 +635,6 @@ int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
 out:
 	free(name);
 	box_list_free(&l);
-	sl_instance_destroy(&store);
-	sl_instance_destroy(&box);
 	return rc;
 }
 
@@ -877,7 +796,7 @@ int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv)
 	const char *sub = argc > 1 ? argv[1] : NULL;
 	const struct sl_model_token *want;
 	struct sbxloop_error err = {0, ""};
-	struct sl_instance box;
+	struct sl_instance *box;
 	struct reg_list regs;
 	struct box_list l;
 	size_t i, n_listing = 0;
@@ -887,7 +806,7 @@ int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv)
 	memset(&regs, 0, sizeof(regs));
 	memset(&l, 0, sizeof(l));
 	if (!sub || (strcmp(sub, "list") && strcmp(sub, "clean")))
-		return sl_cli_usage(command("secrets"), 1);
+		return sl_cli_usage(sl_cli_command("secrets"), 1);
 	clean = !strcmp(sub, "clean");
 	argc--;
 	argv++;
@@ -898,13 +817,11 @@ int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv)
 		else if (opt == 'A' && clean)
 			all = 1;
 		else
-			return sl_cli_usage(command("secrets"), 1);
+			return sl_cli_usage(sl_cli_command("secrets"), 1);
 	}
 	if (optind != argc)
-		return sl_cli_usage(command("secrets"), 1);
-	rc = open_provider(cli, &box, NULL);
-	if (rc)
-		return rc;
+		return sl_cli_usage(sl_cli_command("secrets"), 1);
+	box = &cli->provider; /* SL_NEEDS_PROVIDER */
 	rc = collect_registrations(cli, &regs, &n_listing);
 	if (rc)
 		goto out;
@@ -914,7 +831,7 @@ int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv)
 		rc = SL_EXIT_USAGE;
 		goto out;
 	}
-	if (list_boxes(&box, &l, &err)) {
+	if (list_boxes(box, &l, &err)) {
 		sl_cli_error("cannot list sandboxes: %s", err.message);
 		rc = SL_EXIT_USAGE;
 		goto out;
@@ -966,7 +883,6 @@ int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv)
 out:
 	reg_list_release(&regs);
 	box_list_free(&l);
-	sl_instance_destroy(&box);
 	return rc;
 }
 
@@ -1028,31 +944,32 @@ static void check_provider(struct doctor *d, struct sl_cli *cli)
 			       "api.github.com", NULL};
 	const struct sbxloop_sandbox_ops *ops;
 	struct sbxloop_error err = {0, ""};
-	struct sl_instance box, store;
-	int n;
+	struct sl_instance *box, *store;
+	int n, rc;
 
 	if (t && !strcmp(t->api_host, "api.github.com"))
 		hosts[1] = NULL;
-	if (open_provider(cli, &box, NULL)) {
+	box = sl_cli_provider(cli, &rc);
+	if (!box) {
 		row(d, "sandbox provider", "FAIL", "cannot load it (above)");
 		return;
 	}
-	ops = box.ops;
+	ops = box->ops;
 	if (!SBXLOOP_HAS_SLOT(ops, struct sbxloop_sandbox_ops, doctor)) {
 		row(d, "sandbox provider", "ok", "%s (no checks of its own)",
-		    box.component->name);
-		sl_instance_destroy(&box);
+		    box->component->name);
 		return;
 	}
-	if (ops->doctor(box.ctx, hosts, provider_row, d, &err)) {
+	if (ops->doctor(box->ctx, hosts, provider_row, d, &err)) {
 		row(d, "sandbox provider", "FAIL", "%s", err.message);
-		sl_instance_destroy(&box);
 		return;
 	}
-	sl_instance_destroy(&box);
-	if (d->provider_failures || open_provider(cli, &box, &store))
+	if (d->provider_failures)
 		return;
-	n = count_orphans(&box, &store);
+	store = sl_cli_store(cli, 0, &rc);
+	if (!store)
+		return;
+	n = count_orphans(box, store);
 	if (n < 0)
 		row(d, "orphaned sandboxes", "warn", "cannot list sandboxes");
 	else if (n)
@@ -1060,8 +977,6 @@ static void check_provider(struct doctor *d, struct sl_cli *cli)
 		    "%d orphan candidate(s): see `sbxloop sandbox prune`", n);
 	else
 		row(d, "orphaned sandboxes", "ok", "none");
-	sl_instance_destroy(&store);
-	sl_instance_destroy(&box);
 }
 
 static void check_worker(struct doctor *d, struct sl_core *core)
@@ -1139,7 +1054,7 @@ int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv)
 
 	(void)argv;
 	if (argc > 1)
-		return sl_cli_usage(command("doctor"), 1);
+		return sl_cli_usage(sl_cli_command("doctor"), 1);
 	rc = sl_cli_open_core(cli);
 	if (rc)
 		return rc;

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -82,4 +83,37 @@ int sl_task_id_valid(const char *s)
 			return 0;
 	}
 	return 1;
+}
+
+int sl_sandbox_name(char *buf, size_t size, const char *run, const char *role)
+{
+	int n = snprintf(buf, size, SL_SANDBOX_PREFIX "%s-%s", run, role);
+
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+int sl_sandbox_name_parse(const char *name, char *run_buf, size_t size,
+			  const char **role)
+{
+	static const char *const roles[] = {"agent", "github"};
+	const char *rest, *dash;
+	size_t n, i;
+
+	if (strncmp(name, SL_SANDBOX_PREFIX, strlen(SL_SANDBOX_PREFIX)))
+		return -1;
+	rest = name + strlen(SL_SANDBOX_PREFIX);
+	dash = strrchr(rest, '-');
+	if (!dash)
+		return -1;
+	for (i = 0; i < 2 && strcmp(dash + 1, roles[i]); i++)
+		;
+	n = (size_t)(dash - rest);
+	if (i == 2 || n + 1 > size)
+		return -1;
+	memcpy(run_buf, rest, n);
+	run_buf[n] = '\0';
+	if (!sl_run_id_valid(run_buf))
+		return -1;
+	*role = roles[i];
+	return 0;
 }

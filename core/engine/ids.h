@@ -26,4 +26,20 @@ int sl_run_id_valid(const char *s);
 #define SL_TASK_ID_MAX 64
 int sl_task_id_valid(const char *s);
 
+/*
+ * Sandbox names: a run's pair is `sbxloop-<run>-agent` and
+ * `sbxloop-<run>-github` (UPSTREAM.md 8.4); every sbxloop sandbox name
+ * starts with SL_SANDBOX_PREFIX. The one builder and parser.
+ */
+#define SL_SANDBOX_PREFIX "sbxloop-"
+/* The name of `run`'s sandbox of `role` into buf; -1 if it does not fit. */
+int sl_sandbox_name(char *buf, size_t size, const char *run, const char *role);
+/*
+ * Split a pair name into run (into run_buf) and role ("agent" or
+ * "github", static); 0 when `name` follows the pair scheme with a
+ * valid run id, else -1.
+ */
+int sl_sandbox_name_parse(const char *name, char *run_buf, size_t size,
+			  const char **role);
+
 #endif

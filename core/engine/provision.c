@@ -30,6 +30,7 @@
 #include "common/agents.h"
 #include "engine/egress.h"
 #include "engine/engine.h"
+#include "engine/ids.h"
 #include "host/events.h"
 #include "phases/phases.h"
 #include "common/proc.h"
@@ -618,8 +619,7 @@ static int box_create(struct sl_pair *p, int box, const char *workspace,
 	int rc;
 
 	b->role = box == ROLE_AGENT ? "agent" : "github";
-	snprintf(b->name, sizeof(b->name), "sbxloop-%s-%s", p->run_id,
-		 b->role);
+	sl_sandbox_name(b->name, sizeof(b->name), p->run_id, b->role);
 	seed = box == ROLE_AGENT ? sl_egress_agent_seed(p->core->cfg)
 				 : sl_egress_github_seed(p->core->cfg);
 	if (box == ROLE_AGENT)
