@@ -81,6 +81,30 @@ const struct sl_command *sl_cli_command(const char *name);
 int sl_cli_store_failed(const char *run_id, const struct sbxloop_error *err,
 			int rc);
 
+/*
+ * The sbxloop sandboxes (names starting with SL_SANDBOX_PREFIX) the
+ * provider lists, copied out of its callback (cmd_sandbox.c).
+ */
+struct sl_box_row {
+	char *name;
+	char *status;
+	char *workspace;
+};
+
+struct sl_box_list {
+	struct sl_box_row *rows;
+	size_t n, cap;
+};
+
+/* Fill *l (emptied first); the provider's code, err filled on failure. */
+int sl_box_list_fetch(struct sl_instance *provider, struct sl_box_list *l,
+		      struct sbxloop_error *err);
+int sl_box_listed(const struct sl_box_list *l, const char *name);
+void sl_box_list_release(struct sl_box_list *l);
+/* Orphan candidates under prune's defaults (doctor); -1 if listing fails. */
+int sl_sandbox_count_orphans(struct sl_instance *provider,
+			     struct sl_instance *store);
+
 int sl_cmd_plugins(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_config(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_init(struct sl_cli *cli, int argc, char **argv);

@@ -1,26 +1,22 @@
 /*
- * The sandbox housekeeping commands: `sbxloop sandbox ls|rm|prune`,
- * `sbxloop shell`, `sbxloop secrets list|clean` and `sbxloop doctor`
- * (UPSTREAM.md 1.7, 1.9, 1.11, 1.13, 8.8 and 15). They reach sandboxes
- * only through the configured provider's ops (a provider's own doctor
- * checks and interactive shell are its optional slots), secret
- * registrations through the strategies of plugins.secrets, and runs
- * through the store; no substrate CLI is run from here. Called only
- * from the command table in cli.c.
+ * The sandbox housekeeping commands: `sbxloop sandbox ls|rm|prune` and
+ * `sbxloop shell` (UPSTREAM.md 1.7, 1.9, 8.8), and the listing of the
+ * sbxloop sandboxes that cmd_secrets.c and cmd_doctor.c share. They
+ * reach sandboxes only through the configured provider's ops (the
+ * interactive shell is its optional slot) and runs through the store;
+ * no substrate CLI is run from here. Called only from the command
+ * table in cli.c.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <sbxloop/sandbox.h>
 #include <sbxloop/secret.h>
-#include <sbxloop/store.h>
 
 #include "cli/cli.h"
 #include "host/runs.h"
@@ -28,29 +24,15 @@
 #include "engine/engine.h"
 #include "engine/ids.h"
 #include "common/proc.h"
-#include "host/redact.h"
 #include "common/util.h"
 
-#define PAIR_PREFIX SL_SANDBOX_PREFIX
 #define MIN_AGE_HOURS 1.0
 
 /* ---------------------------------------------------------- plumbing */
 
-/* One listed sandbox, copied out of the provider's callback. */
-struct box_row {
-	char *name;
-	char *status;
-	char *workspace;
-};
-
-struct box_list {
-	struct box_row *rows;
-	size_t n, cap;
-};
-
 static void box_list_cb(void *user, const struct sbxloop_sandbox_entry *e)
 {
-	struct box_list *l = user;
+	struct sl_box_list *l = user;
 
 	if (l->n == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 8;
@@ -62,7 +44,7 @@ static void box_list_cb(void *user, const struct sbxloop_sandbox_entry *e)
 	l->n++;
 }
 
-static void box_list_free(struct box_list *l)
+void sl_box_list_release(struct sl_box_list *l)
 {
 	size_t i;
 
@@ -75,16 +57,16 @@ static void box_list_free(struct box_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
-static int list_boxes(struct sl_instance *box, struct box_list *l,
+int sl_box_list_fetch(struct sl_instance *box, struct sl_box_list *l,
 		      struct sbxloop_error *err)
 {
 	const struct sbxloop_sandbox_ops *ops = box->ops;
 
 	memset(l, 0, sizeof(*l));
-	return ops->list(box->ctx, PAIR_PREFIX, box_list_cb, l, err);
+	return ops->list(box->ctx, SL_SANDBOX_PREFIX, box_list_cb, l, err);
 }
 
-static int box_listed(const struct box_list *l, const char *name)
+int sl_box_listed(const struct sl_box_list *l, const char *name)
 {
 	size_t i;
 
@@ -138,12 +120,12 @@ static int sandbox_ls(struct sl_cli *cli)
 {
 	struct sbxloop_error err = {0, ""};
 	struct sl_instance *box;
-	struct box_list l;
+	struct sl_box_list l;
 	size_t i;
 	int rc;
 
 	box = &cli->provider; /* SL_NEEDS_PROVIDER */
-	rc = list_boxes(box, &l, &err);
+	rc = sl_box_list_fetch(box, &l, &err);
 	if (rc) {
 		sl_cli_error("cannot list sandboxes: %s", err.message);
 		rc = SL_EXIT_USAGE;
@@ -158,7 +140,7 @@ static int sandbox_ls(struct sl_cli *cli)
 		printf("%-34s %-10s %s\n", l.rows[i].name, l.rows[i].status,
 		       l.rows[i].workspace);
 out:
-	box_list_free(&l);
+	sl_box_list_release(&l);
 	return rc;
 }
 
@@ -185,7 +167,7 @@ static int sandbox_rm(struct sl_cli *cli, int argc, char **argv)
 	const struct sbxloop_sandbox_ops *ops;
 	struct sbxloop_error err = {0, ""};
 	struct sl_instance *box;
-	struct box_list l;
+	struct sl_box_list l;
 	char **targets = NULL;
 	const char *run = NULL, *role;
 	char run_buf[64];
@@ -220,7 +202,7 @@ static int sandbox_rm(struct sl_cli *cli, int argc, char **argv)
 	}
 	box = &cli->provider; /* SL_NEEDS_PROVIDER */
 	ops = box->ops;
-	if (list_boxes(box, &l, &err)) {
+	if (sl_box_list_fetch(box, &l, &err)) {
 		sl_cli_error("cannot list sandboxes: %s", err.message);
 		rc = SL_EXIT_USAGE;
 		goto out;
@@ -234,8 +216,8 @@ static int sandbox_rm(struct sl_cli *cli, int argc, char **argv)
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		if (sl_starts_with(targets[i], PAIR_PREFIX) &&
-		    !box_listed(&l, targets[i])) {
+		if (sl_starts_with(targets[i], SL_SANDBOX_PREFIX) &&
+		    !sl_box_listed(&l, targets[i])) {
 			printf("skip %s: no such sandbox\n", targets[i]);
 			continue;
 		}
@@ -249,7 +231,7 @@ static int sandbox_rm(struct sl_cli *cli, int argc, char **argv)
 		printf("removed %s\n", targets[i]);
 	}
 out:
-	box_list_free(&l);
+	sl_box_list_release(&l);
 	for (i = 0; i < n; i++)
 		free(targets[i]);
 	free(targets);
@@ -300,8 +282,8 @@ static void classify(struct sl_instance *store, const char *name,
 	memset(pr, 0, sizeof(*pr));
 	snprintf(pr->age, sizeof(pr->age), "?");
 	snprintf(pr->state, sizeof(pr->state), "-");
-	if (sl_starts_with(name, PAIR_PREFIX "daemon-github-") ||
-	    sl_starts_with(name, PAIR_PREFIX "concierge-")) {
+	if (sl_starts_with(name, SL_SANDBOX_PREFIX "daemon-github-") ||
+	    sl_starts_with(name, SL_SANDBOX_PREFIX "concierge-")) {
 		pr->verdict = UNTOUCHED;
 		snprintf(pr->reason, sizeof(pr->reason), "daemon-owned");
 		return;
@@ -352,21 +334,22 @@ out:
 }
 
 /* Count orphan candidates with the defaults (doctor); -1 on failure. */
-static int count_orphans(struct sl_instance *box, struct sl_instance *store)
+int sl_sandbox_count_orphans(struct sl_instance *box,
+			     struct sl_instance *store)
 {
 	struct sbxloop_error err = {0, ""};
 	struct prune_row pr;
-	struct box_list l;
+	struct sl_box_list l;
 	size_t i;
 	int n = 0;
 
-	if (list_boxes(box, &l, &err))
+	if (sl_box_list_fetch(box, &l, &err))
 		return -1;
 	for (i = 0; i < l.n; i++) {
 		classify(store, l.rows[i].name, MIN_AGE_HOURS * 3600, 0, &pr);
 		n += pr.verdict == ORPHAN;
 	}
-	box_list_free(&l);
+	sl_box_list_release(&l);
 	return n;
 }
 
@@ -385,7 +368,7 @@ static int sandbox_prune(struct sl_cli *cli, int argc, char **argv)
 	struct sbxloop_error err = {0, ""};
 	struct sl_instance *box, *store;
 	struct prune_row pr;
-	struct box_list l;
+	struct sl_box_list l;
 	double min_age = MIN_AGE_HOURS;
 	char *end;
 	size_t i;
@@ -427,7 +410,7 @@ static int sandbox_prune(struct sl_cli *cli, int argc, char **argv)
 		return rc;
 	ops = box->ops;
 	st = store->ops;
-	if (list_boxes(box, &l, &err)) {
+	if (sl_box_list_fetch(box, &l, &err)) {
 		sl_cli_error("cannot list sandboxes: %s", err.message);
 		rc = SL_EXIT_USAGE;
 		goto out;
@@ -474,7 +457,7 @@ static int sandbox_prune(struct sl_cli *cli, int argc, char **argv)
 		printf("dry run: %d orphan(s); pass --force to remove them\n",
 		       orphans);
 out:
-	box_list_free(&l);
+	sl_box_list_release(&l);
 	return rc;
 }
 
@@ -534,7 +517,7 @@ int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
 	struct sl_instance *box, *store;
 	const char *role = "agent", *cmd = NULL, *run;
 	char *name = NULL;
-	struct box_list l;
+	struct sl_box_list l;
 	int opt, rc = 0;
 
 	memset(&l, 0, sizeof(l));
@@ -583,12 +566,12 @@ int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
 		}
 		name = sl_xstrdup(box_name);
 	}
-	if (list_boxes(box, &l, &err)) {
+	if (sl_box_list_fetch(box, &l, &err)) {
 		sl_cli_error("cannot list sandboxes: %s", err.message);
 		rc = SL_EXIT_USAGE;
 		goto out;
 	}
-	if (!box_listed(&l, name)) {
+	if (!sl_box_listed(&l, name)) {
 		sl_cli_error("sandbox '%s' does not exist", name);
 		sl_cli_hint("sandboxes are removed when a run ends unless "
 			    "kept (keep_sandboxes, keep_on_failure)");
@@ -634,460 +617,6 @@ int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv)
 	}
 out:
 	free(name);
-	box_list_free(&l);
+	sl_box_list_release(&l);
 	return rc;
-}
-
-/* ------------------------------------------------------------ secrets */
-
-struct reg_row {
-	char *strategy;
-	char *env;
-	char *scope;
-	char *hosts;
-};
-
-struct reg_list {
-	const char *strategy; /* the one being listed */
-	struct reg_row *rows;
-	size_t n, cap;
-};
-
-static void reg_cb(void *user, const char *env, const char *scope,
-		   const char *detail)
-{
-	struct reg_list *l = user;
-
-	/* the model tokens sbxloop registers itself; services stay alone */
-	if (!sl_model_token_by_env(env))
-		return;
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 8;
-		l->rows = sl_xrealloc(l->rows, l->cap * sizeof(*l->rows));
-	}
-	l->rows[l->n].strategy = sl_xstrdup(l->strategy);
-	l->rows[l->n].env = sl_xstrdup(env);
-	l->rows[l->n].scope = sl_xstrdup(scope);
-	l->rows[l->n].hosts = sl_xstrdup(detail ? detail : "");
-	l->n++;
-}
-
-static void reg_list_release(struct reg_list *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++) {
-		free(l->rows[i].strategy);
-		free(l->rows[i].env);
-		free(l->rows[i].scope);
-		free(l->rows[i].hosts);
-	}
-	free(l->rows);
-	memset(l, 0, sizeof(*l));
-}
-
-/* ok / stale / foreign for one registration (UPSTREAM.md 8.6). */
-static const char *assess(const struct reg_row *r, const struct box_list *l,
-			  const char **note)
-{
-	const struct sl_model_token *t = sl_model_token_by_env(r->env);
-	int canonical = t && strstr(r->hosts, t->bind_host) != NULL;
-
-	if (sl_starts_with(r->scope, PAIR_PREFIX)) {
-		if (!box_listed(l, r->scope)) {
-			*note = "its sandbox is gone";
-			return "stale";
-		}
-		*note = canonical ? "live sandbox" : "bound to another host";
-		return canonical ? "ok" : "stale";
-	}
-	if (!strcmp(r->scope, "global")) {
-		*note = canonical ? "global registration"
-				  : "global, bound to another host";
-		return canonical ? "ok" : "stale";
-	}
-	*note = "not registered by sbxloop";
-	return "foreign";
-}
-
-/*
- * Collect the registrations of every strategy of plugins.secrets that
- * can list them; the others are named on stderr. 0, or an exit code.
- */
-static int collect_registrations(struct sl_cli *cli, struct reg_list *regs,
-				 size_t *n_listing)
-{
-	struct sl_config *cfg = cli->core->cfg;
-	size_t i, n = sl_config_list_len(cfg, "plugins.secrets");
-
-	*n_listing = 0;
-	for (i = 0; i < n; i++) {
-		const char *sname =
-			sl_config_list_item(cfg, "plugins.secrets", i);
-		const struct sbxloop_secret_ops *sops;
-		struct sbxloop_error err = {0, ""};
-		struct sl_instance inst;
-		int rc;
-
-		if (sl_core_instantiate(cli->core, SBXLOOP_KIND_SECRET, sname,
-					&inst, &err)) {
-			sl_cli_error("%s", err.message);
-			return SL_EXIT_USAGE;
-		}
-		sops = inst.ops;
-		if (!sops->list) {
-			sl_cli_hint("secret strategy '%s' keeps no "
-				    "registrations to list",
-				    sname);
-			sl_instance_destroy(&inst);
-			continue;
-		}
-		regs->strategy = sname;
-		rc = sops->list(inst.ctx, reg_cb, regs, &err);
-		sl_instance_destroy(&inst);
-		if (rc) {
-			sl_cli_error("cannot list the registrations of secret "
-				     "strategy '%s': %s",
-				     sname, err.message);
-			return SL_EXIT_USAGE;
-		}
-		(*n_listing)++;
-	}
-	return 0;
-}
-
-/* Remove one registration through the strategy that listed it. */
-static int remove_registration(struct sl_cli *cli, const struct reg_row *r)
-{
-	const struct sl_model_token *t = sl_model_token_by_env(r->env);
-	const struct sbxloop_secret_ops *sops;
-	struct sbxloop_error err = {0, ""};
-	struct sbxloop_secret_req req;
-	struct sl_instance inst;
-	int rc;
-
-	if (sl_core_instantiate(cli->core, SBXLOOP_KIND_SECRET, r->strategy,
-				&inst, &err)) {
-		sl_cli_error("%s", err.message);
-		return -1;
-	}
-	sops = inst.ops;
-	memset(&req, 0, sizeof(req));
-	req.struct_size = sizeof(req);
-	req.sandbox = r->scope;
-	req.env_name = r->env;
-	req.value = "";
-	req.bind_host = t ? t->bind_host : NULL;
-	rc = sops->revoke(inst.ctx, &req, &err);
-	if (rc)
-		sl_cli_error("cannot remove %s in scope %s: %s", req.env_name,
-			     req.sandbox, err.message);
-	sl_instance_destroy(&inst);
-	return rc ? -1 : 0;
-}
-
-int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{"apply", no_argument, NULL, 'a'},
-		{"all", no_argument, NULL, 'A'},
-		{NULL, 0, NULL, 0},
-	};
-	const char *sub = argc > 1 ? argv[1] : NULL;
-	const struct sl_model_token *want;
-	struct sbxloop_error err = {0, ""};
-	struct sl_instance *box;
-	struct reg_list regs;
-	struct box_list l;
-	size_t i, n_listing = 0;
-	int opt, apply = 0, all = 0, rc, clean;
-	char expected[160];
-
-	memset(&regs, 0, sizeof(regs));
-	memset(&l, 0, sizeof(l));
-	if (!sub || (strcmp(sub, "list") && strcmp(sub, "clean")))
-		return sl_cli_usage(sl_cli_command("secrets"), 1);
-	clean = !strcmp(sub, "clean");
-	argc--;
-	argv++;
-	optind = 0;
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		if (opt == 'a' && clean)
-			apply = 1;
-		else if (opt == 'A' && clean)
-			all = 1;
-		else
-			return sl_cli_usage(sl_cli_command("secrets"), 1);
-	}
-	if (optind != argc)
-		return sl_cli_usage(sl_cli_command("secrets"), 1);
-	box = &cli->provider; /* SL_NEEDS_PROVIDER */
-	rc = collect_registrations(cli, &regs, &n_listing);
-	if (rc)
-		goto out;
-	if (!n_listing) {
-		sl_cli_error("no secret strategy of plugins.secrets can list "
-			     "its registrations");
-		rc = SL_EXIT_USAGE;
-		goto out;
-	}
-	if (list_boxes(box, &l, &err)) {
-		sl_cli_error("cannot list sandboxes: %s", err.message);
-		rc = SL_EXIT_USAGE;
-		goto out;
-	}
-	if (!clean) {
-		want = sl_model_token_for(
-			sl_config_str(cli->core->cfg, "agent.preset"));
-		printf("%-22s %-34s %-8s %s\n", "ENV", "SCOPE", "STATUS",
-		       "NOTE");
-		if (want) {
-			snprintf(expected, sizeof(expected),
-				 "(expected: custom @ %s, per-run scope)",
-				 want->bind_host);
-			printf("%-22s %-34s %-8s %s\n", want->env, expected,
-			       "", "");
-		}
-		for (i = 0; i < regs.n; i++) {
-			const char *note = "";
-			const char *status = assess(&regs.rows[i], &l, &note);
-
-			printf("%-22s %-34s %-8s %s\n", regs.rows[i].env,
-			       regs.rows[i].scope, status, note);
-		}
-		if (!regs.n)
-			printf("no registrations\n");
-		goto out;
-	}
-	for (i = 0; i < regs.n; i++) {
-		const char *note = "";
-		const char *status = assess(&regs.rows[i], &l, &note);
-
-		if (!strcmp(status, "foreign") ||
-		    (!strcmp(status, "ok") && !all))
-			continue;
-		if (!apply) {
-			printf("would remove %s in scope %s (%s)\n",
-			       regs.rows[i].env, regs.rows[i].scope, note);
-			continue;
-		}
-		if (remove_registration(cli, &regs.rows[i])) {
-			rc = SL_EXIT_FAIL;
-			continue;
-		}
-		printf("removed %s in scope %s\n", regs.rows[i].env,
-		       regs.rows[i].scope);
-	}
-	if (!apply)
-		printf("dry run; pass --apply to remove\n");
-out:
-	reg_list_release(&regs);
-	box_list_free(&l);
-	return rc;
-}
-
-/* ------------------------------------------------------------- doctor */
-
-struct doctor {
-	int hard_failures;
-	int provider_failures;
-};
-
-static void row(struct doctor *d, const char *check, const char *status,
-		const char *fmt, ...) SBXLOOP_PRINTF(4, 5);
-
-static void row(struct doctor *d, const char *check, const char *status,
-		const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!strcmp(status, "FAIL"))
-		d->hard_failures++;
-	printf("%-30s %-5s ", check, status);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
-
-static void first_line(const char *s, char *buf, size_t size)
-{
-	size_t n = 0;
-
-	while (s && s[n] && s[n] != '\n' && n + 1 < size) {
-		buf[n] = s[n];
-		n++;
-	}
-	buf[n] = '\0';
-}
-
-/* A provider's own row, through the doctor slot. */
-static void provider_row(void *user, const char *check, const char *status,
-			 const char *detail)
-{
-	struct doctor *d = user;
-	const char *st = !strcmp(status, "ok") || !strcmp(status, "warn")
-				 ? status
-				 : "FAIL";
-
-	if (!strcmp(st, "FAIL"))
-		d->provider_failures++;
-	row(d, check, st, "%s", detail ? detail : "");
-}
-
-/* The provider's checks, then the orphans it leaves (needs the store). */
-static void check_provider(struct doctor *d, struct sl_cli *cli)
-{
-	const struct sl_model_token *t = sl_model_token_for(
-		sl_config_str(cli->core->cfg, "agent.preset"));
-	const char *hosts[] = {t ? t->api_host : "api.github.com",
-			       "api.github.com", NULL};
-	const struct sbxloop_sandbox_ops *ops;
-	struct sbxloop_error err = {0, ""};
-	struct sl_instance *box, *store;
-	int n, rc;
-
-	if (t && !strcmp(t->api_host, "api.github.com"))
-		hosts[1] = NULL;
-	box = sl_cli_provider(cli, &rc);
-	if (!box) {
-		row(d, "sandbox provider", "FAIL", "cannot load it (above)");
-		return;
-	}
-	ops = box->ops;
-	if (!SBXLOOP_HAS_SLOT(ops, struct sbxloop_sandbox_ops, doctor)) {
-		row(d, "sandbox provider", "ok", "%s (no checks of its own)",
-		    box->component->name);
-		return;
-	}
-	if (ops->doctor(box->ctx, hosts, provider_row, d, &err)) {
-		row(d, "sandbox provider", "FAIL", "%s", err.message);
-		return;
-	}
-	if (d->provider_failures)
-		return;
-	store = sl_cli_store(cli, 0, &rc);
-	if (!store)
-		return;
-	n = count_orphans(box, store);
-	if (n < 0)
-		row(d, "orphaned sandboxes", "warn", "cannot list sandboxes");
-	else if (n)
-		row(d, "orphaned sandboxes", "warn",
-		    "%d orphan candidate(s): see `sbxloop sandbox prune`", n);
-	else
-		row(d, "orphaned sandboxes", "ok", "none");
-}
-
-static void check_worker(struct doctor *d, struct sl_core *core)
-{
-	char *path = sl_worker_path(core);
-	const char *argv[] = {path, "version", NULL};
-	struct sbxloop_proc_spec spec;
-	struct sbxloop_proc_result res;
-	struct sbxloop_error err = {0, ""};
-	char line[128];
-	const char *ver;
-
-	if (access(path, X_OK) < 0) {
-		row(d, "worker binary", "FAIL",
-		    "'%s' is missing: set worker_path or install "
-		    "sbxloop-worker",
-		    path);
-		free(path);
-		return;
-	}
-	memset(&spec, 0, sizeof(spec));
-	spec.struct_size = sizeof(spec);
-	spec.argv = argv;
-	spec.timeout_s = 30;
-	memset(&res, 0, sizeof(res));
-	if (sl_proc_run(&spec, &res, &err) || res.exit_code) {
-		row(d, "worker binary", "FAIL", "'%s version' failed", path);
-		goto out;
-	}
-	first_line(res.out, line, sizeof(line));
-	ver = strrchr(line, ' ');
-	ver = ver ? ver + 1 : line;
-	if (strcmp(ver, PACKAGE_VERSION))
-		row(d, "worker binary", "FAIL",
-		    "'%s' is version %s, sbxloop is %s", path, ver,
-		    PACKAGE_VERSION);
-	else
-		row(d, "worker binary", "ok", "%s (%s)", path, ver);
-out:
-	sl_proc_result_clear(&res);
-	free(path);
-}
-
-static void check_state_dir(struct doctor *d, struct sl_core *core)
-{
-	const char *dir = sl_core_state_dir(core);
-	char *probe;
-	FILE *f;
-
-	if (!dir) {
-		row(d, "state dir", "FAIL", "cannot create '%s'",
-		    sl_config_str(core->cfg, "state_dir"));
-		return;
-	}
-	probe = sl_xasprintf("%s/.doctor-probe-%ld", dir, (long)getpid());
-	f = fopen(probe, "w");
-	if (!f || fputs("ok\n", f) < 0) {
-		row(d, "state dir", "FAIL", "'%s' is not writable: %s", dir,
-		    strerror(errno));
-	} else {
-		row(d, "state dir", "ok", "%s", dir);
-	}
-	if (f)
-		fclose(f);
-	unlink(probe);
-	free(probe);
-}
-
-int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv)
-{
-	struct doctor d = {0, 0};
-	const struct sl_model_token *t;
-	const char *repo, *preset, *v;
-	int rc;
-
-	(void)argv;
-	if (argc > 1)
-		return sl_cli_usage(sl_cli_command("doctor"), 1);
-	rc = sl_cli_open_core(cli);
-	if (rc)
-		return rc;
-	printf("%-30s %-5s %s\n", "CHECK", "STATUS", "DETAIL");
-	check_provider(&d, cli);
-
-	preset = sl_config_str(cli->core->cfg, "agent.preset");
-	t = sl_model_token_for(preset);
-	v = t ? getenv(t->env) : NULL;
-	if (!t)
-		row(&d, "model token", "warn",
-		    "agent preset '%s' names no token sbxloop knows; the "
-		    "agent CLI must find its own credentials",
-		    preset ? preset : "");
-	else if (v && *v)
-		row(&d, t->env, "ok", "set");
-	else
-		row(&d, t->env, "FAIL", "not set: create %s and export it",
-		    t->advice);
-	repo = sl_config_str(cli->core->cfg, "github.repo");
-	if (repo && *repo) {
-		if ((getenv(SL_GH_TOKEN_ENV) && *getenv(SL_GH_TOKEN_ENV)) ||
-		    (getenv(SL_GH_TOKEN_ENV_ALT) &&
-		     *getenv(SL_GH_TOKEN_ENV_ALT)))
-			row(&d, "GH_TOKEN/GITHUB_TOKEN", "ok", "set");
-		else
-			row(&d, "GH_TOKEN/GITHUB_TOKEN", "FAIL",
-			    "not set, but github.repo is '%s'", repo);
-	} else {
-		row(&d, "github integration", "ok",
-		    "disabled (github.repo unset)");
-	}
-	check_state_dir(&d, cli->core);
-	check_worker(&d, cli->core);
-	return d.hard_failures ? SL_EXIT_FAIL : SL_EXIT_OK;
 }
