@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "common/json.h"
 
 static void out_of_memory(size_t n)
 {
@@ -96,6 +97,23 @@ void sl_buf_add(struct sl_buf *b, const char *s, size_t n)
 	if (n)
 		memcpy(b->buf + b->len, s, n);
 	b->len += n;
+	b->buf[b->len] = '\0';
+}
+
+void sl_buf_add_json_str(struct sl_buf *b, const char *s)
+{
+	size_t len, n;
+
+	if (!s) {
+		sl_buf_add(b, "null", 4);
+		return;
+	}
+	len = strlen(s);
+	n = sl_json_escape(NULL, s, len);
+	buf_grow(b, n + 2);
+	b->buf[b->len++] = '"';
+	b->len += sl_json_escape(b->buf + b->len, s, len);
+	b->buf[b->len++] = '"';
 	b->buf[b->len] = '\0';
 }
 

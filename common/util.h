@@ -36,6 +36,8 @@ void sl_buf_addc(struct sl_buf *b, char c);
 void sl_buf_addf(struct sl_buf *b, const char *fmt, ...) SBXLOOP_PRINTF(2, 3);
 void sl_buf_vaddf(struct sl_buf *b, const char *fmt, va_list ap)
 	SBXLOOP_PRINTF(2, 0);
+/* `s` as a quoted JSON string ("null" for NULL), escaped by json.h. */
+void sl_buf_add_json_str(struct sl_buf *b, const char *s);
 const char *sl_buf_str(const struct sl_buf *b); /* "" when empty */
 char *sl_buf_detach(struct sl_buf *b);          /* caller frees */
 void sl_buf_reset(struct sl_buf *b);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "worker.h"
+#include "common/json.h"
 
 /* A tool call's arguments as one short line for the transcript. */
 char *wk_tool_args_display(const cJSON *args)
@@ -37,7 +38,7 @@ char *wk_tool_args_display(const cJSON *args)
 	if (!s) {
 		cJSON *dup = cJSON_Duplicate(args, 1);
 
-		s = wk_json_print_sorted(dup);
+		s = sl_json_print_sorted(dup);
 		cJSON_Delete(dup);
 	}
 	if (strlen(s) <= WK_TOOL_ARGS_MAX)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "worker.h"
+#include "common/json.h"
 
 #ifndef SBXLOOP_PKGDATADIR
 #define SBXLOOP_PKGDATADIR "/usr/local/share/sbxloop"
@@ -213,7 +214,7 @@ static void finish_event(struct stream *st, const char *type, cJSON *d)
 		v = cJSON_GetObjectItemCaseSensitive(d, "output");
 		if (v) {
 			char *s = cJSON_IsString(v) ? wk_strdup(v->valuestring)
-						    : wk_json_print_sorted(v);
+						    : sl_json_print_sorted(v);
 
 			cJSON_ReplaceItemInObjectCaseSensitive(
 				d, "output",

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "worker.h"
+#include "common/json.h"
 
 double wk_now(void)
 {
@@ -137,54 +138,6 @@ const char *wk_utf8_tail(const char *s, size_t len, size_t keep)
 	return p;
 }
 
-static int cmp_items(const void *a, const void *b)
-{
-	const cJSON *x = *(const cJSON *const *)a;
-	const cJSON *y = *(const cJSON *const *)b;
-
-	return strcmp(x->string, y->string);
-}
-
-/* Sort object members by key, recursively, so lines are canonical. */
-void wk_json_sort(cJSON *item)
-{
-	cJSON *c, **v;
-	size_t n = 0, i;
-
-	/* a reference shares its children with the original: sort that */
-	if (!item || (item->type & cJSON_IsReference))
-		return;
-	for (c = item->child; c; c = c->next) {
-		wk_json_sort(c);
-		n++;
-	}
-	if (!cJSON_IsObject(item) || n < 2)
-		return;
-	v = malloc(n * sizeof(*v));
-	if (!v)
-		abort();
-	for (i = 0, c = item->child; c; c = c->next)
-		v[i++] = c;
-	qsort(v, n, sizeof(*v), cmp_items);
-	for (i = 0; i < n; i++) {
-		v[i]->prev = i ? v[i - 1] : v[n - 1];
-		v[i]->next = i + 1 < n ? v[i + 1] : NULL;
-	}
-	item->child = v[0];
-	free(v);
-}
-
-char *wk_json_print_sorted(cJSON *item)
-{
-	char *s;
-
-	wk_json_sort(item);
-	s = cJSON_PrintUnformatted(item);
-	if (!s)
-		abort();
-	return s;
-}
-
 int wk_events_open(struct wk_ctx *ctx, const char *path)
 {
 	ctx->events_fd =
@@ -239,10 +192,10 @@ static char *encode(struct wk_ctx *ctx, const char *type, cJSON *data)
 	else
 		cJSON_AddNullToObject(ev, "job_id");
 	cJSON_AddStringToObject(ev, "type", type);
-	wk_json_sort(data);
+	sl_json_sort(data);
 	cJSON_AddItemReferenceToObject(ev, "data", data);
 	{
-		char *s = wk_json_print_sorted(ev);
+		char *s = sl_json_print_sorted(ev);
 
 		cJSON_Delete(ev);
 		return s;

@@ -22,6 +22,7 @@
 #endif
 
 #include "worker.h"
+#include "common/json.h"
 
 struct options {
 	const char *job;
@@ -382,7 +383,7 @@ static int cmd_run(int argc, char **argv)
 	}
 	resource_rewrite(&ctx, &res);
 	doc = wk_result_to_json(&res, job.job_id);
-	line = wk_json_print_sorted(doc);
+	line = sl_json_print_sorted(doc);
 	if (write_result(result_path, line, ctx.fsync) < 0)
 		goto out;
 	if (res.status == WK_OK) {

@@ -93,8 +93,6 @@ double wk_round(double v, double scale);
 char *wk_strdup(const char *s);
 char *wk_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *wk_read_file(const char *path, size_t max, size_t *len, int *too_big);
-void wk_json_sort(cJSON *item);
-char *wk_json_print_sorted(cJSON *item);
 const char *wk_utf8_tail(const char *s, size_t len, size_t keep);
 
 /* events.c: envelope, sorted compact lines, file + stdout mirror */

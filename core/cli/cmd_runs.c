@@ -22,6 +22,7 @@
 
 #include "cli/cli.h"
 #include "host/runs.h"
+#include "common/json.h"
 #include "host/redact.h"
 #include "common/util.h"
 
@@ -282,14 +283,12 @@ static int task_cb(void *user, const struct sbxloop_task_row *t)
 
 static const char *jstr(const cJSON *o, const char *key)
 {
-	const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
-
-	return s ? s : "";
+	return sl_json_str(o, key, "");
 }
 
 static int jint(const cJSON *o, const char *key)
 {
-	return (int)cJSON_GetNumberValue(cJSON_GetObjectItem(o, key));
+	return (int)sl_json_num(o, key, 0);
 }
 
 static int status_one(struct sl_instance *store, const char *run_id, int json)

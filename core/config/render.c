@@ -121,38 +121,6 @@ void sl_config_write_starter(const struct sl_config *cfg, FILE *out)
 	}
 }
 
-static void json_string(struct sl_buf *b, const char *s)
-{
-	const unsigned char *p;
-
-	sl_buf_addc(b, '"');
-	for (p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"':
-			sl_buf_adds(b, "\\\"");
-			break;
-		case '\\':
-			sl_buf_adds(b, "\\\\");
-			break;
-		case '\n':
-			sl_buf_adds(b, "\\n");
-			break;
-		case '\t':
-			sl_buf_adds(b, "\\t");
-			break;
-		case '\r':
-			sl_buf_adds(b, "\\r");
-			break;
-		default:
-			if (*p < 0x20)
-				sl_buf_addf(b, "\\u%04x", *p);
-			else
-				sl_buf_addc(b, (char)*p);
-		}
-	}
-	sl_buf_addc(b, '"');
-}
-
 char *sl_config_to_json(const struct sl_config *cfg)
 {
 	struct sl_buf b = SL_BUF_INIT;
@@ -164,20 +132,20 @@ char *sl_config_to_json(const struct sl_config *cfg)
 
 		if (i)
 			sl_buf_addc(&b, ',');
-		json_string(&b, v->spec->path);
+		sl_buf_add_json_str(&b, v->spec->path);
 		sl_buf_addc(&b, ':');
 		if (v->spec->type == SBXLOOP_VALUE_LIST) {
 			sl_buf_addc(&b, '[');
 			for (j = 0; j < v->n_items; j++) {
 				if (j)
 					sl_buf_addc(&b, ',');
-				json_string(&b, v->items[j]);
+				sl_buf_add_json_str(&b, v->items[j]);
 			}
 			sl_buf_addc(&b, ']');
 		} else if (!v->str) {
 			sl_buf_adds(&b, "null");
 		} else if (v->spec->type == SBXLOOP_VALUE_STRING) {
-			json_string(&b, v->str);
+			sl_buf_add_json_str(&b, v->str);
 		} else {
 			sl_buf_adds(&b, v->str);
 		}

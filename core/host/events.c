@@ -17,6 +17,7 @@
 #include <sbxloop/store.h>
 
 #include "host/events.h"
+#include "common/json.h"
 #include "host/redact.h"
 #include "common/util.h"
 
@@ -37,88 +38,6 @@ struct sl_bus {
 };
 
 /* ---------------------------------------------------------------- JSON */
-
-static int key_cmp(const void *a, const void *b)
-{
-	const cJSON *x = *(const cJSON *const *)a;
-	const cJSON *y = *(const cJSON *const *)b;
-
-	return strcmp(x->string ? x->string : "", y->string ? y->string : "");
-}
-
-/*
- * Sort every object's keys, recursively, so one event always serializes
- * to the same text. Already sorted objects (the usual case) are left as
- * they are without allocating.
- */
-static void sort_keys(cJSON *node)
-{
-	cJSON *c, **v;
-	size_t n = 0, i;
-	int sorted = 1;
-
-	if (!node || !(cJSON_IsObject(node) || cJSON_IsArray(node)))
-		return;
-	for (c = node->child; c; c = c->next) {
-		sort_keys(c);
-		if (cJSON_IsObject(node) && c->next && c->string &&
-		    c->next->string && strcmp(c->string, c->next->string) > 0)
-			sorted = 0;
-		n++;
-	}
-	if (sorted || n < 2)
-		return;
-	v = sl_xmalloc(n * sizeof(*v));
-	for (i = 0, c = node->child; c; c = c->next)
-		v[i++] = c;
-	qsort(v, n, sizeof(*v), key_cmp);
-	for (i = 0; i < n; i++) {
-		/* cJSON keeps the tail in the head's prev */
-		v[i]->prev = i ? v[i - 1] : v[n - 1];
-		v[i]->next = i + 1 < n ? v[i + 1] : NULL;
-	}
-	node->child = v[0];
-	free(v);
-}
-
-static void add_json_string(struct sl_buf *b, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	const unsigned char *run = p;
-
-	if (!s) {
-		sl_buf_add(b, "null", 4);
-		return;
-	}
-	sl_buf_addc(b, '"');
-	for (; *p; p++) {
-		if (*p >= 0x20 && *p != '"' && *p != '\\')
-			continue;
-		sl_buf_add(b, (const char *)run, (size_t)(p - run));
-		switch (*p) {
-		case '"':
-			sl_buf_add(b, "\\\"", 2);
-			break;
-		case '\\':
-			sl_buf_add(b, "\\\\", 2);
-			break;
-		case '\n':
-			sl_buf_add(b, "\\n", 2);
-			break;
-		case '\t':
-			sl_buf_add(b, "\\t", 2);
-			break;
-		case '\r':
-			sl_buf_add(b, "\\r", 2);
-			break;
-		default:
-			sl_buf_addf(b, "\\u%04x", *p);
-		}
-		run = p + 1;
-	}
-	sl_buf_add(b, (const char *)run, (size_t)(p - run));
-	sl_buf_addc(b, '"');
-}
 
 /*
  * A timestamp to the microsecond, without trailing zeros. Integer
@@ -210,13 +129,13 @@ static int bus_publish(struct sl_bus *bus, double ts, const char *type,
 	sl_buf_add(b, "{\"data\":", 8);
 	sl_buf_add(b, data_json, data_len);
 	sl_buf_add(b, ",\"job_id\":", 10);
-	add_json_string(b, job_id);
+	sl_buf_add_json_str(b, job_id);
 	sl_buf_add(b, ",\"run_id\":", 10);
-	add_json_string(b, core->run_id);
+	sl_buf_add_json_str(b, core->run_id);
 	sl_buf_add(b, ",\"ts\":", 6);
 	add_ts(b, ts);
 	sl_buf_add(b, ",\"type\":", 8);
-	add_json_string(b, type);
+	sl_buf_add_json_str(b, type);
 	sl_buf_add(b, ",\"v\":1}", 7);
 
 	memset(&ev, 0, sizeof(ev));
@@ -289,7 +208,7 @@ static int emit_at(struct sl_core *core, double ts, const char *type,
 	}
 	if (!data)
 		data = cJSON_CreateObject();
-	sort_keys(data);
+	sl_json_sort(data);
 	text = cJSON_PrintUnformatted(data);
 	cJSON_Delete(data);
 	if (!text)

@@ -63,38 +63,6 @@ char *sbxp_shell_quote(const char *s)
 	return out;
 }
 
-char *sbxp_json_str(const char *s)
-{
-	size_t n = 3, i;
-	char *out, *o;
-
-	for (i = 0; s[i]; i++)
-		n += 6;
-	out = malloc(n);
-	if (!out)
-		return NULL;
-	o = out;
-	*o++ = '"';
-	for (i = 0; s[i]; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\') {
-			*o++ = '\\';
-			*o++ = (char)c;
-		} else if (c == '\n') {
-			*o++ = '\\';
-			*o++ = 'n';
-		} else if (c < 0x20) {
-			o += sprintf(o, "\\u%04x", c);
-		} else {
-			*o++ = (char)c;
-		}
-	}
-	*o++ = '"';
-	*o = '\0';
-	return out;
-}
-
 static double now_s(void)
 {
 	struct timespec ts;

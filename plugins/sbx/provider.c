@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sbx.h"
+#include "common/json.h"
 
 /* Candidate roots of the mount search, most likely first (8.4.1); the
  * host workspace's own path is tried before these. */
@@ -440,8 +441,8 @@ static void emit_mount(struct provider *p, const char *name, int mounted,
 		       const char *probe, const char *path, const char *msg)
 {
 	const struct sbxloop_host *h = p->sbx.host;
-	char *qn = sbxp_json_str(name), *qp = sbxp_json_str(path ? path : "");
-	char *qm = sbxp_json_str(msg ? msg : "");
+	char *qn = sl_json_quote(name), *qp = sl_json_quote(path ? path : "");
+	char *qm = sl_json_quote(msg ? msg : "");
 	char *data;
 
 	if (!qn || !qp || !qm)

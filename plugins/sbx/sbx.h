@@ -115,8 +115,6 @@ int sbxp_interactive_argv(struct sbxp *s, const char *name, const char **argv,
 char *sbxp_shell_quote(const char *s);
 /* A newly allocated printf result; NULL only on allocation failure. */
 char *sbxp_printf(const char *fmt, ...) SBXLOOP_PRINTF(1, 2);
-/* JSON string escaping of `s` into a new string (with the quotes). */
-char *sbxp_json_str(const char *s);
 
 extern const struct sbxloop_sandbox_ops sbxp_sandbox_ops;
 extern const struct sbxloop_secret_ops sbxp_proxy_ops;

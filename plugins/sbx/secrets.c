@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "sbx.h"
+#include "common/json.h"
 
 /* ---- sbx-proxy ------------------------------------------------------- */
 
@@ -417,9 +418,9 @@ static void emit_named(struct proxy *p, const char *type,
 		       const struct sbxloop_secret_req *req, const char *msg)
 {
 	const struct sbxloop_host *h = p->sbx.host;
-	char *qn = sbxp_json_str(req->sandbox);
-	char *qe = sbxp_json_str(req->env_name);
-	char *qm = sbxp_json_str(msg);
+	char *qn = sl_json_quote(req->sandbox);
+	char *qe = sl_json_quote(req->env_name);
+	char *qm = sl_json_quote(msg);
 	char *data = NULL;
 
 	if (qn && qe && qm)
