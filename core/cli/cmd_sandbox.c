@@ -20,6 +20,7 @@
 
 #include <sbxloop/sandbox.h>
 #include <sbxloop/secret.h>
+#include <sbxloop/states.h>
 #include <sbxloop/store.h>
 
 #include "cli/cli.h"
@@ -344,12 +345,6 @@ static int run_info_cb(void *user, const struct sbxloop_run_row *row)
 	return 0;
 }
 
-static int is_terminal(const char *state)
-{
-	return !strcmp(state, "completed") || !strcmp(state, "failed") ||
-	       !strcmp(state, "cancelled");
-}
-
 static void format_age(double age, char *buf, size_t size)
 {
 	if (age < 0)
@@ -420,7 +415,7 @@ static void classify(struct sl_instance *store, const char *name,
 		snprintf(pr->reason, sizeof(pr->reason), "kept (%s)", ri.kept);
 		return;
 	}
-	if (is_terminal(ri.state)) {
+	if (sbxloop_run_state_is_terminal(ri.state)) {
 		pr->verdict = age >= min_age_s ? ORPHAN : KEEP;
 		snprintf(pr->reason, sizeof(pr->reason), "%s",
 			 pr->verdict == ORPHAN ? "run finished"
