@@ -25,11 +25,11 @@
 
 #include "cli/cli.h"
 #include "common/agents.h"
-#include "engine/engine.h"
 #include "engine/ids.h"
 #include "common/proc.h"
 #include "host/redact.h"
 #include "common/util.h"
+#include "phases/worker_client.h"
 
 #define PAIR_PREFIX "sbxloop-"
 #define MIN_AGE_HOURS 1.0
