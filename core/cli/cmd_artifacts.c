@@ -18,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 
+#include <sbxloop/states.h>
 #include <sbxloop/store.h>
 
 #include "engine/artifacts.h"
@@ -31,22 +32,8 @@
 #define TREE_CAP 50
 #define GC_DEFAULT_DAYS 14.0
 
-static const char *const terminal_states[] = {
-	"completed",
-	"failed",
-	"cancelled",
-	NULL,
-};
-
-static int is_terminal(const char *state)
-{
-	size_t i;
-
-	for (i = 0; state && terminal_states[i]; i++)
-		if (!strcmp(state, terminal_states[i]))
-			return 1;
-	return 0;
-}
+static const char *const terminal_states[] = {SBXLOOP_RUN_TERMINAL_STATES,
+					      NULL};
 
 static void human_size(char *buf, size_t len, long long n)
 {
@@ -315,7 +302,7 @@ static void classify(struct sl_instance *store, const char *runs_dir,
 	}
 	row->state = sl_xstrdup(run.state);
 	row->age_s = sl_now() - run.updated_at;
-	if (!is_terminal(run.state)) {
+	if (!sbxloop_run_state_is_terminal(run.state)) {
 		row->verdict =
 			sl_xasprintf("keep: run is %s (resumable)", run.state);
 		goto out;

@@ -11,12 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sbxloop/sandbox.h>
 
 #include "cli/cli.h"
 #include "common/agents.h"
-#include "engine/engine.h"
+#include "phases/worker_client.h"
 #include "common/proc.h"
 #include "common/util.h"
 

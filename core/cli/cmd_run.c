@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <sbxloop/sandbox.h>
+#include <sbxloop/states.h>
 #include <sbxloop/store.h>
 
 #include "cli/cli.h"
@@ -342,7 +343,8 @@ static int drive(struct session *s)
 		code = SL_EXIT_USAGE;
 	} else {
 		sl_engine_print_summary(s->engine, stdout);
-		code = strcmp(sl_engine_state(s->engine), "completed") == 0
+		code = strcmp(sl_engine_state(s->engine),
+			      SBXLOOP_RUN_COMPLETED) == 0
 			       ? SL_EXIT_OK
 			       : SL_EXIT_FAIL;
 	}

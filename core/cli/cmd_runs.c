@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include <sbxloop/sink.h>
+#include <sbxloop/states.h>
 #include <sbxloop/store.h>
 
 #include "cli/cli.h"
@@ -31,27 +32,7 @@
 #define FOLLOW_POLL_NS 300000000L
 #define STALE_AFTER_DEFAULT 10
 
-static const char *const terminal_states[] = {
-	"completed",
-	"failed",
-	"cancelled",
-	NULL,
-};
-
-static const char *const live_states[] = {
-	"created", "provisioning", "decomposing",
-	"running", "finalizing",   NULL,
-};
-
-static int is_terminal(const char *state)
-{
-	size_t i;
-
-	for (i = 0; state && terminal_states[i]; i++)
-		if (!strcmp(state, terminal_states[i]))
-			return 1;
-	return 0;
-}
+static const char *const live_states[] = {SBXLOOP_RUN_LIVE_STATES, NULL};
 
 /* A run's row, or the one common wording of a failed fetch. */
 static int get_run(struct sl_instance *store, const char *run_id,
@@ -398,7 +379,7 @@ int sl_cmd_cancel(struct sl_cli *cli, int argc, char **argv)
 	upd.struct_size = sizeof(upd);
 	upd.run_id = run_id;
 	upd.fields = SBXLOOP_RUN_STATE;
-	upd.state = "cancelled";
+	upd.state = SBXLOOP_RUN_CANCELLED;
 	upd.reason = "cancelled by the user";
 	upd.only_if_state = live_states;
 	rc = ops->run_update(store->ctx, &upd, prev, sizeof(prev), &err);
@@ -489,7 +470,7 @@ static int logs_follow(struct logs *l, const struct sbxloop_event_query *q,
 			break;
 		/* events before a transition are durable with it: read them */
 		rc = logs_query(l, q);
-		if (rc || is_terminal(r.state))
+		if (rc || sbxloop_run_state_is_terminal(r.state))
 			break;
 		if (stale_min > 0) {
 			if (ops->event_last_ts(l->store->ctx, q->run_id,

@@ -14,17 +14,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sbxloop/sandbox.h>
 #include <sbxloop/secret.h>
+#include <sbxloop/states.h>
+#include <sbxloop/store.h>
 
 #include "cli/cli.h"
 #include "host/runs.h"
 #include "common/agents.h"
-#include "engine/engine.h"
 #include "engine/ids.h"
 #include "common/proc.h"
 #include "common/util.h"
+#include "phases/worker_client.h"
 
 #define MIN_AGE_HOURS 1.0
 
@@ -240,12 +243,6 @@ out:
 
 /* ---------------------------------------------------- sandbox prune */
 
-static int is_terminal(const char *state)
-{
-	return !strcmp(state, "completed") || !strcmp(state, "failed") ||
-	       !strcmp(state, "cancelled");
-}
-
 static void format_age(double age, char *buf, size_t size)
 {
 	if (age < 0)
@@ -315,7 +312,7 @@ static void classify(struct sl_instance *store, const char *name,
 			 ri.kept_reason);
 		goto out;
 	}
-	if (is_terminal(ri.state)) {
+	if (sbxloop_run_state_is_terminal(ri.state)) {
 		pr->verdict = age >= min_age_s ? ORPHAN : KEEP;
 		snprintf(pr->reason, sizeof(pr->reason), "%s",
 			 pr->verdict == ORPHAN ? "run finished"

@@ -1,7 +1,8 @@
 /*
  * The decomposition's task graph: checks it is a DAG and produces the
- * deterministic order tasks are stored and run in. Used by phases.c
- * (semantic check of DECOMPOSE) and engine.c (storing the roster).
+ * deterministic order tasks are stored and run in. Used by
+ * phases/decompose.c (semantic check of DECOMPOSE), whose order the
+ * engine stores as the roster.
  */
 #include "config.h"
 

@@ -36,12 +36,9 @@ void sl_engine_request_cancel(struct sl_engine *e);
 /* Remove the run's sandbox unless it is kept; idempotent. */
 void sl_engine_teardown(struct sl_engine *e);
 
-/* The final (or current) run state; the state is static storage. */
+/* The final (or current) run state (borrowed, lives with the engine). */
 const char *sl_engine_state(const struct sl_engine *e);
 /* The summary printed after a run: state, tasks, duration, paths. */
 void sl_engine_print_summary(struct sl_engine *e, FILE *out);
-
-/* Where the sbxloop-worker binary is (caller frees). */
-char *sl_worker_path(const struct sl_core *core);
 
 #endif

@@ -2,7 +2,7 @@
  * Random identifiers for runs and jobs. Entropy comes from getrandom();
  * when the kernel cannot provide it, a time-and-pid mix keeps ids unique
  * enough for a single host. Called by the engine and the run command.
- * Also the check of task ids (phases.c, DECOMPOSE).
+ * Also the check of task ids (phases/decompose.c, DECOMPOSE).
  */
 #include "config.h"
 

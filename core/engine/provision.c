@@ -29,11 +29,11 @@
 #include "engine/provision.h"
 #include "common/agents.h"
 #include "engine/egress.h"
-#include "engine/engine.h"
 #include "engine/ids.h"
 #include "host/events.h"
 #include "phases/phases.h"
 #include "common/proc.h"
+#include "phases/worker_client.h"
 #include "host/redact.h"
 #include "common/util.h"
 

@@ -1,6 +1,6 @@
 /*
  * Prompt template loading and strict `$name` substitution. Owned by the
- * phase runners (phases.c); nothing else renders prompts.
+ * phase runners (core/phases/); nothing else renders prompts.
  */
 #include "config.h"
 

@@ -4,12 +4,15 @@
  * deadline of timeout + grace, relay its event lines to the bus, take
  * the result from the final stdout line or, when the stream broke, from
  * the result file. A job in permission_mode read_only (a critic's) is
- * run with the workspace read-only where the provider can. Called by
- * phases.c only.
+ * run with the workspace read-only where the provider can; and where
+ * the worker binary is on the host. Called by the phase runners, the
+ * engine (the newest resources sample), provisioning and `sandbox
+ * doctor` (the worker's path).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,4 +328,36 @@ out:
 	free(events_path);
 	free(result_path);
 	return rc;
+}
+
+/* The configured path, $SBXLOOP_WORKER, beside this binary, installed. */
+char *sl_worker_path(const struct sl_core *core)
+{
+	const char *p = sl_config_str(core->cfg, "worker_path");
+	char self[PATH_MAX], *slash, *cand;
+	static const char *const rel[] = {"sbxloop-worker",
+					  "worker/sbxloop-worker",
+					  "../worker/sbxloop-worker"};
+	ssize_t n;
+	size_t i;
+
+	if (p && *p)
+		return sl_xstrdup(p);
+	p = getenv("SBXLOOP_WORKER");
+	if (p && *p)
+		return sl_xstrdup(p);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash)
+			*slash = '\0';
+		for (i = 0; i < 3; i++) {
+			cand = sl_xasprintf("%s/%s", self, rel[i]);
+			if (access(cand, X_OK) == 0)
+				return cand;
+			free(cand);
+		}
+	}
+	return sl_xstrdup(SBXLOOP_LIBEXECDIR "/sbxloop-worker");
 }

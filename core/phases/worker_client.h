@@ -1,6 +1,7 @@
 /*
  * Submitting one job to the sbxloop-worker inside the active sandbox and
- * collecting its JobResult. Used by the phase runners.
+ * collecting its JobResult, and finding the worker binary. Used by the
+ * phase runners, the engine, provisioning and `sandbox doctor`.
  */
 #ifndef SL_WORKER_CLIENT_H
 #define SL_WORKER_CLIENT_H
@@ -39,5 +40,12 @@ int sl_worker_submit(struct sl_core *core,
 		     const struct sbxloop_sandbox_info *info, cJSON *job,
 		     const struct sl_job_tags *tags, cJSON **result,
 		     struct sbxloop_error *err);
+
+/*
+ * Where the sbxloop-worker binary is on the host (caller frees): the
+ * worker_path setting, $SBXLOOP_WORKER, next to this executable, or the
+ * installed one.
+ */
+char *sl_worker_path(const struct sl_core *core);
 
 #endif

@@ -1,0 +1,213 @@
+/*
+ * What the pieces of the run engine share: the engine and task structs,
+ * the task state table and the functions one piece calls in another.
+ * Private to core/engine/{run,task,persist,setup,harvest,summary}.c;
+ * everyone else uses engine.h.
+ */
+#ifndef SL_ENGINE_INTERNAL_H
+#define SL_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include <sbxloop/sandbox.h>
+#include <sbxloop/states.h>
+#include <sbxloop/store.h>
+
+#include "engine/engine.h"
+#include "engine/egress.h"
+#include "engine/provision.h"
+#include "phases/phases.h"
+
+#define STATE_LEN 24
+
+/*
+ * The task states. The persisted names (the store's rows, task.state
+ * and task.end events) are the SDK's, from sl_task_states[].
+ */
+enum sl_task_state {
+	SL_TASK_UNKNOWN = -1, /* a stored name this engine does not know */
+	SL_TASK_PENDING,
+	SL_TASK_PLANNING,
+	SL_TASK_EXECUTING,
+	SL_TASK_SCRUTINIZING,
+	SL_TASK_VERIFYING,
+	SL_TASK_VALIDATING,
+	SL_TASK_DONE,
+	SL_TASK_FAILED,
+	SL_TASK_SKIPPED,
+	SL_TASK_N_STATES
+};
+
+struct task {
+	cJSON *spec;
+	const char *id; /* borrowed from spec */
+	const char *title;
+	enum sl_task_state state;
+	char unknown[STATE_LEN]; /* the stored name when SL_TASK_UNKNOWN */
+	cJSON *plan;
+	int revisions;
+	int replans;
+	char *feedback;
+	char *session_id;
+	int order;
+};
+
+struct sl_engine {
+	struct sl_core *core;
+	const struct sbxloop_store_ops *st;
+	void *sctx;
+	const struct sbxloop_sandbox_ops *box;
+	char run_id[32];
+	char *outcome;
+	char *workspace;
+	char state[STATE_LEN];
+	struct sl_pair *pair; /* the run's sandboxes and their secrets */
+	struct sbxloop_sandbox_info info; /* the agent sandbox's, copied */
+	char box_name[SBXLOOP_NAME_MAX];
+	int have_box;
+	const char *kept_reason;
+	struct task *tasks;
+	size_t n_tasks;
+	double deadline;
+	double started;
+	volatile sig_atomic_t cancel;
+	char **live; /* session ids this process created */
+	size_t n_live;
+	char *prompts_dir;
+	/* egress: policy granters and the agent sandbox's grant ledger */
+	struct sl_instance *granters;
+	size_t n_granters;
+	struct sl_egress_ledger *ledger;
+	struct sl_egress_granter *chain;
+	/* the signal path revokes open grants from the main thread */
+	pthread_mutex_t ledger_lock;
+	/* for the summary */
+	char *fetch_cmd;
+	char *artifacts_dir;
+	char *artifacts_note;
+	char **artifact_files;
+	size_t n_artifact_files;
+	size_t n_artifacts;
+};
+
+/*
+ * One row of the task state table (task.c). A working state names the
+ * phase whose committed attempt ends it, how that attempt is numbered,
+ * the step that runs the phase and the function that applies its
+ * result (just produced, or found committed on resume). Whether a state
+ * is terminal is the SDK's sbxloop_task_state_is_terminal().
+ */
+struct sl_task_state_def {
+	enum sl_task_state state;
+	const char *name;  /* persisted */
+	const char *phase; /* attempt phase; NULL: no phase runs here */
+	int by_replan;     /* attempts numbered by replan, else revision */
+	int (*step)(struct sl_engine *e, struct task *t,
+		    struct sbxloop_error *err);
+	int (*apply)(struct sl_engine *e, struct task *t, const cJSON *out,
+		     struct sbxloop_error *err);
+};
+
+/* Indexed by enum sl_task_state. */
+extern const struct sl_task_state_def sl_task_states[SL_TASK_N_STATES];
+
+/* The state called `name`, or SL_TASK_UNKNOWN. */
+enum sl_task_state sl_task_state_parse(const char *name);
+/* The task's state name as stored (borrowed). */
+const char *sl_task_state_name(const struct task *t);
+int sl_task_terminal(const struct task *t);
+
+/* A string member of `o`, or `dflt` (borrowed). */
+static inline const char *sl_engine_jstr(const cJSON *o, const char *key,
+					 const char *dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+/* ---- persist.c ---------------------------------------------------------- */
+
+/* Emit `type` for the run; takes `data`. */
+int sl_engine_emit(struct sl_engine *e, const char *type, cJSON *data);
+/* Store the run's state (+ reason, may be NULL), then run.state. */
+int sl_engine_set_run_state(struct sl_engine *e, const char *state,
+			    const char *reason, struct sbxloop_error *err);
+/* Store the task in `state`, then task.state (task.end for skipped). */
+int sl_engine_set_task_state(struct sl_engine *e, struct task *t,
+			     enum sl_task_state state,
+			     struct sbxloop_error *err);
+/* task.state's data (caller frees). */
+cJSON *sl_engine_task_event(const struct task *t, int with_title);
+void sl_task_set_feedback(struct task *t, const char *fb);
+/* Forget the plan, its revisions and its session: the task plans again. */
+void sl_task_discard_plan(struct task *t);
+
+/* Commit a phase attempt; `output` borrowed, NULL stores {}. */
+int sl_engine_record_attempt(struct sl_engine *e, const char *task_id,
+			     const char *phase, int attempt,
+			     const char *status, const cJSON *output,
+			     double started, struct sbxloop_error *err);
+
+/* An attempt row as read back; release with sl_latest_clear. */
+struct latest {
+	int found;
+	int64_t id;
+	int attempt;
+	char *status;
+	cJSON *output;
+};
+
+/* The newest attempt of `phase` for a task; l->found 0 when none. */
+int sl_engine_latest_attempt(struct sl_engine *e, const char *task_id,
+			     const char *phase, struct latest *l,
+			     struct sbxloop_error *err);
+void sl_latest_clear(struct latest *l);
+
+/* Replace e->tasks with the stored rows of the run. */
+int sl_engine_load_tasks(struct sl_engine *e, struct sbxloop_error *err);
+void sl_engine_tasks_clear(struct sl_engine *e);
+/* The task with id `id` (borrowed), or NULL. */
+struct task *sl_engine_find_task(struct sl_engine *e, const char *id);
+
+/* ---- run.c -------------------------------------------------------------- */
+
+/*
+ * The phase boundary: SBXLOOP_ECANCELLED on a cancel request or a run
+ * cancelled from outside, SBXLOOP_ETIMEDOUT (run failed) past the wall
+ * clock, else 0.
+ */
+int sl_engine_boundary(struct sl_engine *e, struct sbxloop_error *err);
+/* A phase context for task `t` (NULL outside tasks); borrows from e. */
+void sl_engine_phase_ctx(struct sl_engine *e, const struct task *t,
+			 struct sl_phase_ctx *pc);
+int sl_engine_budget(const struct sl_engine *e, const char *key, int dflt);
+
+/* ---- task.c ------------------------------------------------------------- */
+
+/* Drive one task from its stored state to a terminal one. */
+int sl_engine_run_task(struct sl_engine *e, struct task *t,
+		       struct sbxloop_error *err);
+
+/* ---- setup.c ------------------------------------------------------------ */
+
+/* Tokens, workspace (`pinned` on resume, else fresh), pair, egress. */
+int sl_engine_provision(struct sl_engine *e, const char *pinned,
+			struct sbxloop_error *err);
+/* keep_on_failure: mark the pair kept for debugging; best effort. */
+void sl_engine_keep_on_failure(struct sl_engine *e);
+/* Revoke the open grants (task_id NULL: each its own); ledger_lock held. */
+void sl_engine_revoke_grants(struct sl_engine *e, const char *task_id);
+
+/* ---- harvest.c ---------------------------------------------------------- */
+
+/* harvest_mode per-task: keep each finished task's work on the host. */
+void sl_engine_harvest_task(struct sl_engine *e);
+/* run.artifacts and the summary's artifact list; best effort. */
+void sl_engine_report_artifacts(struct sl_engine *e);
+
+#endif
