@@ -14,14 +14,14 @@
 
 const char *sl_json_str(const cJSON *o, const char *key, const char *dflt)
 {
-	const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
-	return s ? s : dflt;
+	return cJSON_IsString(v) && v->valuestring ? v->valuestring : dflt;
 }
 
 double sl_json_num(const cJSON *o, const char *key, double dflt)
 {
-	const cJSON *n = cJSON_GetObjectItem(o, key);
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, key);
 
 	return cJSON_IsNumber(n) ? n->valuedouble : dflt;
 }

@@ -29,10 +29,11 @@ char *sl_json_quote(const char *s);
 
 /* ---- json.c: cJSON -------------------------------------------------- */
 
-/* Member `key` of object `o` when it is a string, else `dflt`. */
+/* Member `key` (matched case-sensitively) of object `o` when it is a
+ * string, else `dflt`; borrowed from `o`. */
 const char *sl_json_str(const struct cJSON *o, const char *key,
 			const char *dflt);
-/* Member `key` of object `o` when it is a number, else `dflt`. */
+/* Member `key` (case-sensitive) of `o` when it is a number, else `dflt`. */
 double sl_json_num(const struct cJSON *o, const char *key, double dflt);
 /*
  * Sort every object's members by key, recursively (arrays keep their

@@ -18,6 +18,7 @@
 #include <sbxloop/store.h>
 
 #include "engine/engine.h"
+#include "common/json.h"
 #include "engine/egress.h"
 #include "engine/provision.h"
 #include "phases/phases.h"
@@ -120,15 +121,6 @@ enum sl_task_state sl_task_state_parse(const char *name);
 /* The task's state name as stored (borrowed). */
 const char *sl_task_state_name(const struct task *t);
 int sl_task_terminal(const struct task *t);
-
-/* A string member of `o`, or `dflt` (borrowed). */
-static inline const char *sl_engine_jstr(const cJSON *o, const char *key,
-					 const char *dflt)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsString(v) ? v->valuestring : dflt;
-}
 
 /* ---- persist.c ---------------------------------------------------------- */
 

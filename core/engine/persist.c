@@ -233,8 +233,8 @@ static int load_task_cb(void *user, const struct sbxloop_task_row *row)
 		t->spec = cJSON_CreateObject();
 	if (!cJSON_GetObjectItemCaseSensitive(t->spec, "id"))
 		cJSON_AddStringToObject(t->spec, "id", row->task_id);
-	t->id = sl_engine_jstr(t->spec, "id", "?");
-	t->title = sl_engine_jstr(t->spec, "title", t->id);
+	t->id = sl_json_str(t->spec, "id", "?");
+	t->title = sl_json_str(t->spec, "title", t->id);
 	t->state = sl_task_state_parse(row->state);
 	if (t->state == SL_TASK_UNKNOWN)
 		snprintf(t->unknown, sizeof(t->unknown), "%s",

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "host/runs.h"
 #include "engine/artifacts.h"
 #include "host/events.h"
 #include "phases/prompt.h"
@@ -179,8 +180,8 @@ static int decompose(struct sl_engine *e, struct sbxloop_error *err)
 			cJSON_GetArrayItem(list, (int)i));
 		rows[i].struct_size = sizeof(rows[i]);
 		rows[i].run_id = e->run_id;
-		rows[i].task_id = sl_engine_jstr(
-			cJSON_GetArrayItem(list, (int)i), "id", "?");
+		rows[i].task_id = sl_json_str(cJSON_GetArrayItem(list, (int)i),
+					      "id", "?");
 		rows[i].order_idx = (int)i;
 		rows[i].state = sl_task_states[SL_TASK_PENDING].name;
 		rows[i].spec_json = specs[i];
@@ -367,24 +368,6 @@ int sl_engine_start(struct sl_engine *e, const char *run_id,
 	return drive(e, NULL, err);
 }
 
-struct run_info {
-	int found;
-	char state[STATE_LEN];
-	char *outcome;
-	char *workspace;
-};
-
-static int run_info_cb(void *user, const struct sbxloop_run_row *run)
-{
-	struct run_info *ri = user;
-
-	ri->found = 1;
-	snprintf(ri->state, sizeof(ri->state), "%s", run->state);
-	ri->outcome = sl_xstrdup(run->outcome);
-	ri->workspace = sl_xstrdup(run->workspace);
-	return 0;
-}
-
 /* Did a gc sweep remove this run's workspace? Then it cannot resume. */
 static int gc_guard(struct sl_engine *e, struct sbxloop_error *err)
 {
@@ -403,14 +386,13 @@ int sl_engine_resume(struct sl_engine *e, const char *run_id,
 {
 	static const char *const again[] = {SBXLOOP_RUN_FAILED,
 					    SBXLOOP_RUN_CANCELLED, NULL};
-	struct run_info ri;
+	struct sl_run ri = {0};
 	cJSON *d;
 	int rc;
 
-	memset(&ri, 0, sizeof(ri));
 	snprintf(e->run_id, sizeof(e->run_id), "%s", run_id);
-	rc = e->st->run_get(e->sctx, run_id, run_info_cb, &ri, err);
-	if (rc == SBXLOOP_ENOTFOUND || (rc == 0 && !ri.found)) {
+	rc = sl_run_fetch_ops(e->st, e->sctx, run_id, &ri, err);
+	if (rc == SBXLOOP_ENOTFOUND) {
 		rc = sl_error(err, SBXLOOP_ENOTFOUND, "unknown run %s",
 			      run_id);
 		goto out;
@@ -467,9 +449,8 @@ int sl_engine_resume(struct sl_engine *e, const char *run_id,
 	cJSON_AddStringToObject(d, "outcome", e->outcome);
 	cJSON_AddBoolToObject(d, "resumed", 1);
 	sl_engine_emit(e, SBXLOOP_EV_RUN_START, d);
-	rc = drive(e, ri.workspace, err);
+	rc = drive(e, *ri.workspace ? ri.workspace : NULL, err);
 out:
-	free(ri.outcome);
-	free(ri.workspace);
+	sl_run_release(&ri);
 	return rc;
 }

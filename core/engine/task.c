@@ -65,14 +65,12 @@ static void emit_verdict(struct sl_engine *e, const struct task *t,
 
 	cJSON_AddStringToObject(d, "task_id", t->id);
 	cJSON_AddStringToObject(d, "phase", phase);
-	cJSON_AddStringToObject(d, "verdict",
-				sl_engine_jstr(v, "verdict", ""));
-	cJSON_AddStringToObject(d, "feedback",
-				sl_engine_jstr(v, "feedback", ""));
+	cJSON_AddStringToObject(d, "verdict", sl_json_str(v, "verdict", ""));
+	cJSON_AddStringToObject(d, "feedback", sl_json_str(v, "feedback", ""));
 	{
-		const char *fb = sl_engine_jstr(v, "feedback", "");
+		const char *fb = sl_json_str(v, "feedback", "");
 		char *m = sl_xasprintf("%s: %s%s%s", phase,
-				       sl_engine_jstr(v, "verdict", ""),
+				       sl_json_str(v, "verdict", ""),
 				       *fb ? ": " : "", fb);
 
 		cJSON_AddStringToObject(d, "message", m);
@@ -207,8 +205,8 @@ static int suspect_judge(struct sl_engine *e, const struct task *t,
 {
 	int max_replans =
 		sl_engine_budget(e, "budgets.max_replans_per_task", 1);
-	const char *verdict = sl_engine_jstr(v, "verdict", "");
-	const char *reason = sl_engine_jstr(v, "verify_suspect_reason", "");
+	const char *verdict = sl_json_str(v, "verdict", "");
+	const char *reason = sl_json_str(v, "verify_suspect_reason", "");
 	struct latest l;
 	int evidence, rc;
 
@@ -235,7 +233,7 @@ static int suspect_judge(struct sl_engine *e, const struct task *t,
 			"check wrong: %s\nWrite verify commands that test "
 			"what the task requires (prefer the project's own "
 			"test runner).\n\nThe failing check:\n%s",
-			reason, sl_engine_jstr(l.output, "feedback", ""));
+			reason, sl_json_str(l.output, "feedback", ""));
 	sl_latest_clear(&l);
 	return 0;
 }
@@ -293,8 +291,8 @@ static int apply_scrutiny(struct sl_engine *e, struct task *t,
 							err);
 		}
 	}
-	if (strcmp(sl_engine_jstr(verdict, "verdict", ""), "revise") == 0) {
-		fb = sl_engine_jstr(verdict, "feedback", "");
+	if (strcmp(sl_json_str(verdict, "verdict", ""), "revise") == 0) {
+		fb = sl_json_str(verdict, "feedback", "");
 		return register_revision(
 			e, t, *fb ? fb : "scrutiny found issues", 0, err);
 	}
@@ -319,7 +317,7 @@ static int scrutinize(struct sl_engine *e, struct task *t, const char *report,
 	if (rc == 0)
 		rc = sl_engine_record_attempt(
 			e, t->id, "scrutinize", t->revisions + 1,
-			sl_engine_jstr(verdict, "verdict", "?"), verdict, t0,
+			sl_json_str(verdict, "verdict", "?"), verdict, t0,
 			err);
 	if (rc == 0)
 		rc = apply_scrutiny(e, t, verdict, err);
@@ -332,7 +330,7 @@ static int apply_execute(struct sl_engine *e, struct task *t, const cJSON *out,
 			 struct sbxloop_error *err)
 {
 	free(t->session_id);
-	t->session_id = sl_xstrdup(sl_engine_jstr(out, "session_id", NULL));
+	t->session_id = sl_xstrdup(sl_json_str(out, "session_id", NULL));
 	return sl_engine_set_task_state(e, t, SL_TASK_SCRUTINIZING, err);
 }
 
@@ -368,8 +366,8 @@ static int step_execute(struct sl_engine *e, struct task *t,
 		}
 	}
 	rc = sl_phase_execute(&pc, t->spec, t->plan, t->feedback,
-			      sl_engine_jstr(prior.output, "report", ""),
-			      resume, &report, &sid, err);
+			      sl_json_str(prior.output, "report", ""), resume,
+			      &report, &sid, err);
 	sl_latest_clear(&prior);
 	if (e->ledger) {
 		pthread_mutex_lock(&e->ledger_lock);
@@ -421,7 +419,7 @@ static int step_scrutinize(struct sl_engine *e, struct task *t,
 		return rc;
 	if (!l.found) /* nothing committed to review */
 		return sl_engine_set_task_state(e, t, SL_TASK_EXECUTING, err);
-	rc = scrutinize(e, t, sl_engine_jstr(l.output, "report", ""), err);
+	rc = scrutinize(e, t, sl_json_str(l.output, "report", ""), err);
 	sl_latest_clear(&l);
 	return rc;
 }
@@ -432,14 +430,14 @@ static int apply_verify(struct sl_engine *e, struct task *t, const cJSON *out,
 {
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(out, "passed")))
 		return sl_engine_set_task_state(e, t, SL_TASK_VALIDATING, err);
-	return register_revision(e, t, sl_engine_jstr(out, "feedback", ""), 1,
+	return register_revision(e, t, sl_json_str(out, "feedback", ""), 1,
 				 err);
 }
 
 static void verify_failed_event(struct sl_engine *e, const struct task *t,
 				const cJSON *out)
 {
-	const char *fb = sl_engine_jstr(out, "feedback", "");
+	const char *fb = sl_json_str(out, "feedback", "");
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(out, "failed");
 	int failed = f ? f->valueint : 1;
 	const char *nl;
@@ -491,9 +489,9 @@ static int step_verify(struct sl_engine *e, struct task *t,
 static int apply_validate(struct sl_engine *e, struct task *t,
 			  const cJSON *verdict, struct sbxloop_error *err)
 {
-	const char *fb = sl_engine_jstr(verdict, "feedback", "");
+	const char *fb = sl_json_str(verdict, "feedback", "");
 
-	if (strcmp(sl_engine_jstr(verdict, "verdict", ""), "accept") == 0)
+	if (strcmp(sl_json_str(verdict, "verdict", ""), "accept") == 0)
 		return sl_engine_set_task_state(e, t, SL_TASK_DONE, err);
 	t->replans++;
 	if (t->replans >
@@ -524,14 +522,14 @@ static int step_validate(struct sl_engine *e, struct task *t,
 	}
 	sl_engine_phase_ctx(e, t, &pc);
 	rc = sl_phase_validate(&pc, t->spec,
-			       sl_engine_jstr(l.output, "results", ""),
-			       &verdict, err);
+			       sl_json_str(l.output, "results", ""), &verdict,
+			       err);
 	sl_latest_clear(&l);
 	if (rc < 0)
 		return rc;
 	emit_verdict(e, t, "validate", verdict);
 	rc = sl_engine_record_attempt(e, t->id, "validate", t->replans + 1,
-				      sl_engine_jstr(verdict, "verdict", "?"),
+				      sl_json_str(verdict, "verdict", "?"),
 				      verdict, t0, err);
 	if (rc == 0)
 		rc = apply_validate(e, t, verdict, err);

@@ -57,11 +57,17 @@ static int copy_cb(void *user, const struct sbxloop_run_row *row)
 int sl_run_fetch(const struct sl_instance *store, const char *run_id,
 		 struct sl_run *out, struct sbxloop_error *err)
 {
-	const struct sbxloop_store_ops *ops = store->ops;
+	return sl_run_fetch_ops(store->ops, store->ctx, run_id, out, err);
+}
+
+int sl_run_fetch_ops(const struct sbxloop_store_ops *ops, void *ctx,
+		     const char *run_id, struct sl_run *out,
+		     struct sbxloop_error *err)
+{
 	int rc;
 
 	sl_run_release(out);
-	rc = ops->run_get(store->ctx, run_id, copy_cb, out, err);
+	rc = ops->run_get(ctx, run_id, copy_cb, out, err);
 	if (rc)
 		sl_run_release(out);
 	else if (!out->run_id)

@@ -34,6 +34,10 @@ struct sl_run {
  */
 int sl_run_fetch(const struct sl_instance *store, const char *run_id,
 		 struct sl_run *out, struct sbxloop_error *err);
+/* The same on a store's ops and context (the engine's view of it). */
+int sl_run_fetch_ops(const struct sbxloop_store_ops *ops, void *ctx,
+		     const char *run_id, struct sl_run *out,
+		     struct sbxloop_error *err);
 /* Copy a row handed to a store callback (run_get, run_list) into *out. */
 void sl_run_copy_row(struct sl_run *out, const struct sbxloop_run_row *row);
 /* Free what *r holds and empty it; r may be reused. */

@@ -83,10 +83,10 @@ cJSON *sl_phase_base_vars(const struct sl_phase_ctx *pc)
 
 void sl_phase_task_vars(cJSON *vars, const cJSON *spec)
 {
-	const char *desc = sl_phase_jstr(spec, "description", "");
+	const char *desc = sl_json_str(spec, "description", "");
 
-	sl_phase_var_set(vars, "task_id", sl_phase_jstr(spec, "id", ""));
-	sl_phase_var_set(vars, "task_title", sl_phase_jstr(spec, "title", ""));
+	sl_phase_var_set(vars, "task_id", sl_json_str(spec, "id", ""));
+	sl_phase_var_set(vars, "task_title", sl_json_str(spec, "title", ""));
 	sl_phase_var_set(vars, "task_description",
 			 *desc ? desc : "(no further description)");
 	sl_phase_var_take(
@@ -185,9 +185,8 @@ void sl_phase_result_error(const cJSON *res, const char **type,
 {
 	const cJSON *e = cJSON_GetObjectItemCaseSensitive(res, "error");
 
-	*type = sl_phase_jstr(e, "type",
-			      sl_phase_jstr(res, "status", "error"));
-	*msg = sl_phase_jstr(e, "message", "no message");
+	*type = sl_json_str(e, "type", sl_json_str(res, "status", "error"));
+	*msg = sl_json_str(e, "message", "no message");
 }
 
 /* A failed agent job: the sandbox running out of room or the agent out
@@ -205,7 +204,7 @@ int sl_phase_job_failed(const char *type, const char *msg,
 
 int sl_phase_result_ok(const cJSON *res)
 {
-	return strcmp(sl_phase_jstr(res, "status", ""), "ok") == 0;
+	return strcmp(sl_json_str(res, "status", ""), "ok") == 0;
 }
 
 /* spec verify commands, then the plan's, first occurrence kept. */

@@ -48,7 +48,7 @@ static int validate_verdict(const cJSON *in, cJSON **out, struct sl_buf *msg,
 	    sl_schema_str_field(in, "verdict", NULL, 1, "the verdict", o,
 				msg) < 0)
 		goto fail;
-	verdict = sl_phase_jstr(o, "verdict", "");
+	verdict = sl_json_str(o, "verdict", "");
 	if (strcmp(verdict, "pass") && strcmp(verdict, "revise") &&
 	    strcmp(verdict, "accept") && strcmp(verdict, "reject")) {
 		sl_buf_addf(msg, "'verdict' must be one of %s, not '%s'",
@@ -73,7 +73,7 @@ static int validate_verdict(const cJSON *in, cJSON **out, struct sl_buf *msg,
 		    sl_schema_str_field(it, "detail", "", 0, "an issue", i,
 					msg) < 0)
 			goto fail;
-		sev = sl_phase_jstr(i, "severity", "");
+		sev = sl_json_str(i, "severity", "");
 		if (strcmp(sev, "low") && strcmp(sev, "medium") &&
 		    strcmp(sev, "high")) {
 			sl_buf_addf(msg,
@@ -99,7 +99,7 @@ static int validate_verdict(const cJSON *in, cJSON **out, struct sl_buf *msg,
 		if (sl_schema_str_field(in, "verify_suspect_reason", "", 0,
 					"the verdict", o, msg) < 0)
 			goto fail;
-		reason = sl_phase_jstr(o, "verify_suspect_reason", "");
+		reason = sl_json_str(o, "verify_suspect_reason", "");
 		if (cJSON_IsTrue(v) && sl_schema_is_blank(reason)) {
 			sl_buf_adds(msg,
 				    "'verify_suspect' is true, so "
@@ -188,7 +188,7 @@ static int critic(const struct sl_phase_ctx *pc, const char *phase,
 			   &health, err);
 	if (rc < 0)
 		goto out;
-	got = sl_phase_jstr(v, "verdict", "");
+	got = sl_json_str(v, "verdict", "");
 	if (strcmp(got, clean) || !health_degraded(health))
 		goto accept;
 	summary = health_summary(health);
@@ -205,7 +205,7 @@ static int critic(const struct sl_phase_ctx *pc, const char *phase,
 			   &health, err);
 	if (rc < 0)
 		goto out;
-	got = sl_phase_jstr(v, "verdict", "");
+	got = sl_json_str(v, "verdict", "");
 	if (strcmp(got, clean) || !health_degraded(health))
 		goto accept;
 	free(summary);
@@ -280,7 +280,7 @@ static char *gather_evidence(const struct sl_phase_ctx *pc)
 	out = cJSON_GetObjectItemCaseSensitive(res, "output_json");
 	i = 0;
 	cJSON_ArrayForEach (it, out) {
-		const char *text = sl_phase_jstr(it, "output", "");
+		const char *text = sl_json_str(it, "output", "");
 		char *clipped, *trimmed;
 		size_t n;
 
@@ -339,7 +339,7 @@ int sl_phase_scrutinize(const struct sl_phase_ctx *pc, const cJSON *spec,
 	cJSON_Delete(vars);
 	if (rc < 0)
 		return rc;
-	got = sl_phase_jstr(*verdict, "verdict", "");
+	got = sl_json_str(*verdict, "verdict", "");
 	if (strcmp(got, "pass") && strcmp(got, "revise")) {
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "scrutinize returned the verdict '%s' (expected "
@@ -366,7 +366,7 @@ int sl_phase_validate(const struct sl_phase_ctx *pc, const cJSON *spec,
 	cJSON_Delete(vars);
 	if (rc < 0)
 		return rc;
-	got = sl_phase_jstr(*verdict, "verdict", "");
+	got = sl_json_str(*verdict, "verdict", "");
 	if (strcmp(got, "accept") && strcmp(got, "reject")) {
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "validate returned the verdict '%s' (expected "

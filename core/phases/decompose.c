@@ -19,7 +19,7 @@
  */
 static int task_id_field(const cJSON *t, const char *what, struct sl_buf *msg)
 {
-	const char *id = sl_phase_jstr(t, "id", "");
+	const char *id = sl_json_str(t, "id", "");
 	size_t n = strlen(id), i;
 
 	if (sl_task_id_valid(id))
@@ -103,7 +103,7 @@ static int validate_decompose(const struct sl_phase_ctx *pc, const cJSON *in,
 	}
 	cJSON_ArrayForEach (t, norm) {
 		char *prefix =
-			sl_xasprintf("task %s: ", sl_phase_jstr(t, "id", "?"));
+			sl_xasprintf("task %s: ", sl_json_str(t, "id", "?"));
 
 		sl_verify_lint(
 			pc->core,

@@ -10,16 +10,8 @@
 #include <cjson/cJSON.h>
 
 #include "phases/phases.h"
+#include "common/json.h"
 #include "common/util.h"
-
-/* A string member of `o`, or `dflt` (borrowed). */
-static inline const char *sl_phase_jstr(const cJSON *o, const char *key,
-					const char *dflt)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsString(v) ? v->valuestring : dflt;
-}
 
 /* ---- common.c ----------------------------------------------------------- */
 

@@ -146,12 +146,12 @@ int sl_phase_execute(const struct sl_phase_ctx *pc, const cJSON *spec,
 		rc = sl_phase_job_failed(type, msg, err);
 		goto out;
 	}
-	sid = sl_phase_jstr(res, "session_id", NULL);
+	sid = sl_json_str(res, "session_id", NULL);
 	if (resume_id && *resume_id && (!sid || strcmp(sid, resume_id)))
 		sl_log(SBXLOOP_LOG_INFO,
 		       "phase.resume_missed: asked to resume %s, got %s",
 		       resume_id, sid ? sid : "no session");
-	*report = sl_clip(sl_phase_jstr(res, "output_text", ""));
+	*report = sl_clip(sl_json_str(res, "output_text", ""));
 	*session_id = sl_xstrdup(sid);
 out:
 	free(prompt);

@@ -48,8 +48,8 @@ int sl_phase_verify(const struct sl_phase_ctx *pc, const cJSON *spec,
 	}
 	cJSON_ArrayForEach (
 		it, cJSON_GetObjectItemCaseSensitive(res, "output_json")) {
-		const char *cmd = sl_phase_jstr(it, "command", "?");
-		const char *text = sl_phase_jstr(it, "output", "");
+		const char *cmd = sl_json_str(it, "command", "?");
+		const char *text = sl_json_str(it, "output", "");
 		const cJSON *code =
 			cJSON_GetObjectItemCaseSensitive(it, "exit_code");
 		int c = cJSON_IsNumber(code) ? code->valueint : -1;

@@ -22,6 +22,7 @@
 #include "sinks.h"
 /* macros only: the one place each event type is spelled */
 #include <sbxloop/events.h>
+#include <sbxloop/states.h>
 /* compiled into this module too (libc only) */
 #include "common/termsafe.h"
 
@@ -329,11 +330,15 @@ static void add_dense(struct plain *p, const struct sbxloop_event *ev,
 static const char *task_state_color(const char *state)
 {
 	static const char *const map[][2] = {
-		{"pending", C_DIM},       {"planning", C_YELLOW},
-		{"executing", C_CYAN},    {"scrutinizing", C_MAGENTA},
-		{"verifying", C_BLUE},    {"validating", C_MAGENTA},
-		{"done", C_GREEN},        {"failed", C_RED},
-		{"skipped", C_DIM C_RED},
+		{SBXLOOP_TASK_PENDING, C_DIM},
+		{SBXLOOP_TASK_PLANNING, C_YELLOW},
+		{SBXLOOP_TASK_EXECUTING, C_CYAN},
+		{SBXLOOP_TASK_SCRUTINIZING, C_MAGENTA},
+		{SBXLOOP_TASK_VERIFYING, C_BLUE},
+		{SBXLOOP_TASK_VALIDATING, C_MAGENTA},
+		{SBXLOOP_TASK_DONE, C_GREEN},
+		{SBXLOOP_TASK_FAILED, C_RED},
+		{SBXLOOP_TASK_SKIPPED, C_DIM C_RED},
 	};
 	size_t i;
 
