@@ -1,8 +1,8 @@
 /*
- * Subprocess execution: posix_spawnp with stdin/stdout/stderr pipes,
- * a poll loop that feeds line callbacks and keeps a tail of each stream,
- * and a deadline after which the child's process group gets SIGTERM and,
- * two seconds later, SIGKILL.
+ * The host's subprocess helper: the shared loop of common/child.c with
+ * line callbacks and a bounded tail of each stream on top; a deadline
+ * after which the child's process group gets SIGTERM and, two seconds
+ * later, SIGKILL.
  */
 #include "config.h"
 
@@ -16,13 +16,12 @@
 #include <unistd.h>
 
 #include "common/proc.h"
-#include "common/launch.h"
+#include "common/child.h"
 #include "common/util.h"
 
 #define KILL_GRACE_S 2.0
 
 struct stream {
-	int fd;
 	struct sl_buf line; /* current partial line */
 	struct sl_buf tail; /* bounded tail */
 	void (*cb)(void *user, const char *line, size_t len);
@@ -79,187 +78,76 @@ static char *tail_take(struct sl_buf *tail, size_t max, size_t *len)
 	return s;
 }
 
-/*
- * Start spec->argv leading a process group of its own, on the given
- * pipe ends, SIGPIPE at its default, in spec->cwd. 0 or an errno.
- */
-static int spawn_child(const struct sbxloop_proc_spec *spec, int in_fd,
-		       int out_fd, int err_fd, pid_t *pid)
-{
-	static const int dfl[] = {SIGPIPE, 0};
-	struct sl_launch sp = {
-		.argv = (char *const *)spec->argv,
-		.envp = (char *const *)spec->envp,
-		.cwd = spec->cwd,
-		.in_fd = in_fd,
-		.out_fd = out_fd,
-		.err_fd = err_fd,
-		.signals = dfl,
-	};
+/* Both streams of one run, for the output callback. */
+struct streams {
+	const struct sbxloop_proc_spec *spec;
+	size_t max;
+	struct stream s[2];
+};
 
-	return sl_launch(&sp, pid);
+static void on_output(void *user, int stream, const char *data, size_t len)
+{
+	struct streams *ss = user;
+
+	stream_feed(&ss->s[stream == 1 ? 0 : 1], ss->spec->user, ss->max, data,
+		    len);
 }
 
 int sl_proc_run(const struct sbxloop_proc_spec *spec,
 		struct sbxloop_proc_result *res, struct sbxloop_error *err)
 {
-	int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
-	struct stream streams[2];
-	size_t max = spec->tail_max ? spec->tail_max : 65536;
-	size_t in_off = 0;
-	double deadline = 0, kill_at = 0;
-	int status = 0, child_errno = 0, rc = 0, term_sent = 0;
-	pid_t pid;
+	/* the child leads a process group of its own, SIGPIPE at default */
+	static const int dfl[] = {SIGPIPE, 0};
+	struct streams ss;
+	struct sl_child c;
+	int rc = 0;
 
 	memset(res, 0, sizeof(*res));
 	res->struct_size = sizeof(*res);
-	memset(streams, 0, sizeof(streams));
 	if (!spec->argv || !spec->argv[0])
 		return sl_error(err, SBXLOOP_EINVAL, "empty command line");
-	if (pipe2(in_p, O_CLOEXEC) < 0 || pipe2(out_p, O_CLOEXEC) < 0 ||
-	    pipe2(err_p, O_CLOEXEC) < 0) {
-		rc = sl_error(err, SBXLOOP_ERR, "cannot create pipes: %s",
-			      strerror(errno));
-		goto out;
-	}
-	child_errno = spawn_child(spec, in_p[0], out_p[1], err_p[1], &pid);
-	close(in_p[0]);
-	close(out_p[1]);
-	close(err_p[1]);
-	in_p[0] = out_p[1] = err_p[1] = -1;
-	if (child_errno) {
+	memset(&ss, 0, sizeof(ss));
+	ss.spec = spec;
+	ss.max = spec->tail_max ? spec->tail_max : 65536;
+	ss.s[0].cb = spec->on_stdout_line;
+	ss.s[1].cb = spec->on_stderr_line;
+	memset(&c, 0, sizeof(c));
+	c.argv = (char *const *)spec->argv;
+	c.envp = (char *const *)spec->envp;
+	c.cwd = spec->cwd;
+	c.signals = dfl;
+	c.stdin_data = spec->stdin_data;
+	c.stdin_len = spec->stdin_len;
+	c.timeout_s = spec->timeout_s > 0 ? spec->timeout_s : 0;
+	c.kill_grace_s = KILL_GRACE_S;
+	c.drain_s = -1; /* read until the pipes close, as before */
+	c.on_output = on_output;
+	c.user = &ss;
+	if (sl_child_run(&c) < 0) {
 		rc = sl_error(err,
-			      child_errno == ENOENT ? SBXLOOP_ENOTFOUND
-						    : SBXLOOP_ERR,
+			      c.spawn_errno == ENOENT ? SBXLOOP_ENOTFOUND
+						      : SBXLOOP_ERR,
 			      "cannot run '%s': %s", spec->argv[0],
-			      strerror(child_errno));
+			      strerror(c.spawn_errno));
 		res->exit_code = 127;
 		goto out;
 	}
-
-	if (!spec->stdin_data || spec->stdin_len == 0) {
-		close(in_p[1]);
-		in_p[1] = -1;
-	} else {
-		fcntl(in_p[1], F_SETFL, O_NONBLOCK);
-	}
-	streams[0].fd = out_p[0];
-	streams[0].cb = spec->on_stdout_line;
-	streams[1].fd = err_p[0];
-	streams[1].cb = spec->on_stderr_line;
-	if (spec->timeout_s > 0)
-		deadline = sl_monotonic() + spec->timeout_s;
-
-	for (;;) {
-		struct pollfd pfd[3];
-		int nfds = 0, i, timeout_ms = -1, idx_in = -1;
-		int idx[2] = {-1, -1};
-
-		for (i = 0; i < 2; i++) {
-			if (streams[i].fd < 0)
-				continue;
-			idx[i] = nfds;
-			pfd[nfds].fd = streams[i].fd;
-			pfd[nfds++].events = POLLIN;
-		}
-		if (in_p[1] >= 0) {
-			idx_in = nfds;
-			pfd[nfds].fd = in_p[1];
-			pfd[nfds++].events = POLLOUT;
-		}
-		if (nfds == 0)
-			break;
-		if (deadline > 0) {
-			double now = sl_monotonic();
-			double next = term_sent ? kill_at : deadline;
-
-			if (now >= next) {
-				if (!term_sent) {
-					kill(-pid, SIGTERM);
-					term_sent = 1;
-					res->timed_out = 1;
-					kill_at = now + KILL_GRACE_S;
-				} else {
-					kill(-pid, SIGKILL);
-					kill_at = now + 3600;
-				}
-				continue;
-			}
-			timeout_ms = (int)((next - now) * 1000) + 1;
-		}
-		if (poll(pfd, (nfds_t)nfds, timeout_ms) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (idx_in >= 0 &&
-		    (pfd[idx_in].revents & (POLLOUT | POLLERR | POLLHUP))) {
-			ssize_t w = write(in_p[1], spec->stdin_data + in_off,
-					  spec->stdin_len - in_off);
-
-			if (w > 0)
-				in_off += (size_t)w;
-			if (w < 0 && errno != EAGAIN && errno != EINTR)
-				in_off = spec->stdin_len;
-			if (in_off >= spec->stdin_len) {
-				close(in_p[1]);
-				in_p[1] = -1;
-			}
-		}
-		for (i = 0; i < 2; i++) {
-			char chunk[16384];
-			ssize_t n;
-
-			if (idx[i] < 0 || !(pfd[idx[i]].revents &
-					    (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			n = read(streams[i].fd, chunk, sizeof(chunk));
-			if (n > 0) {
-				stream_feed(&streams[i], spec->user, max,
-					    chunk, (size_t)n);
-			} else if (n == 0 ||
-				   (errno != EINTR && errno != EAGAIN)) {
-				close(streams[i].fd);
-				streams[i].fd = -1;
-			}
-		}
-	}
-	if (in_p[1] >= 0) {
-		close(in_p[1]);
-		in_p[1] = -1;
-	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	/* Nothing the command forked may outlive it after a timeout. */
-	if (res->timed_out)
-		kill(-pid, SIGKILL);
-	stream_finish(&streams[0], spec->user);
-	stream_finish(&streams[1], spec->user);
-	res->out = tail_take(&streams[0].tail, max, &res->out_len);
-	res->err = tail_take(&streams[1].tail, max, &res->err_len);
-	if (WIFEXITED(status)) {
-		res->exit_code = WEXITSTATUS(status);
-	} else if (WIFSIGNALED(status)) {
+	res->timed_out = c.timed_out;
+	stream_finish(&ss.s[0], spec->user);
+	stream_finish(&ss.s[1], spec->user);
+	res->out = tail_take(&ss.s[0].tail, ss.max, &res->out_len);
+	res->err = tail_take(&ss.s[1].tail, ss.max, &res->err_len);
+	if (WIFEXITED(c.status)) {
+		res->exit_code = WEXITSTATUS(c.status);
+	} else if (WIFSIGNALED(c.status)) {
 		res->exit_code = -1;
-		res->term_signal = WTERMSIG(status);
+		res->term_signal = WTERMSIG(c.status);
 	}
 out:
-	if (in_p[0] >= 0)
-		close(in_p[0]);
-	if (in_p[1] >= 0)
-		close(in_p[1]);
-	if (out_p[1] >= 0)
-		close(out_p[1]);
-	if (err_p[1] >= 0)
-		close(err_p[1]);
-	if (rc) {
-		if (out_p[0] >= 0)
-			close(out_p[0]);
-		if (err_p[0] >= 0)
-			close(err_p[0]);
-	}
-	sl_buf_release(&streams[0].tail);
-	sl_buf_release(&streams[1].tail);
+	sl_buf_release(&ss.s[0].line);
+	sl_buf_release(&ss.s[1].line);
+	sl_buf_release(&ss.s[0].tail);
+	sl_buf_release(&ss.s[1].tail);
 	return rc;
 }
 

@@ -1,11 +1,13 @@
 /*
  * proc.c - the worker's one subprocess helper and its capture buffer.
  *
- * Owns spawning (own session, so the child leads a process group), the
- * bounded head+tail capture of its output, line delivery for streamed
- * output, timeouts (SIGTERM to the group, SIGKILL after a grace period)
- * and reaping whatever the child left behind in its group. Every kind and
- * backend that runs a program goes through wk_proc_run.
+ * Owns the bounded head+tail capture of a program's output, line
+ * delivery for streamed output, and the worker's side of running it:
+ * heartbeats while it runs and the stops a backend or a signal asks
+ * for. Spawning, timeouts (SIGTERM to the group, SIGKILL after a grace
+ * period) and reaping what the child left behind are the shared loop of
+ * common/child.c. Every kind and backend that runs a program goes
+ * through wk_proc_run.
  */
 #include "config.h"
 
@@ -19,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/launch.h"
+#include "common/child.h"
 #include "worker.h"
 
 void wk_buf_init(struct wk_buf *b, size_t head_cap, size_t tail_cap)
@@ -136,179 +138,111 @@ static void feed_lines(struct wk_proc *p, struct line_acc *la,
 	}
 }
 
-/*
- * Start p->argv in a session of its own (so it leads a process group)
- * with stdin on /dev/null, stdout/stderr on the pipes, the signals the
- * worker handles back at their defaults, in p->cwd (common/launch.c). 0 or
- * an errno value.
- */
-static int spawn_child(const struct wk_proc *p, int out_w, int err_w,
-		       pid_t *pid)
-{
-	static const int dfl[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, 0};
-	struct sl_launch sp = {
-		.argv = p->argv,
-		.envp = p->envp,
-		.cwd = p->cwd,
-		.in_fd = -1,
-		.out_fd = out_w,
-		.err_fd = p->merge_stderr ? out_w : err_w,
-		.new_session = 1,
-		.signals = dfl,
-	};
+/* What the shared loop calls back with, for one wk_proc_run. */
+struct run {
+	struct wk_ctx *ctx;
+	struct wk_proc *p;
+	struct line_acc la;
+};
 
-	return sl_launch(&sp, pid);
+static void on_output(void *user, int stream, const char *data, size_t len)
+{
+	struct run *r = user;
+
+	if (stream == 1) {
+		if (r->p->out)
+			wk_buf_add(r->p->out, data, len);
+		if (r->p->on_line)
+			feed_lines(r->p, &r->la, data, len);
+	} else if (r->p->err) {
+		wk_buf_add(r->p->err, data, len);
+	}
 }
 
-static void kill_group(pid_t pgid, int sig)
+static void on_start(void *user, pid_t pid)
 {
-	if (pgid > 0)
-		kill(-pgid, sig);
+	struct run *r = user;
+
+	r->ctx->child_pgid = pid;
+}
+
+/* Heartbeats, the stop a backend asked for, and the worker's own stop. */
+static enum sl_child_action on_tick(void *user)
+{
+	struct run *r = user;
+
+	wk_tick(r->ctx);
+	if (wk_stop_signal)
+		return SL_CHILD_KILL;
+	if (r->p->stop == 1) {
+		r->p->stop = 2; /* asked once */
+		return SL_CHILD_TERM;
+	}
+	return SL_CHILD_GO_ON;
 }
 
 /*
- * Run p->argv to completion or timeout. Returns 0 when the program ran
- * (p->exit_code holds its status, 128+N for a signal, p->timed_out set on
- * timeout) and -1 when it could not be started (p->spawn_errno). Whatever
- * the child left running in its process group is killed before return.
+ * Run p->argv to completion or timeout, in a session of its own (so it
+ * leads a process group) with stdin on /dev/null, the signals the worker
+ * handles back at their defaults, in p->cwd. Returns 0 when the program
+ * ran (p->exit_code holds its status, 128+N for a signal, p->timed_out
+ * set on timeout) and -1 when it could not be started (p->spawn_errno).
+ * Whatever the child left running in its process group is killed before
+ * return (common/child.c).
  */
 int wk_proc_run(struct wk_ctx *ctx, struct wk_proc *p)
 {
-	int out[2] = {-1, -1}, err[2] = {-1, -1};
-	struct line_acc la = {0};
-	double deadline, kill_at = 0, drain_until = 0;
-	int status = 0, reaped = 0, rc = -1;
-	pid_t pid;
-	char buf[16384];
+	static const int dfl[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, 0};
+	struct run r;
+	struct sl_child c;
+	int rc;
 
 	p->exit_code = -1;
 	p->term_signal = 0;
 	p->timed_out = 0;
 	p->spawn_errno = 0;
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-		p->spawn_errno = errno;
-		goto out;
-	}
-	p->spawn_errno = spawn_child(p, out[1], err[1], &pid);
-	close(out[1]);
-	close(err[1]);
-	out[1] = err[1] = -1;
-	if (p->spawn_errno)
-		goto out;
-	ctx->child_pgid = pid;
+	memset(&r, 0, sizeof(r));
+	r.ctx = ctx;
+	r.p = p;
 	if (p->on_line) {
-		la.buf = malloc(WK_EVENT_LINE_MAX + 1);
-		if (!la.buf)
+		r.la.buf = malloc(WK_EVENT_LINE_MAX + 1);
+		if (!r.la.buf)
 			abort();
 	}
-	deadline = wk_now() + p->timeout_s;
-	while (out[0] >= 0 || err[0] >= 0 || !reaped) {
-		struct pollfd fds[2];
-		struct timespec wait = {0, 250000000L};
-		int nfds = 0, i;
-		double now = wk_now();
-
-		if (p->stop == 1) {
-			p->stop = 2; /* asked once */
-			kill_group(pid, SIGTERM);
-			kill_at = now + WK_KILL_GRACE_S;
-		}
-		if (!p->timed_out && now >= deadline) {
-			p->timed_out = 1;
-			kill_group(pid, SIGTERM);
-			kill_at = now + WK_KILL_GRACE_S;
-		}
-		if (kill_at && now >= kill_at) {
-			kill_group(pid, SIGKILL);
-			kill_at = 0;
-		}
-		if (wk_stop_signal) {
-			kill_group(pid, SIGKILL);
-			kill_at = 0;
-		}
-		if (!reaped && waitpid(pid, &status, WNOHANG) == pid) {
-			reaped = 1;
-			/* leftovers in the group die with their leader */
-			kill_group(pid, SIGKILL);
-			drain_until = now + 1.0;
-		}
-		if (reaped && now > drain_until) {
-			/* a grandchild that left the group holds a pipe */
-			if (out[0] >= 0)
-				close(out[0]);
-			if (err[0] >= 0)
-				close(err[0]);
-			out[0] = err[0] = -1;
-			break;
-		}
-		if (out[0] >= 0)
-			fds[nfds++] = (struct pollfd){out[0], POLLIN, 0};
-		if (err[0] >= 0)
-			fds[nfds++] = (struct pollfd){err[0], POLLIN, 0};
-		/* pipes closed and the child reaped: nothing to wait for */
-		if (!nfds && reaped)
-			break;
-		/* pipes closed: the exit status is microseconds away */
-		if (!nfds)
-			wait.tv_nsec = 100000L;
-		else if (reaped)
-			wait.tv_nsec = 20000000L;
-		if (ppoll(fds, (nfds_t)nfds, &wait, NULL) < 0 &&
-		    errno != EINTR)
-			break;
-		for (i = 0; i < nfds; i++) {
-			ssize_t n;
-			int is_out = fds[i].fd == out[0];
-
-			if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			n = read(fds[i].fd, buf, sizeof(buf));
-			if (n < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			if (n <= 0) {
-				close(fds[i].fd);
-				if (is_out)
-					out[0] = -1;
-				else
-					err[0] = -1;
-				continue;
-			}
-			if (is_out) {
-				if (p->out)
-					wk_buf_add(p->out, buf, (size_t)n);
-				if (p->on_line)
-					feed_lines(p, &la, buf, (size_t)n);
-			} else if (p->err) {
-				wk_buf_add(p->err, buf, (size_t)n);
-			}
-		}
-		wk_tick(ctx);
-	}
-	if (p->on_line && la.len && !la.overflow) {
-		la.buf[la.len] = '\0';
-		p->on_line(p->arg, la.buf, la.len);
-	}
-	if (!reaped) {
-		kill_group(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-	}
+	memset(&c, 0, sizeof(c));
+	c.argv = p->argv;
+	c.envp = p->envp;
+	c.cwd = p->cwd;
+	c.new_session = 1;
+	c.signals = dfl;
+	c.merge_stderr = p->merge_stderr;
+	c.timeout_s = p->timeout_s;
+	c.kill_grace_s = WK_KILL_GRACE_S;
+	c.kill_group_on_exit = 1;
+	c.drain_s = 1.0;
+	c.on_output = on_output;
+	c.on_start = on_start;
+	c.on_tick = on_tick;
+	c.tick_s = 0.25;
+	c.user = &r;
+	rc = sl_child_run(&c);
 	ctx->child_pgid = 0;
-	if (WIFEXITED(status)) {
-		p->exit_code = WEXITSTATUS(status);
-	} else if (WIFSIGNALED(status)) {
-		p->exit_code = 128 + WTERMSIG(status);
-		p->term_signal = WTERMSIG(status);
+	if (rc < 0) {
+		p->spawn_errno = c.spawn_errno;
+		free(r.la.buf);
+		return -1;
 	}
-	rc = 0;
-out:
-	free(la.buf);
-	if (out[0] >= 0)
-		close(out[0]);
-	if (out[1] >= 0)
-		close(out[1]);
-	if (err[0] >= 0)
-		close(err[0]);
-	if (err[1] >= 0)
-		close(err[1]);
-	return rc;
+	if (p->on_line && r.la.len && !r.la.overflow) {
+		r.la.buf[r.la.len] = '\0';
+		p->on_line(p->arg, r.la.buf, r.la.len);
+	}
+	p->timed_out = c.timed_out;
+	if (WIFEXITED(c.status)) {
+		p->exit_code = WEXITSTATUS(c.status);
+	} else if (WIFSIGNALED(c.status)) {
+		p->exit_code = 128 + WTERMSIG(c.status);
+		p->term_signal = WTERMSIG(c.status);
+	}
+	free(r.la.buf);
+	return 0;
 }
