@@ -185,7 +185,7 @@ START_TEST(test_scan_counts_every_excluded_file_by_key)
 	ck_assert_str_eq(note, "4 file(s) excluded (*.egg-info: 1, "
 			       "__pycache__: 1, node_modules: 2)");
 	free(note);
-	sl_artifacts_scan_clear(&s);
+	sl_artifacts_scan_release(&s);
 	free(root);
 }
 END_TEST
@@ -201,7 +201,7 @@ START_TEST(test_nothing_excluded_means_no_note)
 		sl_artifacts_scan(root, default_excludes, N_DEFAULT, &s, &err),
 		0);
 	ck_assert_ptr_null(sl_artifacts_note(&s));
-	sl_artifacts_scan_clear(&s);
+	sl_artifacts_scan_release(&s);
 	ck_assert_int_eq(
 		sl_artifacts_scan("/nonexistent/sbx", NULL, 0, &s, &err),
 		SBXLOOP_ENOTFOUND);
@@ -234,7 +234,7 @@ START_TEST(test_gitignored_files_are_counted_in_a_checkout)
 	ck_assert(kept(&s, ".gitignore"));
 	ck_assert(!kept(&s, "debug.log"));
 	ck_assert(tally(&s, ".git") > 0);
-	sl_artifacts_scan_clear(&s);
+	sl_artifacts_scan_release(&s);
 	free(root);
 }
 END_TEST
@@ -258,7 +258,7 @@ START_TEST(test_gitignore_without_checkout_not_parents)
 	ck_assert(kept(&s, "notes.txt"));
 	ck_assert(!kept(&s, "scratch.tmp"));
 	ck_assert_int_eq((int)tally(&s, "gitignored"), 1);
-	sl_artifacts_scan_clear(&s);
+	sl_artifacts_scan_release(&s);
 	free(parent);
 	free(root);
 }
@@ -302,7 +302,7 @@ START_TEST(test_event_data_carries_counts_and_pressure)
 		"abort");
 	cJSON_Delete(d);
 	cJSON_Delete(sample);
-	sl_artifacts_scan_clear(&s);
+	sl_artifacts_scan_release(&s);
 }
 END_TEST
 
@@ -441,7 +441,7 @@ START_TEST(test_harvest_copies_the_workspace_minus_exclusions)
 	old = sl_xasprintf("%s/home/agent/.sbxloop/harvest.tar", box.root);
 	ck_assert_int_ne(stat(old, &st), 0);
 	free(old);
-	sl_artifacts_scan_clear(&s);
+	sl_artifacts_scan_release(&s);
 
 	/* a failing harvest leaves the previous copy alone */
 	box.fail_tar = 1;
@@ -450,7 +450,7 @@ START_TEST(test_harvest_copies_the_workspace_minus_exclusions)
 	old = sl_xasprintf("%s/src/lib.rs", dest);
 	ck_assert_int_eq(stat(old, &st), 0);
 	free(old);
-	sl_artifacts_scan_clear(&s);
+	sl_artifacts_scan_release(&s);
 	free(ws);
 	free(dest);
 	free(box.root);

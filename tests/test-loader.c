@@ -70,7 +70,7 @@ static void assert_refused(const char *name, const char *const *needles)
 		ck_assert_msg(strstr(m->refusal, *needles),
 			      "refusal of %s lacks '%s': %s", name, *needles,
 			      m->refusal);
-	sl_registry_free(&reg);
+	sl_registry_release(&reg);
 }
 
 START_TEST(test_well_formed_module_loads_with_its_components)
@@ -86,7 +86,7 @@ START_TEST(test_well_formed_module_loads_with_its_components)
 	c = sl_registry_find(&reg, SBXLOOP_KIND_SINK, "testsink", NULL);
 	ck_assert_ptr_nonnull(c);
 	ck_assert_ptr_nonnull(strstr(m->path, "tests/plugins/abi/good.la"));
-	sl_registry_free(&reg);
+	sl_registry_release(&reg);
 }
 END_TEST
 
@@ -152,7 +152,7 @@ START_TEST(test_older_minor_loads_and_slots_past_its_size_are_absent)
 	ops = c->ops;
 	ck_assert(!SBXLOOP_HAS_SLOT(ops, struct sbxloop_sink_ops, flush));
 	ck_assert(SBXLOOP_HAS_SLOT(ops, struct sbxloop_sink_ops, event));
-	sl_registry_free(&reg);
+	sl_registry_release(&reg);
 }
 END_TEST
 
@@ -217,7 +217,7 @@ START_TEST(test_duplicate_module_name_is_refused)
 	ck_assert_uint_eq(seen, 2);
 	ck_assert_str_eq(reg.dirs[0], abi_dir);
 	ck_assert_str_eq(reg.dirs[1], abi2_dir);
-	sl_registry_free(&reg);
+	sl_registry_release(&reg);
 	free(path);
 }
 END_TEST

@@ -125,7 +125,7 @@ START_TEST(test_unset_workspace_gets_a_fresh_directory)
 	ck_assert(S_ISDIR(st.st_mode));
 	ck_assert_int_eq(ws.cloned, 0);
 	ck_assert_ptr_null(ws.clone_event);
-	sl_workspace_clear(&ws);
+	sl_workspace_release(&ws);
 }
 END_TEST
 
@@ -186,7 +186,7 @@ START_TEST(test_auto_clones_a_clean_checkout)
 	free(base);
 	free(file);
 	free(fetch);
-	sl_workspace_clear(&ws);
+	sl_workspace_release(&ws);
 }
 END_TEST
 
@@ -218,7 +218,7 @@ START_TEST(test_auto_refuses_a_dirty_tree)
 	ck_assert_msg(sl_workspace_isolate(src, "auto", state, "rabc", &ws,
 					   &err) == 0,
 		      "%s", err.message);
-	sl_workspace_clear(&ws);
+	sl_workspace_release(&ws);
 	free(clone);
 }
 END_TEST
@@ -240,7 +240,7 @@ START_TEST(test_clone_mode_proceeds_from_head_with_a_warning)
 	file = capture("cat '%s/src/app.py'", ws.path);
 	ck_assert_str_eq(file, "print(1)");
 	free(file);
-	sl_workspace_clear(&ws);
+	sl_workspace_release(&ws);
 }
 END_TEST
 
@@ -259,7 +259,7 @@ START_TEST(test_in_place_works_on_the_source)
 	ck_assert_int_eq(ws.cloned, 0);
 	ck_assert_ptr_null(ws.fetch_cmd);
 	ck_assert_int_ne(stat(clone, &st), 0);
-	sl_workspace_clear(&ws);
+	sl_workspace_release(&ws);
 	free(clone);
 }
 END_TEST
@@ -279,7 +279,7 @@ START_TEST(test_clone_origin_has_credentials_stripped)
 	origin = capture("git -C '%s' remote get-url origin", ws.path);
 	ck_assert_str_eq(origin, "https://github.com/o/r.git");
 	free(origin);
-	sl_workspace_clear(&ws);
+	sl_workspace_release(&ws);
 }
 END_TEST
 
@@ -295,7 +295,7 @@ START_TEST(test_clone_without_source_origin_has_no_remote)
 	remotes = capture("git -C '%s' remote", ws.path);
 	ck_assert_str_eq(remotes, "");
 	free(remotes);
-	sl_workspace_clear(&ws);
+	sl_workspace_release(&ws);
 }
 END_TEST
 
@@ -347,8 +347,8 @@ START_TEST(test_existing_clone_is_reused_with_its_work)
 	ck_assert_str_eq(log, "work");
 	free(head);
 	free(log);
-	sl_workspace_clear(&ws);
-	sl_workspace_clear(&again);
+	sl_workspace_release(&ws);
+	sl_workspace_release(&again);
 }
 END_TEST
 
@@ -369,18 +369,18 @@ START_TEST(test_source_checkout_is_never_touched)
 	sh("cd '%s' && echo y > more.txt && git add more.txt && "
 	   "git commit -qm more",
 	   ws.path);
-	sl_workspace_clear(&ws);
+	sl_workspace_release(&ws);
 	ck_assert_int_eq(
 		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		0);
-	sl_workspace_clear(&ws);
+	sl_workspace_release(&ws);
 	sh("echo dirty >> '%s/src/app.py'", src);
 	free(before);
 	before = fingerprint();
 	ck_assert_int_eq(
 		sl_workspace_isolate(src, "clone", state, "rdef", &ws, &err),
 		0);
-	sl_workspace_clear(&ws);
+	sl_workspace_release(&ws);
 	ck_assert_int_eq(
 		sl_workspace_isolate(src, "auto", state, "rghi", &ws, &err),
 		SBXLOOP_EINVAL);
@@ -424,7 +424,7 @@ START_TEST(test_plain_directory_is_used_in_place_unless_clone)
 		sl_workspace_isolate(plain, "auto", state, "rabc", &ws, &err),
 		0);
 	ck_assert_str_eq(ws.path, plain);
-	sl_workspace_clear(&ws);
+	sl_workspace_release(&ws);
 	ck_assert_int_eq(
 		sl_workspace_isolate(plain, "clone", state, "rabc", &ws, &err),
 		SBXLOOP_EINVAL);

@@ -227,7 +227,7 @@ out:
 	free(note);
 	free(ex);
 	free(dir);
-	sl_artifacts_scan_clear(&scan);
+	sl_artifacts_scan_release(&scan);
 	sl_run_release(&run);
 	return rc;
 }

@@ -25,7 +25,7 @@ extern char **environ;
 
 /* ---- records shared by the readers and the layers ---------------------- */
 
-void sl_conf_raw_clear(struct raw *r)
+void sl_conf_raw_release(struct raw *r)
 {
 	size_t i;
 
@@ -40,7 +40,7 @@ void sl_conf_raw_clear(struct raw *r)
 	memset(r, 0, sizeof(*r));
 }
 
-void sl_conf_value_clear(struct sl_config_value *v)
+void sl_conf_value_release(struct sl_config_value *v)
 {
 	size_t i;
 
@@ -228,7 +228,7 @@ static void add_spec(struct sl_config *cfg, const struct sl_config_spec *s)
 	if (sl_conf_parse_inline(s->dflt, s->path, "default", &r, &errs) ==
 	    0) {
 		sl_conf_apply_raw(v, &r, &errs);
-		sl_conf_raw_clear(&r);
+		sl_conf_raw_release(&r);
 	}
 	v->source = SL_SRC_DEFAULT;
 	free(v->origin);
@@ -333,14 +333,14 @@ static void apply_all(struct sl_config *cfg, struct raw *raws, size_t n,
 
 		if (v) {
 			sl_conf_apply_raw(v, r, errs);
-			sl_conf_raw_clear(r);
+			sl_conf_raw_release(r);
 			continue;
 		}
 		snprintf(top, sizeof(top), "%.*s", (int)tl, r->path);
 		/* "name:" with nothing under it: an empty section */
 		if (!strchr(r->path, '.') && r->is_null &&
 		    section_is_claimed(cfg, top)) {
-			sl_conf_raw_clear(r);
+			sl_conf_raw_release(r);
 			continue;
 		}
 		if (!strchr(r->path, '.') && r->is_null) {
@@ -353,7 +353,7 @@ static void apply_all(struct sl_config *cfg, struct raw *raws, size_t n,
 		} else if (!strchr(r->path, '.') ||
 			   section_is_claimed(cfg, top)) {
 			unknown_key_error(cfg, errs, r);
-			sl_conf_raw_clear(r);
+			sl_conf_raw_release(r);
 			continue;
 		}
 		sl_conf_raw_push(&cfg->pending, &cfg->n_pending,
@@ -471,7 +471,7 @@ int sl_config_load(struct sl_config **out, const struct sl_config_opts *o,
 		env_layer(cfg, &raws, &n, &cap, &errs);
 	apply_all(cfg, raws, n, &errs);
 	for (i = 0; i < n; i++)
-		sl_conf_raw_clear(&raws[i]);
+		sl_conf_raw_release(&raws[i]);
 	free(raws);
 	free(user_file);
 	resolve_state_dir(cfg);
@@ -525,7 +525,7 @@ int sl_config_add_component(struct sl_config *cfg, const char *section,
 				sl_conf_apply_raw(v, r, &errs);
 			else
 				unknown_key_error(cfg, &errs, r);
-			sl_conf_raw_clear(r);
+			sl_conf_raw_release(r);
 		} else {
 			cfg->pending[j++] = *r;
 		}
@@ -584,7 +584,7 @@ void sl_config_free(struct sl_config *cfg)
 	if (!cfg)
 		return;
 	for (i = 0; i < cfg->n_values; i++)
-		sl_conf_value_clear(&cfg->values[i]);
+		sl_conf_value_release(&cfg->values[i]);
 	free(cfg->values);
 	for (i = 0; i < cfg->n_owned; i++) {
 		for (j = 0; cfg->owned_specs[i][j].path; j++)
@@ -595,7 +595,7 @@ void sl_config_free(struct sl_config *cfg)
 		free(cfg->sections[i]);
 	free(cfg->sections);
 	for (i = 0; i < cfg->n_pending; i++)
-		sl_conf_raw_clear(&cfg->pending[i]);
+		sl_conf_raw_release(&cfg->pending[i]);
 	free(cfg->pending);
 	free(cfg->project_file);
 	free(cfg->cwd);
@@ -621,7 +621,7 @@ int sl_config_set(struct sl_config *cfg, const char *path, const char *value,
 		r.source = SL_SRC_CLI;
 		r.from_env = 1;
 		sl_conf_apply_raw(v, &r, &errs);
-		sl_conf_raw_clear(&r);
+		sl_conf_raw_release(&r);
 	}
 	if (strcmp(path, "state_dir") == 0)
 		resolve_state_dir(cfg);

@@ -43,12 +43,12 @@ struct sl_config {
 /* ---- conf.c ---------------------------------------------------------- */
 
 /* Free what a raw entry owns and zero it. */
-void sl_conf_raw_clear(struct raw *r);
+void sl_conf_raw_release(struct raw *r);
 /* Append *r to (*out)[0..*n_out); the array takes what r owns. */
 void sl_conf_raw_push(struct raw **out, size_t *n_out, size_t *cap,
 		      struct raw *r);
 /* Free what a value owns (text, items, origin) and unset it. */
-void sl_conf_value_clear(struct sl_config_value *v);
+void sl_conf_value_release(struct sl_config_value *v);
 /* Grow the array *pp of *cap elements of `elem` bytes to hold `need`. */
 void sl_conf_grow(void *pp, size_t *cap, size_t need, size_t elem);
 /* Append "origin: message\n" (no prefix when origin is NULL) to errs. */

@@ -187,7 +187,7 @@ void sl_conf_apply_raw(struct sl_config_value *v, const struct raw *r,
 				      spec->path, type_name(spec->type));
 			return;
 		}
-		sl_conf_value_clear(v);
+		sl_conf_value_release(v);
 		goto done;
 	}
 	if (spec->type != SBXLOOP_VALUE_LIST) {
@@ -202,7 +202,7 @@ void sl_conf_apply_raw(struct sl_config_value *v, const struct raw *r,
 		s = convert_scalar(spec, r->scalar, r->origin, errs);
 		if (!s)
 			return;
-		sl_conf_value_clear(v);
+		sl_conf_value_release(v);
 		v->str = s;
 		goto done;
 	}
@@ -266,7 +266,7 @@ void sl_conf_apply_raw(struct sl_config_value *v, const struct raw *r,
 		free(items);
 		return;
 	}
-	sl_conf_value_clear(v);
+	sl_conf_value_release(v);
 	v->items = items;
 	v->n_items = n;
 done:

@@ -442,7 +442,7 @@ static int node_to_raw(struct ynode *node, const yaml_mark_t *via,
 	case Y_SCALAR:
 		if (reject_controls(node->value, node->len, 0, r->origin, path,
 				    errs) < 0) {
-			sl_conf_raw_clear(r);
+			sl_conf_raw_release(r);
 			return -1;
 		}
 		if (scalar_is_null(node))
@@ -465,13 +465,13 @@ static int node_to_raw(struct ynode *node, const yaml_mark_t *via,
 					"%s: list items must be plain values",
 					path);
 				free(o);
-				sl_conf_raw_clear(r);
+				sl_conf_raw_release(r);
 				return -1;
 			}
 			snprintf(what, sizeof(what), "%s[%zu]", path, i);
 			if (reject_controls(item->value, item->len, 0,
 					    r->origin, what, errs) < 0) {
-				sl_conf_raw_clear(r);
+				sl_conf_raw_release(r);
 				return -1;
 			}
 			r->items[r->n_items++] = sl_xstrdup(item->value);
@@ -482,7 +482,7 @@ static int node_to_raw(struct ynode *node, const yaml_mark_t *via,
 			errs, r->origin,
 			"%s: expected a value or a list, found a mapping",
 			path);
-		sl_conf_raw_clear(r);
+		sl_conf_raw_release(r);
 		return -1;
 	}
 }

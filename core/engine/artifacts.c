@@ -103,7 +103,7 @@ void sl_artifacts_tally_add(struct sl_artifact_scan *scan, const char *key,
 	scan->excluded += count;
 }
 
-void sl_artifacts_scan_clear(struct sl_artifact_scan *scan)
+void sl_artifacts_scan_release(struct sl_artifact_scan *scan)
 {
 	size_t i;
 
@@ -642,8 +642,8 @@ out:
 	sandbox_run(h, rm_argv, NULL, "rm", &(struct sbxloop_error){0, ""});
 	unlink(tarfile);
 	sl_artifacts_rmtree_quiet(staging);
-	sl_artifacts_scan_clear(&listed);
-	sl_artifacts_scan_clear(&kept);
+	sl_artifacts_scan_release(&listed);
+	sl_artifacts_scan_release(&kept);
 	free(tar_argv);
 	free(inside);
 	free(tarfile);

@@ -29,7 +29,7 @@ struct sl_artifact_tally {
 	size_t count;
 };
 
-/* A scan result; release with sl_artifacts_scan_clear. */
+/* A scan result; release with sl_artifacts_scan_release. */
 struct sl_artifact_scan {
 	struct sl_artifact_file *files; /* kept files, sorted */
 	size_t n_files;
@@ -60,7 +60,7 @@ void sl_artifacts_tally_add(struct sl_artifact_scan *scan, const char *key,
 int sl_artifacts_scan(const char *root, const char *const *exclude,
 		      size_t n_exclude, struct sl_artifact_scan *scan,
 		      struct sbxloop_error *err);
-void sl_artifacts_scan_clear(struct sl_artifact_scan *scan);
+void sl_artifacts_scan_release(struct sl_artifact_scan *scan);
 
 /* "N file(s) excluded (k1, k2)" (caller frees), or NULL when none. */
 char *sl_artifacts_note(const struct sl_artifact_scan *scan);
@@ -102,7 +102,7 @@ struct sl_harvest {
 /*
  * Copy the workspace out of the sandbox into `dest` (replaced whole,
  * only once the new copy is complete), leaving out excluded files and
- * links; `scan` (an output, release it with sl_artifacts_scan_clear)
+ * links; `scan` (an output, release it with sl_artifacts_scan_release)
  * gets the kept files and the tally, what stayed inside included. Best
  * effort: a negative code means nothing changed in `dest`; the caller
  * logs it and goes on.

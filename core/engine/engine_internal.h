@@ -145,7 +145,7 @@ int sl_engine_record_attempt(struct sl_engine *e, const char *task_id,
 			     const char *status, const cJSON *output,
 			     double started, struct sbxloop_error *err);
 
-/* An attempt row as read back; release with sl_latest_clear. */
+/* An attempt row as read back; release with sl_latest_release. */
 struct latest {
 	int found;
 	int64_t id;
@@ -158,7 +158,7 @@ struct latest {
 int sl_engine_latest_attempt(struct sl_engine *e, const char *task_id,
 			     const char *phase, struct latest *l,
 			     struct sbxloop_error *err);
-void sl_latest_clear(struct latest *l);
+void sl_latest_release(struct latest *l);
 
 /* Replace e->tasks with the stored rows of the run. */
 int sl_engine_load_tasks(struct sl_engine *e, struct sbxloop_error *err);

@@ -60,7 +60,7 @@ void sl_engine_harvest_task(struct sl_engine *e)
 	if (harvest(e, dest, ex, n_ex, &scan, &err) < 0)
 		sl_log(SBXLOOP_LOG_WARN, "cannot harvest the workspace: %s",
 		       err.message);
-	sl_artifacts_scan_clear(&scan);
+	sl_artifacts_scan_release(&scan);
 	free(ex);
 	free(dest);
 }
@@ -110,6 +110,6 @@ void sl_engine_report_artifacts(struct sl_engine *e)
 		sl_xcalloc(e->n_artifact_files + 1, sizeof(char *));
 	for (i = 0; i < e->n_artifact_files; i++)
 		e->artifact_files[i] = sl_xstrdup(scan.files[i].relpath);
-	sl_artifacts_scan_clear(&scan);
+	sl_artifacts_scan_release(&scan);
 	free(ex);
 }

@@ -213,7 +213,7 @@ int sl_engine_latest_attempt(struct sl_engine *e, const char *task_id,
 	return rc;
 }
 
-void sl_latest_clear(struct latest *l)
+void sl_latest_release(struct latest *l)
 {
 	free(l->status);
 	cJSON_Delete(l->output);

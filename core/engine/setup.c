@@ -56,7 +56,7 @@ static char *fresh_workspace(struct sl_engine *e, struct sbxloop_error *err)
 	ws.fetch_cmd = NULL;
 	path = ws.path;
 	ws.path = NULL;
-	sl_workspace_clear(&ws);
+	sl_workspace_release(&ws);
 	return path;
 }
 

@@ -118,13 +118,13 @@ static int committed(struct sl_engine *e, const struct task *t,
 		if (rc < 0)
 			return rc;
 		after = plan.found ? plan.id : 0;
-		sl_latest_clear(&plan);
+		sl_latest_release(&plan);
 	}
 	rc = sl_engine_latest_attempt(e, t->id, def->phase, l, err);
 	if (rc < 0)
 		return rc;
 	if (l->found && (l->attempt != n || l->id <= after || !l->output))
-		sl_latest_clear(l);
+		sl_latest_release(l);
 	return 0;
 }
 
@@ -234,7 +234,7 @@ static int suspect_judge(struct sl_engine *e, const struct task *t,
 			"what the task requires (prefer the project's own "
 			"test runner).\n\nThe failing check:\n%s",
 			reason, sl_json_str(l.output, "feedback", ""));
-	sl_latest_clear(&l);
+	sl_latest_release(&l);
 	return 0;
 }
 
@@ -361,14 +361,14 @@ static int step_execute(struct sl_engine *e, struct task *t,
 			sl_engine_revoke_grants(e, t->id);
 		pthread_mutex_unlock(&e->ledger_lock);
 		if (rc < 0) {
-			sl_latest_clear(&prior);
+			sl_latest_release(&prior);
 			goto out;
 		}
 	}
 	rc = sl_phase_execute(&pc, t->spec, t->plan, t->feedback,
 			      sl_json_str(prior.output, "report", ""), resume,
 			      &report, &sid, err);
-	sl_latest_clear(&prior);
+	sl_latest_release(&prior);
 	if (e->ledger) {
 		pthread_mutex_lock(&e->ledger_lock);
 		sl_engine_revoke_grants(e, t->id);
@@ -420,7 +420,7 @@ static int step_scrutinize(struct sl_engine *e, struct task *t,
 	if (!l.found) /* nothing committed to review */
 		return sl_engine_set_task_state(e, t, SL_TASK_EXECUTING, err);
 	rc = scrutinize(e, t, sl_json_str(l.output, "report", ""), err);
-	sl_latest_clear(&l);
+	sl_latest_release(&l);
 	return rc;
 }
 
@@ -517,14 +517,14 @@ static int step_validate(struct sl_engine *e, struct task *t,
 	if (rc < 0)
 		return rc;
 	if (!l.found || !l.output) {
-		sl_latest_clear(&l);
+		sl_latest_release(&l);
 		return sl_engine_set_task_state(e, t, SL_TASK_VERIFYING, err);
 	}
 	sl_engine_phase_ctx(e, t, &pc);
 	rc = sl_phase_validate(&pc, t->spec,
 			       sl_json_str(l.output, "results", ""), &verdict,
 			       err);
-	sl_latest_clear(&l);
+	sl_latest_release(&l);
 	if (rc < 0)
 		return rc;
 	emit_verdict(e, t, "validate", verdict);
@@ -568,7 +568,7 @@ static int resume_committed(struct sl_engine *e, struct task *t,
 			rc = sl_engine_set_task_state(e, t, SL_TASK_PLANNING,
 						      err);
 		}
-		sl_latest_clear(&l);
+		sl_latest_release(&l);
 		if (rc < 0 || !t->plan)
 			return rc;
 	}
@@ -576,7 +576,7 @@ static int resume_committed(struct sl_engine *e, struct task *t,
 	if (rc < 0 || !l.found)
 		return rc;
 	rc = def->apply(e, t, l.output, err);
-	sl_latest_clear(&l);
+	sl_latest_release(&l);
 	return rc;
 }
 

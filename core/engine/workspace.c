@@ -26,7 +26,7 @@ extern char **environ;
 
 #define GIT_TIMEOUT_S 600.0
 
-void sl_workspace_clear(struct sl_workspace *ws)
+void sl_workspace_release(struct sl_workspace *ws)
 {
 	free(ws->path);
 	free(ws->branch);
@@ -440,7 +440,7 @@ out:
 		char *w = ws->warning;
 
 		ws->warning = NULL;
-		sl_workspace_clear(ws);
+		sl_workspace_release(ws);
 		free(w);
 	}
 	git_out_clear(&g);

@@ -12,7 +12,7 @@
 
 #include "config/conf.h"
 
-/* What the resolution chose; release with sl_workspace_clear. */
+/* What the resolution chose; release with sl_workspace_release. */
 struct sl_workspace {
 	char *path;   /* the workspace the run uses (absolute) */
 	int cloned;   /* a per-run clone (new or reused) */
@@ -42,7 +42,7 @@ int sl_workspace_resolve(const struct sl_config *cfg, const char *state_dir,
 			 const char *run_id, struct sl_workspace *ws,
 			 struct sbxloop_error *err);
 
-void sl_workspace_clear(struct sl_workspace *ws);
+void sl_workspace_release(struct sl_workspace *ws);
 
 /* A scheme URL without userinfo ("https://tok@h/r" -> "https://h/r");
  * scp-style and local URLs unchanged. Caller frees. */

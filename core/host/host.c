@@ -355,7 +355,7 @@ void sl_core_close(struct sl_core *core)
 		return;
 	sl_instance_destroy(&core->sandbox);
 	sl_config_free(core->cfg);
-	sl_registry_free(&core->reg);
+	sl_registry_release(&core->reg);
 	free(core->run_id);
 	free(core);
 }

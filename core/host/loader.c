@@ -642,7 +642,7 @@ int sl_registry_load(struct sl_registry *reg, const char *plugin_dir,
 	return 0;
 }
 
-void sl_registry_free(struct sl_registry *reg)
+void sl_registry_release(struct sl_registry *reg)
 {
 	size_t i;
 

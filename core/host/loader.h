@@ -30,7 +30,7 @@ struct sl_registry {
  */
 int sl_registry_load(struct sl_registry *reg, const char *plugin_dir,
 		     struct sbxloop_error *err);
-void sl_registry_free(struct sl_registry *reg);
+void sl_registry_release(struct sl_registry *reg);
 
 /* A loaded component of `kind` named `name`, or NULL. */
 const struct sbxloop_component *sl_registry_find(
