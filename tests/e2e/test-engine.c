@@ -22,9 +22,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "engine/dag.h"
-#include "engine/ids.h"
-#include "phases/prompt.h"
 #include "runtest.h"
 
 static char dir[4096];
@@ -148,169 +145,6 @@ static int file_exists(const char *run, const char *rel)
 	free(ws);
 	return ok;
 }
-
-/* ---- units: prompts, the task graph, ids -------------------------------- */
-
-static char *render(const char *text, struct sbxloop_error *err)
-{
-	cJSON *vars = cJSON_CreateObject();
-	char *out = NULL;
-
-	cJSON_AddStringToObject(vars, "name", "fib");
-	cJSON_AddStringToObject(vars, "n_2", "$x");
-	if (sl_prompt_render_text(text, vars, &out, err) < 0)
-		out = NULL;
-	cJSON_Delete(vars);
-	return out;
-}
-
-START_TEST(test_prompt_substitutes_and_keeps_literal_dollars)
-{
-	struct sbxloop_error err = {0, ""};
-	char *out = render("<!-- contract: $nothing -->\n\nbuild $name for "
-			   "$$5 ($n_2)\n",
-			   &err);
-
-	ck_assert_ptr_nonnull(out);
-	ck_assert_str_eq(out, "build fib for $5 ($x)\n");
-	free(out);
-}
-END_TEST
-
-START_TEST(test_prompt_missing_variable_is_an_error)
-{
-	struct sbxloop_error err = {0, ""};
-	char *out = render("hello $who", &err);
-
-	ck_assert_ptr_null(out);
-	ck_assert_ptr_nonnull(strstr(err.message, "'who' is not set"));
-	out = render("costs $5", &err);
-	ck_assert_ptr_null(out);
-	ck_assert_ptr_nonnull(strstr(err.message, "invalid placeholder"));
-}
-END_TEST
-
-START_TEST(test_shipped_prompts_render_with_the_engine_variables)
-{
-	static const char *const names[] = {"decompose", "plan", "execute",
-					    "scrutinize", "validate"};
-	static const char *const vars[] = {"outcome",
-					   "max_tasks",
-					   "retry_context",
-					   "task_id",
-					   "task_title",
-					   "task_description",
-					   "acceptance_criteria",
-					   "verify_commands",
-					   "feedback",
-					   "guidance",
-					   "plan_steps",
-					   "expected_artifacts",
-					   "prior_attempt",
-					   "report",
-					   "evidence",
-					   "verify_results",
-					   "baseline_registries",
-					   "declarable_registries"};
-	struct sbxloop_error err = {0, ""};
-	char dirname[4200];
-	cJSON *v = cJSON_CreateObject();
-	size_t i;
-
-	snprintf(dirname, sizeof(dirname), "%s/prompts",
-		 env_or("SBXLOOP_SRCDIR", "."));
-	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		cJSON_AddStringToObject(v, vars[i], "x");
-	for (i = 0; i < 5; i++) {
-		char *out = NULL;
-
-		ck_assert_msg(sl_prompt_render(dirname, names[i], v, &out,
-					       &err) == 0,
-			      "%s: %s", names[i], err.message);
-		ck_assert_ptr_null(strstr(out, "<!--"));
-		free(out);
-	}
-	cJSON_Delete(v);
-}
-END_TEST
-
-static int order_of(const char *json, char *got, size_t len,
-		    struct sbxloop_error *err)
-{
-	cJSON *tasks = cJSON_Parse(json);
-	size_t *order = NULL, n = 0, i;
-	int rc = sl_dag_order(tasks, &order, &n, err);
-
-	got[0] = '\0';
-	for (i = 0; rc == 0 && i < n; i++) {
-		const cJSON *t = cJSON_GetArrayItem(tasks, (int)order[i]);
-
-		snprintf(got + strlen(got), len - strlen(got), "%s%s",
-			 i ? "," : "",
-			 cJSON_GetObjectItem(t, "id")->valuestring);
-	}
-	free(order);
-	cJSON_Delete(tasks);
-	return rc;
-}
-
-START_TEST(test_dag_orders_by_depth_then_authored_position)
-{
-	struct sbxloop_error err = {0, ""};
-	char got[128];
-
-	ck_assert_int_eq(order_of("[{\"id\":\"c\",\"depends_on\":[\"b\"]},"
-				  "{\"id\":\"b\",\"depends_on\":[\"a\"]},"
-				  "{\"id\":\"x\",\"depends_on\":[]},"
-				  "{\"id\":\"a\",\"depends_on\":[]}]",
-				  got, sizeof(got), &err),
-			 0);
-	ck_assert_str_eq(got, "x,a,b,c");
-}
-END_TEST
-
-START_TEST(test_dag_rejects_bad_graphs)
-{
-	static const char *const bad[][2] = {
-		{"[]", "empty"},
-		{"[{\"id\":\"a\",\"depends_on\":[]},{\"id\":\"a\","
-		 "\"depends_on\":[]}]",
-		 "more than once"},
-		{"[{\"id\":\"a\",\"depends_on\":[\"z\"]}]",
-		 "which is not a task"},
-		{"[{\"id\":\"a\",\"depends_on\":[\"a\"]}]",
-		 "depends on itself"},
-		{"[{\"id\":\"a\",\"depends_on\":[\"b\"]},{\"id\":\"b\","
-		 "\"depends_on\":[\"a\"]}]",
-		 "cycle"},
-	};
-	struct sbxloop_error err = {0, ""};
-	char got[128];
-	size_t i;
-
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ck_assert_int_eq(order_of(bad[i][0], got, sizeof(got), &err),
-				 SBXLOOP_EINVAL);
-		ck_assert_msg(strstr(err.message, bad[i][1]), "%s: %s",
-			      bad[i][0], err.message);
-	}
-}
-END_TEST
-
-START_TEST(test_ids_use_the_alphabet)
-{
-	char run[SL_RUN_ID_LEN + 1], job[SL_JOB_ID_LEN + 1];
-
-	sl_run_id_new(run);
-	sl_job_id_new(job);
-	ck_assert_int_eq(strlen(run), 9);
-	ck_assert_int_eq(strlen(job), 11);
-	ck_assert(sl_run_id_valid(run));
-	ck_assert_int_eq(job[0], 'j');
-	ck_assert(strspn(run + 1, "0123456789abcdefghjkmnpqrstvwxyz") == 8);
-	ck_assert(!sl_run_id_valid("rILOU0000"));
-}
-END_TEST
 
 /* ---- happy paths -------------------------------------------------------- */
 
@@ -1428,16 +1262,6 @@ static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
 	TCase *tc;
-
-	tc = tcase_create("units");
-	tcase_add_test(tc, test_prompt_substitutes_and_keeps_literal_dollars);
-	tcase_add_test(tc, test_prompt_missing_variable_is_an_error);
-	tcase_add_test(tc,
-		       test_shipped_prompts_render_with_the_engine_variables);
-	tcase_add_test(tc, test_dag_orders_by_depth_then_authored_position);
-	tcase_add_test(tc, test_dag_rejects_bad_graphs);
-	tcase_add_test(tc, test_ids_use_the_alphabet);
-	suite_add_tcase(s, tc);
 
 	tc = tcase_create("happy");
 	tcase_add_checked_fixture(tc, setup, teardown);
