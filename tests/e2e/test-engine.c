@@ -863,7 +863,7 @@ static void fault_then_recover(const char *name, const char *fault_yaml,
 	free(run);
 }
 
-START_TEST(test_mock_create_failure)
+START_TEST(test_a_sandbox_create_failure_leaves_the_run_resumable)
 {
 	fault_then_recover("happy1", "mock:\n  fail_create: true\n",
 			   "cannot create sandbox", "mock.fail_create",
@@ -871,21 +871,21 @@ START_TEST(test_mock_create_failure)
 }
 END_TEST
 
-START_TEST(test_mock_exec_failure)
+START_TEST(test_a_sandbox_exec_failure_leaves_the_run_resumable)
 {
 	fault_then_recover("happy1", "mock:\n  fail_exec_after: 2\n",
 			   "run failed", "mock.fail_exec_after", "-1");
 }
 END_TEST
 
-START_TEST(test_mock_job_timeout)
+START_TEST(test_a_job_timeout_leaves_the_run_resumable)
 {
 	fault_then_recover("happy1", "mock:\n  timeout_exec: 2\n", "exceeded",
 			   "mock.timeout_exec", "0");
 }
 END_TEST
 
-START_TEST(test_mock_lost_result)
+START_TEST(test_a_lost_worker_result_leaves_the_run_resumable)
 {
 	fault_then_recover("lost_result", "mock:\n  lose_result: true\n",
 			   "produced no result", "mock.lose_result", "false");
@@ -1335,10 +1335,12 @@ static Suite *engine_suite(void)
 
 	tc = tcase_create("faults");
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_mock_create_failure);
-	tcase_add_test(tc, test_mock_exec_failure);
-	tcase_add_test(tc, test_mock_job_timeout);
-	tcase_add_test(tc, test_mock_lost_result);
+	tcase_add_test(tc,
+		       test_a_sandbox_create_failure_leaves_the_run_resumable);
+	tcase_add_test(tc,
+		       test_a_sandbox_exec_failure_leaves_the_run_resumable);
+	tcase_add_test(tc, test_a_job_timeout_leaves_the_run_resumable);
+	tcase_add_test(tc, test_a_lost_worker_result_leaves_the_run_resumable);
 	suite_add_tcase(s, tc);
 	return s;
 }
