@@ -19,6 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sbxloop/store.h>
+
+#include "host/core.h"
+
 static const char *scratch = ".";
 
 void rt_set_dir(const char *dir)
@@ -239,24 +243,241 @@ int wait_for(const char *sql, double secs)
 	return 0;
 }
 
+/* ---- the store, read through the sqlite module's vtable ------------- */
+
+/* The core on the scratch dir's sbxloop.yaml and its store instance. */
+struct rt_store {
+	struct sl_core *core;
+	struct sl_instance inst;
+	const struct sbxloop_store_ops *ops;
+};
+
+static void store_open(struct rt_store *st)
+{
+	struct sbxloop_error err = {0, ""};
+	struct sl_config_opts opts;
+	char cfg[4200], *errors = NULL;
+
+	snprintf(cfg, sizeof(cfg), "%s/sbxloop.yaml", scratch);
+	memset(&opts, 0, sizeof(opts));
+	opts.config_file = cfg;
+	opts.cwd = scratch;
+	opts.no_user_file = 1;
+	opts.no_env = 1;
+	ck_assert_msg(sl_core_open(&st->core, &opts, &errors) == 0,
+		      "cannot open the core on %s: %s", cfg,
+		      errors ? errors : "");
+	ck_assert_msg(sl_core_instantiate(st->core, SBXLOOP_KIND_STORE,
+					  "sqlite", &st->inst, &err) == 0,
+		      "cannot open the store: %s", err.message);
+	st->ops = st->inst.ops;
+}
+
+static void store_close(struct rt_store *st)
+{
+	sl_instance_destroy(&st->inst);
+	sl_core_close(st->core);
+}
+
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+static int newest_run_cb(void *user, const struct sbxloop_run_row *row)
+{
+	char **id = user;
+
+	if (!*id)
+		*id = strdup(row->run_id);
+	return 0;
+}
+
 char *last_run(void)
 {
-	return q_str("SELECT run_id FROM runs ORDER BY created_at DESC "
-		     "LIMIT 1");
+	struct sbxloop_error err = {0, ""};
+	struct rt_store st;
+	char *id = NULL;
+
+	store_open(&st);
+	ck_assert_msg(
+		st.ops->run_list(st.inst.ctx, newest_run_cb, &id, &err) == 0,
+		"run_list: %s", err.message);
+	store_close(&st);
+	return id ? id : strdup("");
+}
+
+static int run_cb(void *user, const struct sbxloop_run_row *row)
+{
+	struct rt_run *r = user;
+
+	r->state = dup_or_empty(row->state);
+	r->reason = dup_or_empty(row->reason);
+	r->workspace = dup_or_empty(row->workspace);
+	r->kept_reason = dup_or_empty(row->kept_reason);
+	r->mounted = row->mounted;
+	return 0;
+}
+
+void rt_run_get(const char *run, struct rt_run *r)
+{
+	struct sbxloop_error err = {0, ""};
+	struct rt_store st;
+
+	memset(r, 0, sizeof(*r));
+	store_open(&st);
+	ck_assert_msg(st.ops->run_get(st.inst.ctx, run, run_cb, r, &err) == 0,
+		      "run %s: %s", run, err.message);
+	store_close(&st);
+}
+
+void rt_run_release(struct rt_run *r)
+{
+	free(r->state);
+	free(r->reason);
+	free(r->workspace);
+	free(r->kept_reason);
+	memset(r, 0, sizeof(*r));
 }
 
 void assert_run_state(const char *run, const char *state)
 {
-	char *got = q_str("SELECT state FROM runs WHERE run_id='%s'", run);
+	struct rt_run r;
 
-	ck_assert_msg(strcmp(got, state) == 0, "run %s is '%s', not '%s'", run,
-		      got, state);
-	free(got);
+	rt_run_get(run, &r);
+	ck_assert_msg(strcmp(r.state, state) == 0, "run %s is '%s', not '%s'",
+		      run, r.state, state);
+	rt_run_release(&r);
+}
+
+struct task_find {
+	const char *task_id;
+	struct rt_task *out;
+	long n;
+	int found;
+};
+
+static int task_cb(void *user, const struct sbxloop_task_row *t)
+{
+	struct task_find *f = user;
+
+	f->n++;
+	if (!f->task_id || strcmp(t->task_id, f->task_id) || f->found)
+		return 0;
+	f->found = 1;
+	f->out->state = dup_or_empty(t->state);
+	f->out->spec_json = dup_or_empty(t->spec_json);
+	f->out->last_feedback = dup_or_empty(t->last_feedback);
+	f->out->session_id = dup_or_empty(t->session_id);
+	f->out->revisions = t->revisions;
+	f->out->replans = t->replans;
+	return 0;
+}
+
+static void tasks_walk(const char *run, struct task_find *f)
+{
+	struct sbxloop_error err = {0, ""};
+	struct rt_store st;
+
+	store_open(&st);
+	ck_assert_msg(st.ops->tasks_list(st.inst.ctx, run, task_cb, f, &err) ==
+			      0,
+		      "tasks of %s: %s", run, err.message);
+	store_close(&st);
+}
+
+int rt_task_get(const char *run, const char *task, struct rt_task *t)
+{
+	struct task_find f = {task, t, 0, 0};
+
+	memset(t, 0, sizeof(*t));
+	tasks_walk(run, &f);
+	return f.found ? 0 : -1;
+}
+
+void rt_task_release(struct rt_task *t)
+{
+	free(t->state);
+	free(t->spec_json);
+	free(t->last_feedback);
+	free(t->session_id);
+	memset(t, 0, sizeof(*t));
+}
+
+long rt_task_count(const char *run)
+{
+	struct task_find f = {NULL, NULL, 0, 0};
+
+	tasks_walk(run, &f);
+	return f.n;
+}
+
+struct attempt_trail {
+	const char *task_id; /* "" for the run's own (decompose) attempts */
+	const char *phase;
+	char buf[4096];
+};
+
+static int attempt_cb(void *user, const struct sbxloop_attempt_row *a)
+{
+	struct attempt_trail *t = user;
+	size_t len = strlen(t->buf);
+
+	if (strcmp(a->task_id ? a->task_id : "", t->task_id) ||
+	    strcmp(a->phase, t->phase))
+		return 0;
+	snprintf(t->buf + len, sizeof(t->buf) - len, "%s%s", len ? "," : "",
+		 a->status);
+	return 0;
+}
+
+char *rt_attempt_statuses(const char *run, const char *task, const char *phase)
+{
+	struct sbxloop_error err = {0, ""};
+	struct attempt_trail t;
+	struct rt_store st;
+
+	t.task_id = task;
+	t.phase = phase;
+	t.buf[0] = '\0';
+	store_open(&st);
+	ck_assert_msg(st.ops->attempts_list(st.inst.ctx, run,
+					    *task ? task : NULL, attempt_cb,
+					    &t, &err) == 0,
+		      "attempts of %s: %s", run, err.message);
+	store_close(&st);
+	return strdup(t.buf);
+}
+
+struct event_count {
+	const char *type;
+	long n;
+};
+
+static int event_cb(void *user, const struct sbxloop_event *ev)
+{
+	struct event_count *c = user;
+
+	if (strcmp(ev->type, c->type) == 0)
+		c->n++;
+	return 0;
 }
 
 long count_events(const char *run, const char *type)
 {
-	return q_int("SELECT count(*) FROM events WHERE run_id='%s' AND "
-		     "type='%s'",
-		     run, type);
+	struct sbxloop_error err = {0, ""};
+	struct sbxloop_event_query q;
+	struct event_count c = {type, 0};
+	struct rt_store st;
+
+	memset(&q, 0, sizeof(q));
+	q.struct_size = sizeof(q);
+	q.run_id = run;
+	q.type_prefix = type;
+	store_open(&st);
+	ck_assert_msg(
+		st.ops->events_query(st.inst.ctx, &q, event_cb, &c, &err) == 0,
+		"events of %s: %s", run, err.message);
+	store_close(&st);
+	return c.n;
 }
