@@ -1,7 +1,7 @@
 /*
  * bench/cpu: the benches' CPU accounting (see cpu.h). Kept apart so the
  * /proc/PID/stat field numbers are written once and unit-tested
- * against getrusage (tests/test-bench-cpu.c).
+ * against getrusage (tests/unit/test-bench-cpu.c).
  */
 #include "config.h"
 

@@ -1,6 +1,6 @@
 /*
  * bench/torture: a thousand SIGKILL trials of the SQLite store (the same
- * trials tests/test-store runs a few dozen of), printing how many lost a
+ * trials tests/unit/test-store runs a few dozen of), printing how many lost a
  * committed transition or its events. The target is zero.
  *
  *   bench/torture [TRIALS] [SEED]

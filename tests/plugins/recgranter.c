@@ -2,7 +2,7 @@
  * The test-only `recgranter` module: a policy granter that enforces
  * nothing but records every call. Each seed, grant and revoke appends
  * one line naming the sandbox to the file of `recgranter.log`, so the
- * end-to-end suite (tests/test-policy-run.c) can check what the engine
+ * end-to-end suite (tests/e2e/test-policy-run.c) can check what the engine
  * asked of the granter chain and when. Switches in the `recgranter:`
  * mapping make it unable to revoke, refuse a domain as unsupported, or
  * fail a grant like a broken substrate. Built by `make check`, never

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Writes the script-backend scenarios of tests/test-engine.c: one JSON
+# Writes the script-backend scenarios of tests/e2e/test-engine.c: one JSON
 # array of scripted agent replies per file, consumed in order.
 import json
 def task(i, deps=(), verify=("test -f out-%s.txt",)):
@@ -86,7 +86,7 @@ def egress(r, domain):
 S["egress_bounds"] = [D(task("t1")), egress(P(), "Data.Example.ORG"), P(), E(), SP, VA]
 # the same declaration inside the bounds: kept, so no second plan
 S["egress_inside"] = [D(task("t1")), egress(P(), "Data.Example.ORG"), E(), SP, VA]
-# tests/test-policy-run.c: egress grants, guardrails, harvest
+# tests/e2e/test-policy-run.c: egress grants, guardrails, harvest
 def declare(r, *pairs):
     r = json.loads(json.dumps(r))
     r["json"]["egress"] = [{"domain": d, "reason": why} for d, why in pairs]

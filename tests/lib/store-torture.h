@@ -1,6 +1,6 @@
 /*
  * SIGKILL durability trials of the SQLite store (store-torture.c): shared
- * by tests/test-store (a few dozen trials), tests/store-torture (a
+ * by tests/unit/test-store (a few dozen trials), tests/store-torture (a
  * command line) and bench/torture (a thousand).
  */
 #ifndef SBXLOOP_TESTS_STORE_TORTURE_H

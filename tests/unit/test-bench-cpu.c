@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../bench/cpu.h"
+#include "bench/cpu.h"
 
 /* Spend about `user_ms` in user mode and `sys_ms` in the kernel. */
 static void burn(double user_ms, double sys_ms)

@@ -1,8 +1,10 @@
 /*
  * Helpers of the suites that drive the real `sbxloop` binary
- * ($SBXLOOP_BIN) in a scratch directory and read its SQLite store
- * (<dir>/state/state.db): test-engine and test-policy-run. Failures are
- * Check assertions.
+ * ($SBXLOOP_BIN) in a scratch directory and read what it stored through
+ * the store plugin's vtable: test-engine, test-policy-run and
+ * test-redact. Raw SQL on <dir>/state/state.db (q_*) remains for the
+ * tests whose point is the file itself and for the ones not yet moved to
+ * the vtable. Failures are Check assertions.
  */
 #ifndef SL_TEST_RUNTEST_H
 #define SL_TEST_RUNTEST_H
@@ -45,9 +47,44 @@ long soft_count(const char *sql);
 /* Poll until `sql` (a count) is positive: 1, or 0 after `secs`. */
 int wait_for(const char *sql, double secs);
 
-/* The newest run's id (caller frees). */
+/*
+ * The store read through the sqlite module's vtable, by a core opened on
+ * the scratch dir's sbxloop.yaml: what the commands read, not the
+ * schema. Failures to read are Check failures.
+ */
+/* The newest run's id, "" when none (caller frees). */
 char *last_run(void);
+/* A run's row; strings are "" when NULL (release with rt_run_release). */
+struct rt_run {
+	char *state;
+	char *reason;
+	char *workspace;
+	char *kept_reason;
+	int mounted;
+};
+void rt_run_get(const char *run, struct rt_run *r);
+void rt_run_release(struct rt_run *r);
 void assert_run_state(const char *run, const char *state);
+/* One task of a run; strings "" when NULL (release with rt_task_release). */
+struct rt_task {
+	char *state;
+	char *spec_json;
+	char *last_feedback;
+	char *session_id;
+	int revisions;
+	int replans;
+};
+/* 0 when the run has `task` (then t is filled), else -1. */
+int rt_task_get(const char *run, const char *task, struct rt_task *t);
+void rt_task_release(struct rt_task *t);
+long rt_task_count(const char *run);
+/*
+ * The statuses of the attempts of `phase` by `task` ("" for the run's
+ * own, decompose) oldest first, comma-separated (caller frees).
+ */
+char *rt_attempt_statuses(const char *run, const char *task,
+			  const char *phase);
+/* The run's events of exactly `type`. */
 long count_events(const char *run, const char *type);
 
 #endif

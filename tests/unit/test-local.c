@@ -1196,7 +1196,7 @@ END_TEST
 
 /* ---- mock provider ---------------------------------------------------- */
 
-START_TEST(test_mock_without_faults_runs_commands)
+START_TEST(test_a_fault_free_mock_sandbox_runs_commands)
 {
 	struct sbxloop_sandbox_info info;
 	struct sbxloop_proc_result res;
@@ -1213,7 +1213,7 @@ START_TEST(test_mock_without_faults_runs_commands)
 }
 END_TEST
 
-START_TEST(test_mock_fail_create_leaves_nothing)
+START_TEST(test_a_failed_sandbox_create_leaves_nothing_behind)
 {
 	struct sbxloop_sandbox_info info;
 	struct listed l;
@@ -1228,7 +1228,7 @@ START_TEST(test_mock_fail_create_leaves_nothing)
 }
 END_TEST
 
-START_TEST(test_mock_exec_fails_after_n_even_across_processes)
+START_TEST(test_exec_fails_after_n_calls_counted_across_processes)
 {
 	struct sbxloop_sandbox_info info;
 	struct sbxloop_proc_result res;
@@ -1252,7 +1252,7 @@ START_TEST(test_mock_exec_fails_after_n_even_across_processes)
 }
 END_TEST
 
-START_TEST(test_mock_timeout_exec_times_out_without_running)
+START_TEST(test_a_timed_out_exec_never_runs_its_command)
 {
 	struct sbxloop_sandbox_info info;
 	struct sbxloop_proc_result res;
@@ -1277,7 +1277,7 @@ START_TEST(test_mock_timeout_exec_times_out_without_running)
 }
 END_TEST
 
-START_TEST(test_mock_lose_result_drops_the_file_and_the_line)
+START_TEST(test_a_lost_result_leaves_neither_file_nor_marker_line)
 {
 	struct sbxloop_sandbox_info info;
 	struct sbxloop_sandbox_spec spec;
@@ -1399,11 +1399,13 @@ static Suite *mock_suite(void)
 	Suite *s = suite_create("mock provider");
 	TCase *tc = tcase("faults", 60);
 
-	tcase_add_test(tc, test_mock_without_faults_runs_commands);
-	tcase_add_test(tc, test_mock_fail_create_leaves_nothing);
-	tcase_add_test(tc, test_mock_exec_fails_after_n_even_across_processes);
-	tcase_add_test(tc, test_mock_timeout_exec_times_out_without_running);
-	tcase_add_test(tc, test_mock_lose_result_drops_the_file_and_the_line);
+	tcase_add_test(tc, test_a_fault_free_mock_sandbox_runs_commands);
+	tcase_add_test(tc, test_a_failed_sandbox_create_leaves_nothing_behind);
+	tcase_add_test(tc,
+		       test_exec_fails_after_n_calls_counted_across_processes);
+	tcase_add_test(tc, test_a_timed_out_exec_never_runs_its_command);
+	tcase_add_test(tc,
+		       test_a_lost_result_leaves_neither_file_nor_marker_line);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -22,9 +22,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "engine/dag.h"
-#include "engine/ids.h"
-#include "phases/prompt.h"
 #include "runtest.h"
 
 static char dir[4096];
@@ -101,33 +98,25 @@ static void assert_stderr_has(const char *needle)
 static void assert_task(const char *run, const char *task, const char *state,
 			int revisions, int replans)
 {
-	char *got = q_str("SELECT state || ' ' || revisions || ' ' || replans"
-			  " FROM tasks WHERE run_id='%s' AND task_id='%s'",
-			  run, task);
-	char want[128];
+	struct rt_task t;
+	char got[128], want[128];
 
+	if (rt_task_get(run, task, &t) == 0)
+		snprintf(got, sizeof(got), "%s %d %d", t.state, t.revisions,
+			 t.replans);
+	else
+		got[0] = '\0';
+	rt_task_release(&t);
 	snprintf(want, sizeof(want), "%s %d %d", state, revisions, replans);
 	ck_assert_msg(strcmp(got, want) == 0,
 		      "task %s is '%s' (state rev replans), not '%s'", task,
 		      got, want);
-	free(got);
-}
-
-/* The statuses of a task's attempts of one phase, oldest first. */
-static char *attempts(const char *run, const char *task, const char *phase)
-{
-	char *s = q_str("SELECT group_concat(status, ',') FROM (SELECT status"
-			" FROM phase_attempts WHERE run_id='%s' AND"
-			" ifnull(task_id,'')='%s' AND phase='%s' ORDER BY id)",
-			run, task, phase);
-
-	return s;
 }
 
 static void assert_attempts(const char *run, const char *task,
 			    const char *phase, const char *want)
 {
-	char *got = attempts(run, task, phase);
+	char *got = rt_attempt_statuses(run, task, phase);
 
 	ck_assert_msg(strcmp(got, want) == 0,
 		      "%s %s attempts are '%s', not "
@@ -136,9 +125,52 @@ static void assert_attempts(const char *run, const char *task,
 	free(got);
 }
 
+/* The run's workspace directory, "" before it has one (caller frees). */
+static char *workspace_of(const char *run)
+{
+	struct rt_run r;
+	char *ws;
+
+	rt_run_get(run, &r);
+	ws = r.workspace;
+	r.workspace = NULL;
+	rt_run_release(&r);
+	return ws;
+}
+
+/* The run's `reason` (or `kept_reason`), "" when NULL (caller frees). */
+static char *run_reason(const char *run, int kept)
+{
+	struct rt_run r;
+	char *s;
+
+	rt_run_get(run, &r);
+	s = strdup(kept ? r.kept_reason : r.reason);
+	rt_run_release(&r);
+	return s;
+}
+
+/* A text field of task t1, the scenario's only task (caller frees). */
+static char *t1_field(const char *run, const char *which)
+{
+	struct rt_task t;
+	char *s;
+
+	ck_assert_msg(rt_task_get(run, "t1", &t) == 0, "run %s has no t1",
+		      run);
+	if (strcmp(which, "spec_json") == 0)
+		s = strdup(t.spec_json);
+	else if (strcmp(which, "session_id") == 0)
+		s = strdup(t.session_id);
+	else
+		s = strdup(t.last_feedback);
+	rt_task_release(&t);
+	return s;
+}
+
 static int file_exists(const char *run, const char *rel)
 {
-	char *ws = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
+	char *ws = workspace_of(run);
 	char path[8300];
 	struct stat st;
 	int ok;
@@ -148,169 +180,6 @@ static int file_exists(const char *run, const char *rel)
 	free(ws);
 	return ok;
 }
-
-/* ---- units: prompts, the task graph, ids -------------------------------- */
-
-static char *render(const char *text, struct sbxloop_error *err)
-{
-	cJSON *vars = cJSON_CreateObject();
-	char *out = NULL;
-
-	cJSON_AddStringToObject(vars, "name", "fib");
-	cJSON_AddStringToObject(vars, "n_2", "$x");
-	if (sl_prompt_render_text(text, vars, &out, err) < 0)
-		out = NULL;
-	cJSON_Delete(vars);
-	return out;
-}
-
-START_TEST(test_prompt_substitutes_and_keeps_literal_dollars)
-{
-	struct sbxloop_error err = {0, ""};
-	char *out = render("<!-- contract: $nothing -->\n\nbuild $name for "
-			   "$$5 ($n_2)\n",
-			   &err);
-
-	ck_assert_ptr_nonnull(out);
-	ck_assert_str_eq(out, "build fib for $5 ($x)\n");
-	free(out);
-}
-END_TEST
-
-START_TEST(test_prompt_missing_variable_is_an_error)
-{
-	struct sbxloop_error err = {0, ""};
-	char *out = render("hello $who", &err);
-
-	ck_assert_ptr_null(out);
-	ck_assert_ptr_nonnull(strstr(err.message, "'who' is not set"));
-	out = render("costs $5", &err);
-	ck_assert_ptr_null(out);
-	ck_assert_ptr_nonnull(strstr(err.message, "invalid placeholder"));
-}
-END_TEST
-
-START_TEST(test_shipped_prompts_render_with_the_engine_variables)
-{
-	static const char *const names[] = {"decompose", "plan", "execute",
-					    "scrutinize", "validate"};
-	static const char *const vars[] = {"outcome",
-					   "max_tasks",
-					   "retry_context",
-					   "task_id",
-					   "task_title",
-					   "task_description",
-					   "acceptance_criteria",
-					   "verify_commands",
-					   "feedback",
-					   "guidance",
-					   "plan_steps",
-					   "expected_artifacts",
-					   "prior_attempt",
-					   "report",
-					   "evidence",
-					   "verify_results",
-					   "baseline_registries",
-					   "declarable_registries"};
-	struct sbxloop_error err = {0, ""};
-	char dirname[4200];
-	cJSON *v = cJSON_CreateObject();
-	size_t i;
-
-	snprintf(dirname, sizeof(dirname), "%s/prompts",
-		 env_or("SBXLOOP_SRCDIR", "."));
-	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		cJSON_AddStringToObject(v, vars[i], "x");
-	for (i = 0; i < 5; i++) {
-		char *out = NULL;
-
-		ck_assert_msg(sl_prompt_render(dirname, names[i], v, &out,
-					       &err) == 0,
-			      "%s: %s", names[i], err.message);
-		ck_assert_ptr_null(strstr(out, "<!--"));
-		free(out);
-	}
-	cJSON_Delete(v);
-}
-END_TEST
-
-static int order_of(const char *json, char *got, size_t len,
-		    struct sbxloop_error *err)
-{
-	cJSON *tasks = cJSON_Parse(json);
-	size_t *order = NULL, n = 0, i;
-	int rc = sl_dag_order(tasks, &order, &n, err);
-
-	got[0] = '\0';
-	for (i = 0; rc == 0 && i < n; i++) {
-		const cJSON *t = cJSON_GetArrayItem(tasks, (int)order[i]);
-
-		snprintf(got + strlen(got), len - strlen(got), "%s%s",
-			 i ? "," : "",
-			 cJSON_GetObjectItem(t, "id")->valuestring);
-	}
-	free(order);
-	cJSON_Delete(tasks);
-	return rc;
-}
-
-START_TEST(test_dag_orders_by_depth_then_authored_position)
-{
-	struct sbxloop_error err = {0, ""};
-	char got[128];
-
-	ck_assert_int_eq(order_of("[{\"id\":\"c\",\"depends_on\":[\"b\"]},"
-				  "{\"id\":\"b\",\"depends_on\":[\"a\"]},"
-				  "{\"id\":\"x\",\"depends_on\":[]},"
-				  "{\"id\":\"a\",\"depends_on\":[]}]",
-				  got, sizeof(got), &err),
-			 0);
-	ck_assert_str_eq(got, "x,a,b,c");
-}
-END_TEST
-
-START_TEST(test_dag_rejects_bad_graphs)
-{
-	static const char *const bad[][2] = {
-		{"[]", "empty"},
-		{"[{\"id\":\"a\",\"depends_on\":[]},{\"id\":\"a\","
-		 "\"depends_on\":[]}]",
-		 "more than once"},
-		{"[{\"id\":\"a\",\"depends_on\":[\"z\"]}]",
-		 "which is not a task"},
-		{"[{\"id\":\"a\",\"depends_on\":[\"a\"]}]",
-		 "depends on itself"},
-		{"[{\"id\":\"a\",\"depends_on\":[\"b\"]},{\"id\":\"b\","
-		 "\"depends_on\":[\"a\"]}]",
-		 "cycle"},
-	};
-	struct sbxloop_error err = {0, ""};
-	char got[128];
-	size_t i;
-
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ck_assert_int_eq(order_of(bad[i][0], got, sizeof(got), &err),
-				 SBXLOOP_EINVAL);
-		ck_assert_msg(strstr(err.message, bad[i][1]), "%s: %s",
-			      bad[i][0], err.message);
-	}
-}
-END_TEST
-
-START_TEST(test_ids_use_the_alphabet)
-{
-	char run[SL_RUN_ID_LEN + 1], job[SL_JOB_ID_LEN + 1];
-
-	sl_run_id_new(run);
-	sl_job_id_new(job);
-	ck_assert_int_eq(strlen(run), 9);
-	ck_assert_int_eq(strlen(job), 11);
-	ck_assert(sl_run_id_valid(run));
-	ck_assert_int_eq(job[0], 'j');
-	ck_assert(strspn(run + 1, "0123456789abcdefghjkmnpqrstvwxyz") == 8);
-	ck_assert(!sl_run_id_valid("rILOU0000"));
-}
-END_TEST
 
 /* ---- happy paths -------------------------------------------------------- */
 
@@ -399,8 +268,7 @@ START_TEST(test_invalid_json_twice_stops_the_run_resumable)
 	assert_stderr_has("decompose produced invalid output twice");
 	run = last_run();
 	assert_run_state(run, "decomposing");
-	ck_assert_int_eq(
-		q_int("SELECT count(*) FROM tasks WHERE run_id='%s'", run), 0);
+	ck_assert_int_eq(rt_task_count(run), 0);
 	assert_stderr_has("sbxloop resume");
 	free(run);
 }
@@ -414,7 +282,7 @@ START_TEST(test_verify_commands_that_change_the_machine_are_retried)
 	ck_assert_int_eq(sbxloop("run", "lint", "--no-tui"), 0);
 	run = last_run();
 	assert_task(run, "t1", "done", 0, 0);
-	spec = q_str("SELECT spec_json FROM tasks WHERE run_id='%s'", run);
+	spec = t1_field(run, "spec_json");
 	ck_assert_ptr_null(strstr(spec, "sudo"));
 	free(spec);
 	free(run);
@@ -471,7 +339,7 @@ START_TEST(test_revise_then_pass_spends_one_revision)
 	assert_attempts(run, "t1", "execute", "ok,ok");
 	assert_attempts(run, "t1", "scrutinize", "revise,pass");
 	assert_attempts(run, "t1", "verify", "ok");
-	sid = q_str("SELECT session_id FROM tasks WHERE run_id='%s'", run);
+	sid = t1_field(run, "session_id");
 	ck_assert_str_eq(sid, "sess-t1");
 	free(sid);
 	/* the revision took the first session up again */
@@ -528,7 +396,7 @@ START_TEST(test_verify_failures_without_replan_budget_fail_the_task)
 	assert_run_state(run, "failed");
 	assert_task(run, "t1", "failed", 3, 0);
 	assert_attempts(run, "t1", "verify", "failed,failed,failed");
-	fb = q_str("SELECT last_feedback FROM tasks WHERE run_id='%s'", run);
+	fb = t1_field(run, "last_feedback");
 	ck_assert_ptr_nonnull(strstr(fb, "test -f out-t1.txt"));
 	free(fb);
 	{
@@ -627,7 +495,7 @@ START_TEST(test_resource_abort_fails_the_task_with_a_diagnosis)
 	run = last_run();
 	assert_run_state(run, "failed");
 	assert_task(run, "t1", "failed", 0, 0);
-	fb = q_str("SELECT last_feedback FROM tasks WHERE run_id='%s'", run);
+	fb = t1_field(run, "last_feedback");
 	ck_assert_msg(strstr(fb, "sandbox disk exhausted"), "feedback: %s",
 		      fb);
 	ck_assert_ptr_nonnull(strstr(fb, "99.7% of the workspace"));
@@ -647,8 +515,7 @@ START_TEST(test_too_many_tasks_stops_the_run)
 	ck_assert_int_eq(sbxloop("run", "big", "--no-tui"), 2);
 	assert_stderr_has("more than budgets.max_tasks=2");
 	run = last_run();
-	ck_assert_int_eq(
-		q_int("SELECT count(*) FROM tasks WHERE run_id='%s'", run), 0);
+	ck_assert_int_eq(rt_task_count(run), 0);
 	free(run);
 }
 END_TEST
@@ -662,7 +529,7 @@ START_TEST(test_wall_clock_budget_fails_the_run)
 	assert_stderr_has("exceeded max_wall_clock_s=1.5");
 	run = last_run();
 	assert_run_state(run, "failed");
-	reason = q_str("SELECT reason FROM runs WHERE run_id='%s'", run);
+	reason = run_reason(run, 0);
 	ck_assert_ptr_nonnull(strstr(reason, "max_wall_clock_s"));
 	free(reason);
 	free(run);
@@ -764,7 +631,7 @@ START_TEST(test_keep_sandboxes_keeps_the_sandbox)
 	ck_assert_int_eq(sbxloop("run", "keep", "--keep-sandboxes"), 0);
 	run = last_run();
 	ck_assert(sandbox_exists(run));
-	kept = q_str("SELECT kept_reason FROM runs WHERE run_id='%s'", run);
+	kept = run_reason(run, 1);
 	ck_assert_str_eq(kept, "manual");
 	free(kept);
 	ck_assert_int_eq(count_events(run, "sandbox.removed"), 0);
@@ -780,7 +647,7 @@ START_TEST(test_keep_on_failure_keeps_a_failed_runs_sandbox)
 	ck_assert_int_eq(sbxloop("run", "fail", "--keep-on-failure"), 1);
 	run = last_run();
 	ck_assert(sandbox_exists(run));
-	kept = q_str("SELECT kept_reason FROM runs WHERE run_id='%s'", run);
+	kept = run_reason(run, 1);
 	ck_assert_str_eq(kept, "debug");
 	free(kept);
 	ck_assert_int_eq(count_events(run, "run.keep"), 1);
@@ -810,7 +677,7 @@ END_TEST
 /* A workspace file of the run, "" when missing (caller frees). */
 static char *workspace_file(const char *run, const char *rel)
 {
-	char *ws = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
+	char *ws = workspace_of(run);
 	char path[8300], *text;
 	FILE *f;
 	long n;
@@ -857,8 +724,7 @@ static void kill_and_resume(const char *name, const char *sql)
 	assert_run_state(run, "completed");
 	assert_task(run, "t1", "done", 0, 0);
 	ck_assert(file_exists(run, "out-t1.txt"));
-	ck_assert_int_eq(
-		q_int("SELECT count(*) FROM tasks WHERE run_id='%s'", run), 1);
+	ck_assert_int_eq(rt_task_count(run), 1);
 	/* and the same attempts: no committed phase ran twice */
 	trail = attempt_trail(run);
 	ck_assert_msg(strcmp(trail, "decompose:1:ok plan:1:ok execute:1:ok "
@@ -1010,13 +876,14 @@ static void fault_then_recover(const char *name, const char *fault_yaml,
 	assert_stderr_has(msg);
 	run = last_run();
 	{
-		char *state =
-			q_str("SELECT state FROM runs WHERE run_id='%s'", run);
+		struct rt_run r;
 
-		ck_assert_msg(
-			strcmp(state, "completed") && strcmp(state, "failed"),
-			"run ended '%s', expected it left resumable", state);
-		free(state);
+		rt_run_get(run, &r);
+		ck_assert_msg(strcmp(r.state, "completed") &&
+				      strcmp(r.state, "failed"),
+			      "run ended '%s', expected it left resumable",
+			      r.state);
+		rt_run_release(&r);
 	}
 	snprintf(sql, sizeof(sql),
 		 "UPDATE runs SET config_json = json_set(config_json, "
@@ -1029,7 +896,7 @@ static void fault_then_recover(const char *name, const char *fault_yaml,
 	free(run);
 }
 
-START_TEST(test_mock_create_failure)
+START_TEST(test_a_sandbox_create_failure_leaves_the_run_resumable)
 {
 	fault_then_recover("happy1", "mock:\n  fail_create: true\n",
 			   "cannot create sandbox", "mock.fail_create",
@@ -1037,21 +904,21 @@ START_TEST(test_mock_create_failure)
 }
 END_TEST
 
-START_TEST(test_mock_exec_failure)
+START_TEST(test_a_sandbox_exec_failure_leaves_the_run_resumable)
 {
 	fault_then_recover("happy1", "mock:\n  fail_exec_after: 2\n",
 			   "run failed", "mock.fail_exec_after", "-1");
 }
 END_TEST
 
-START_TEST(test_mock_job_timeout)
+START_TEST(test_a_job_timeout_leaves_the_run_resumable)
 {
 	fault_then_recover("happy1", "mock:\n  timeout_exec: 2\n", "exceeded",
 			   "mock.timeout_exec", "0");
 }
 END_TEST
 
-START_TEST(test_mock_lost_result)
+START_TEST(test_a_lost_worker_result_leaves_the_run_resumable)
 {
 	fault_then_recover("lost_result", "mock:\n  lose_result: true\n",
 			   "produced no result", "mock.lose_result", "false");
@@ -1368,8 +1235,7 @@ static void assert_task_id_refused(const char *id, const char *shown)
 	assert_stderr_has(want);
 	assert_stderr_has("is not a valid task id");
 	run = last_run();
-	ck_assert_int_eq(
-		q_int("SELECT count(*) FROM tasks WHERE run_id='%s'", run), 0);
+	ck_assert_int_eq(rt_task_count(run), 0);
 	free(run);
 }
 
@@ -1418,8 +1284,7 @@ START_TEST(test_fifty_thousand_tasks_are_refused_on_the_count)
 	assert_stderr_has("decomposition produced 50000 tasks, more than "
 			  "budgets.max_tasks=20");
 	run = last_run();
-	ck_assert_int_eq(
-		q_int("SELECT count(*) FROM tasks WHERE run_id='%s'", run), 0);
+	ck_assert_int_eq(rt_task_count(run), 0);
 	free(run);
 }
 END_TEST
@@ -1428,16 +1293,6 @@ static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
 	TCase *tc;
-
-	tc = tcase_create("units");
-	tcase_add_test(tc, test_prompt_substitutes_and_keeps_literal_dollars);
-	tcase_add_test(tc, test_prompt_missing_variable_is_an_error);
-	tcase_add_test(tc,
-		       test_shipped_prompts_render_with_the_engine_variables);
-	tcase_add_test(tc, test_dag_orders_by_depth_then_authored_position);
-	tcase_add_test(tc, test_dag_rejects_bad_graphs);
-	tcase_add_test(tc, test_ids_use_the_alphabet);
-	suite_add_tcase(s, tc);
 
 	tc = tcase_create("happy");
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -1511,10 +1366,12 @@ static Suite *engine_suite(void)
 
 	tc = tcase_create("faults");
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_mock_create_failure);
-	tcase_add_test(tc, test_mock_exec_failure);
-	tcase_add_test(tc, test_mock_job_timeout);
-	tcase_add_test(tc, test_mock_lost_result);
+	tcase_add_test(tc,
+		       test_a_sandbox_create_failure_leaves_the_run_resumable);
+	tcase_add_test(tc,
+		       test_a_sandbox_exec_failure_leaves_the_run_resumable);
+	tcase_add_test(tc, test_a_job_timeout_leaves_the_run_resumable);
+	tcase_add_test(tc, test_a_lost_worker_result_leaves_the_run_resumable);
 	suite_add_tcase(s, tc);
 	return s;
 }
