@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +53,22 @@ static double until(double wait, double now, double at)
 	return wait < 0 || left < wait ? left : wait;
 }
 
+/*
+ * A descriptor that becomes readable when `pid` exits (pidfd_open,
+ * Linux 5.3), so the loop wakes for the exit even while a grandchild
+ * keeps the pipes open; -1 where the kernel has none, and the loop then
+ * checks at most every IDLE_LAST_S.
+ */
+static int exit_fd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	return -1;
+#endif
+}
+
 static void sleep_s(double s)
 {
 	struct timespec ts;
@@ -65,6 +82,7 @@ static void sleep_s(double s)
 int sl_child_run(struct sl_child *c)
 {
 	int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
+	int pid_fd = -1;
 	int has_stdin = c->stdin_data && c->stdin_len > 0;
 	double deadline = 0, kill_at = 0, drain_until = 0, idle = IDLE_FIRST_S;
 	int reaped = 0, term_sent = 0, rc = -1;
@@ -100,6 +118,7 @@ int sl_child_run(struct sl_child *c)
 	close_fd(&err_p[1]);
 	if (c->spawn_errno)
 		goto out;
+	pid_fd = exit_fd(pid);
 	if (c->on_start)
 		c->on_start(c->user, pid);
 	if (in_p[1] >= 0)
@@ -108,8 +127,8 @@ int sl_child_run(struct sl_child *c)
 		deadline = now_s() + c->timeout_s;
 
 	for (;;) {
-		struct pollfd pfd[3];
-		int fds[3], n = 0, i;
+		struct pollfd pfd[4];
+		int fds[4], n = 0, n_io, i;
 		double now = now_s(), wait = c->tick_s > 0 ? c->tick_s : -1;
 
 		if (c->on_tick) {
@@ -143,6 +162,7 @@ int sl_child_run(struct sl_child *c)
 			if (c->kill_group_on_exit || c->timed_out)
 				kill(-pid, SIGKILL);
 			drain_until = now + c->drain_s;
+			close_fd(&pid_fd);
 		}
 		/* a grandchild that left the group may hold a pipe */
 		if (reaped && c->drain_s >= 0 && now > drain_until)
@@ -161,10 +181,11 @@ int sl_child_run(struct sl_child *c)
 		}
 		if (!n && reaped)
 			break;
+		n_io = n;
 		wait = until(wait, now,
 			     deadline > 0 && !c->timed_out ? deadline : 0);
 		wait = until(wait, now, kill_at);
-		if (!n) {
+		if (!n_io && pid_fd < 0) {
 			/* pipes closed: the exit status is near */
 			wait = wait < 0 || idle < wait ? idle : wait;
 			if (idle < IDLE_LAST_S)
@@ -174,6 +195,14 @@ int sl_child_run(struct sl_child *c)
 		}
 		if (reaped && (wait < 0 || wait > DRAIN_POLL_S))
 			wait = DRAIN_POLL_S;
+		if (!reaped) {
+			if (pid_fd >= 0) {
+				fds[n] = pid_fd;
+				pfd[n++] = (struct pollfd){pid_fd, POLLIN, 0};
+			} else if (wait < 0 || wait > IDLE_LAST_S) {
+				wait = IDLE_LAST_S;
+			}
+		}
 		if (poll(pfd, (nfds_t)n,
 			 wait < 0 ? -1 : (int)(wait * 1000) + 1) < 0) {
 			if (errno == EINTR)
@@ -183,9 +212,10 @@ int sl_child_run(struct sl_child *c)
 		for (i = 0; i < n; i++) {
 			ssize_t got;
 
-			if (!(pfd[i].revents &
+			if (fds[i] == pid_fd ||
+			    !(pfd[i].revents &
 			      (POLLIN | POLLOUT | POLLHUP | POLLERR)))
-				continue;
+				continue; /* an exit is reaped at the top */
 			if (fds[i] == in_p[1]) {
 				got = write(in_p[1], c->stdin_data + in_off,
 					    c->stdin_len - in_off);
@@ -218,6 +248,7 @@ int sl_child_run(struct sl_child *c)
 	}
 	rc = 0;
 out:
+	close_fd(&pid_fd);
 	close_fd(&in_p[0]);
 	close_fd(&in_p[1]);
 	close_fd(&out_p[0]);
