@@ -171,7 +171,8 @@ static char *health_summary(const cJSON *health)
 /*
  * A critic session with the degraded-tooling guard: a clean verdict
  * given while tools were failing is asked again, and a second such
- * verdict is downgraded to the dirty one.
+ * verdict is downgraded to the dirty one. A verdict that is neither
+ * `clean` nor `dirty` is an error of the phase (SBXLOOP_EINFRA).
  */
 static int critic(const struct sl_phase_ctx *pc, const char *phase,
 		  const char *persona, cJSON *vars, sl_validate_fn *validate,
@@ -234,6 +235,14 @@ static int critic(const struct sl_phase_ctx *pc, const char *phase,
 				   "output) that it meets the criteria."));
 	cJSON_AddBoolToObject(v, "downgraded", 1);
 accept:
+	got = sl_json_str(v, "verdict", "");
+	if (strcmp(got, clean) && strcmp(got, dirty)) {
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "%s returned the verdict '%s' (expected %s or "
+			      "%s)",
+			      phase, got, clean, dirty);
+		goto out;
+	}
 	if (health && health_degraded(health))
 		cJSON_AddItemToObject(v, "tooling_health",
 				      cJSON_Duplicate(health, 1));
@@ -313,7 +322,6 @@ int sl_phase_scrutinize(const struct sl_phase_ctx *pc, const cJSON *spec,
 			struct sbxloop_error *err)
 {
 	cJSON *vars = sl_phase_base_vars(pc), *cmds;
-	const char *got;
 	int rc;
 
 	sl_phase_task_vars(vars, spec);
@@ -337,17 +345,6 @@ int sl_phase_scrutinize(const struct sl_phase_ctx *pc, const cJSON *spec,
 	rc = critic(pc, "scrutinize", "scrutinizer", vars, validate_scrutiny,
 		    "pass", "revise", verdict, err);
 	cJSON_Delete(vars);
-	if (rc < 0)
-		return rc;
-	got = sl_json_str(*verdict, "verdict", "");
-	if (strcmp(got, "pass") && strcmp(got, "revise")) {
-		rc = sl_error(err, SBXLOOP_EINFRA,
-			      "scrutinize returned the verdict '%s' (expected "
-			      "pass or revise)",
-			      got);
-		cJSON_Delete(*verdict);
-		*verdict = NULL;
-	}
 	return rc;
 }
 
@@ -356,7 +353,6 @@ int sl_phase_validate(const struct sl_phase_ctx *pc, const cJSON *spec,
 		      struct sbxloop_error *err)
 {
 	cJSON *vars = sl_phase_base_vars(pc);
-	const char *got;
 	int rc;
 
 	sl_phase_task_vars(vars, spec);
@@ -364,16 +360,5 @@ int sl_phase_validate(const struct sl_phase_ctx *pc, const cJSON *spec,
 	rc = critic(pc, "validate", "validator", vars, validate_validation,
 		    "accept", "reject", verdict, err);
 	cJSON_Delete(vars);
-	if (rc < 0)
-		return rc;
-	got = sl_json_str(*verdict, "verdict", "");
-	if (strcmp(got, "accept") && strcmp(got, "reject")) {
-		rc = sl_error(err, SBXLOOP_EINFRA,
-			      "validate returned the verdict '%s' (expected "
-			      "accept or reject)",
-			      got);
-		cJSON_Delete(*verdict);
-		*verdict = NULL;
-	}
 	return rc;
 }
