@@ -2,8 +2,8 @@
  * End-to-end suites of the loop: the real `sbxloop` binary ($SBXLOOP_BIN)
  * runs in a scratch directory with the local (or mock) sandbox provider,
  * the real worker and the script backend replaying a scenario from
- * tests/scenarios/. Assertions read the SQLite store, the events and the
- * workspace, and check exit codes and messages.
+ * tests/scenarios/. Assertions read the store through its vtable (runs,
+ * tasks, attempts, events), the workspace, exit codes and messages.
  */
 #include "config.h"
 
@@ -125,19 +125,6 @@ static void assert_attempts(const char *run, const char *task,
 	free(got);
 }
 
-/* The run's workspace directory, "" before it has one (caller frees). */
-static char *workspace_of(const char *run)
-{
-	struct rt_run r;
-	char *ws;
-
-	rt_run_get(run, &r);
-	ws = r.workspace;
-	r.workspace = NULL;
-	rt_run_release(&r);
-	return ws;
-}
-
 /* The run's `reason` (or `kept_reason`), "" when NULL (caller frees). */
 static char *run_reason(const char *run, int kept)
 {
@@ -153,24 +140,12 @@ static char *run_reason(const char *run, int kept)
 /* A text field of task t1, the scenario's only task (caller frees). */
 static char *t1_field(const char *run, const char *which)
 {
-	struct rt_task t;
-	char *s;
-
-	ck_assert_msg(rt_task_get(run, "t1", &t) == 0, "run %s has no t1",
-		      run);
-	if (strcmp(which, "spec_json") == 0)
-		s = strdup(t.spec_json);
-	else if (strcmp(which, "session_id") == 0)
-		s = strdup(t.session_id);
-	else
-		s = strdup(t.last_feedback);
-	rt_task_release(&t);
-	return s;
+	return rt_task_field(run, "t1", which);
 }
 
 static int file_exists(const char *run, const char *rel)
 {
-	char *ws = workspace_of(run);
+	char *ws = rt_workspace(run);
 	char path[8300];
 	struct stat st;
 	int ok;
@@ -222,16 +197,11 @@ START_TEST(test_three_tasks_run_in_dependency_order)
 	ck_assert_int_eq(sbxloop("run", "three files", "--no-tui"), 0);
 	run = last_run();
 	assert_run_state(run, "completed");
-	order = q_str("SELECT group_concat(task_id, ',') FROM (SELECT task_id"
-		      " FROM tasks WHERE run_id='%s' ORDER BY order_idx)",
-		      run);
+	order = rt_task_ids(run);
 	ck_assert_str_eq(order, "t1,t2,t3");
 	free(order);
 	/* the tasks started in that order too */
-	order = q_str("SELECT group_concat(task_id, ',') FROM (SELECT task_id"
-		      " FROM events WHERE run_id='%s' AND type='task.start'"
-		      " ORDER BY seq)",
-		      run);
+	order = rt_event_trail(run, "task.start", "task_id");
 	ck_assert_str_eq(order, "t1,t2,t3");
 	free(order);
 	assert_task(run, "t1", "done", 0, 0);
@@ -298,9 +268,7 @@ START_TEST(test_plan_egress_outside_the_bounds_is_retried)
 	run = last_run();
 	assert_task(run, "t1", "done", 0, 0);
 	assert_attempts(run, "t1", "plan", "ok");
-	plan = q_str("SELECT output_json FROM phase_attempts WHERE "
-		     "run_id='%s' AND phase='plan'",
-		     run);
+	plan = rt_attempt_trail(run, NULL, "plan", "output", "\n");
 	ck_assert_ptr_null(strstr(plan, "example.org"));
 	free(plan);
 	free(run);
@@ -317,9 +285,7 @@ START_TEST(test_plan_egress_inside_the_bounds_is_kept_normalised)
 	run = last_run();
 	assert_task(run, "t1", "done", 0, 0);
 	assert_attempts(run, "t1", "plan", "ok");
-	plan = q_str("SELECT output_json FROM phase_attempts WHERE "
-		     "run_id='%s' AND phase='plan' ORDER BY id LIMIT 1",
-		     run);
+	plan = rt_attempt_trail(run, NULL, "plan", "output", "\n");
 	ck_assert_msg(strstr(plan, "\"data.example.org\""), "plan: %s", plan);
 	free(plan);
 	free(run);
@@ -343,11 +309,7 @@ START_TEST(test_revise_then_pass_spends_one_revision)
 	ck_assert_str_eq(sid, "sess-t1");
 	free(sid);
 	/* the revision took the first session up again */
-	sid = q_str("SELECT group_concat(ifnull(json_extract(output_json, "
-		    "'$.resumed_session'), '-'), ',') FROM (SELECT output_json"
-		    " FROM phase_attempts WHERE run_id='%s' AND "
-		    "phase='execute' ORDER BY id)",
-		    run);
+	sid = rt_attempt_trail(run, NULL, "execute", "resumed_session", ",");
 	ck_assert_str_eq(sid, "-,sess-t1");
 	free(sid);
 	free(run);
@@ -365,21 +327,13 @@ START_TEST(test_verify_failures_exhaust_revisions_and_spend_a_replan)
 	assert_attempts(run, "t1", "plan", "ok,ok");
 	assert_attempts(run, "t1", "verify", "failed,failed,failed,ok");
 	/* revisions resume the session; the replan starts a fresh one */
-	msg = q_str("SELECT group_concat(ifnull(json_extract(output_json, "
-		    "'$.resumed_session'), '-'), ',') FROM (SELECT output_json"
-		    " FROM phase_attempts WHERE run_id='%s' AND "
-		    "phase='execute' ORDER BY id)",
-		    run);
+	msg = rt_attempt_trail(run, NULL, "execute", "resumed_session", ",");
 	ck_assert_str_eq(msg, "-,sess-t1,sess-t1,-");
 	free(msg);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
-			       " AND type='phase.end' AND data_json LIKE "
-			       "'%%\"status\":\"failed\"%%'",
-			       run),
+	ck_assert_int_eq(rt_event_count(run, "phase.end", "",
+					"*\"status\":\"failed\"*", NULL),
 			 3);
-	msg = q_str("SELECT data_json FROM events WHERE run_id='%s' AND "
-		    "type='phase.end' LIMIT 1",
-		    run);
+	msg = rt_event_text(run, NULL, "phase.end", NULL);
 	ck_assert_ptr_nonnull(strstr(msg, "verify command failed"));
 	free(msg);
 	free(run);
@@ -419,10 +373,10 @@ START_TEST(test_reject_replans_then_accept)
 	assert_task(run, "t1", "done", 0, 1);
 	assert_attempts(run, "t1", "validate", "reject,accept");
 	assert_attempts(run, "t1", "plan", "ok,ok");
-	plan = q_str("SELECT attempt FROM phase_attempts WHERE run_id='%s' "
-		     "AND phase='plan' ORDER BY id DESC LIMIT 1",
-		     run);
-	ck_assert_str_eq(plan, "2");
+	plan = rt_attempt_trail(run, NULL, "plan", "attempt", ",");
+	/* the last plan is the second */
+	ck_assert_str_eq(strrchr(plan, ',') ? strrchr(plan, ',') + 1 : plan,
+			 "2");
 	free(plan);
 	free(run);
 }
@@ -440,10 +394,7 @@ START_TEST(test_replan_exhaustion_skips_dependents_only)
 	assert_task(run, "t2", "skipped", 0, 0);
 	assert_task(run, "t3", "done", 0, 0);
 	ck_assert(file_exists(run, "out-t3.txt"));
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND task_id='t2'",
-			       run),
-			 0);
+	ck_assert_int_eq(rt_attempt_count(run, "t2", NULL, NULL, NULL), 0);
 	free(run);
 }
 END_TEST
@@ -457,10 +408,8 @@ START_TEST(test_degraded_critic_pass_is_downgraded_to_revise)
 	run = last_run();
 	assert_task(run, "t1", "done", 1, 0);
 	assert_attempts(run, "t1", "scrutinize", "revise,pass");
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
-			       " AND type='phase.end' AND data_json LIKE "
-			       "'%%\"status\":\"degraded\"%%'",
-			       run),
+	ck_assert_int_eq(rt_event_count(run, "phase.end", "",
+					"*\"status\":\"degraded\"*", NULL),
 			 1);
 	free(run);
 }
@@ -476,10 +425,8 @@ START_TEST(test_verify_suspect_after_a_failed_check_replans)
 	assert_task(run, "t1", "done", 0, 1);
 	assert_attempts(run, "t1", "verify", "failed,ok");
 	assert_attempts(run, "t1", "plan", "ok,ok");
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
-			       " AND type='phase.end' AND data_json LIKE "
-			       "'%%\"honored\":true%%'",
-			       run),
+	ck_assert_int_eq(rt_event_count(run, "phase.end", "",
+					"*\"honored\":true*", NULL),
 			 1);
 	free(run);
 }
@@ -546,9 +493,7 @@ START_TEST(test_cancel_from_another_process_then_resume)
 
 	scenario("cancel_resume", NULL);
 	pid = spawn_sbxloop(NULL, args);
-	ck_assert(wait_for("SELECT count(*) FROM tasks WHERE state="
-			   "'executing'",
-			   20));
+	ck_assert(wait_until("task", "executing", 20));
 	run = last_run();
 	{
 		/* cancel runs beside the engine, with its own output */
@@ -603,9 +548,7 @@ START_TEST(test_config_change_before_resume_is_reported_as_drift)
 	write_config("local", "budgets:\n  max_revisions_per_task: 5\n");
 	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
 	assert_run_state(run, "completed");
-	msg = q_str("SELECT data_json FROM events WHERE run_id='%s' AND "
-		    "type='run.config_drift'",
-		    run);
+	msg = rt_event_text(run, NULL, "run.config_drift", NULL);
 	ck_assert_msg(strstr(msg, "budgets.max_revisions_per_task (run: 2, "
 				  "current: 5)"),
 		      "drift event: %s", msg);
@@ -677,7 +620,7 @@ END_TEST
 /* A workspace file of the run, "" when missing (caller frees). */
 static char *workspace_file(const char *run, const char *rel)
 {
-	char *ws = workspace_of(run);
+	char *ws = rt_workspace(run);
 	char path[8300], *text;
 	FILE *f;
 	long n;
@@ -699,14 +642,13 @@ static char *workspace_file(const char *run, const char *rel)
 /* Every attempt of the run as phase:attempt:status, oldest first. */
 static char *attempt_trail(const char *run)
 {
-	return q_str("SELECT group_concat(phase || ':' || attempt || ':' ||"
-		     " status, ' ') FROM (SELECT * FROM phase_attempts"
-		     " WHERE run_id='%s' ORDER BY id)",
-		     run);
+	return rt_attempt_trail(run, NULL, NULL, "trail", " ");
 }
 
-/* SIGKILL `sbxloop run` once the store shows `sql`, then resume. */
-static void kill_and_resume(const char *name, const char *sql)
+/* SIGKILL `sbxloop run` once its `what` (wait_until) is `state`, then
+ * resume. */
+static void kill_and_resume(const char *name, const char *what,
+			    const char *state)
 {
 	const char *args[] = {"run", "kill me", "--no-tui", NULL};
 	char *run, *log, *trail;
@@ -714,7 +656,8 @@ static void kill_and_resume(const char *name, const char *sql)
 
 	scenario(name, NULL);
 	pid = spawn_sbxloop(NULL, args);
-	ck_assert_msg(wait_for(sql, 20), "never reached: %s", sql);
+	ck_assert_msg(wait_until(what, state, 20), "never reached: %s %s",
+		      what, state);
 	sleep_ms(300);
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(wait_code(pid), 128 + SIGKILL);
@@ -741,22 +684,16 @@ static void kill_and_resume(const char *name, const char *sql)
 
 START_TEST(test_sigkill_during_each_phase_then_resume)
 {
-	static const char *const cases[][2] = {
-		{"kill_decompose",
-		 "SELECT count(*) FROM runs WHERE state='decomposing'"},
-		{"kill_plan", "SELECT count(*) FROM tasks WHERE "
-			      "state='planning'"},
-		{"kill_execute", "SELECT count(*) FROM tasks WHERE "
-				 "state='executing'"},
-		{"kill_scrutinize", "SELECT count(*) FROM tasks WHERE "
-				    "state='scrutinizing'"},
-		{"kill_verify", "SELECT count(*) FROM tasks WHERE "
-				"state='verifying'"},
-		{"kill_validate", "SELECT count(*) FROM tasks WHERE "
-				  "state='validating'"},
+	static const char *const cases[][3] = {
+		{"kill_decompose", "run", "decomposing"},
+		{"kill_plan", "task", "planning"},
+		{"kill_execute", "task", "executing"},
+		{"kill_scrutinize", "task", "scrutinizing"},
+		{"kill_verify", "task", "verifying"},
+		{"kill_validate", "task", "validating"},
 	};
 
-	kill_and_resume(cases[_i][0], cases[_i][1]);
+	kill_and_resume(cases[_i][0], cases[_i][1], cases[_i][2]);
 }
 END_TEST
 
@@ -816,9 +753,7 @@ START_TEST(test_ctrl_c_removes_sandboxes_and_leaves_the_run_resumable)
 
 	scenario("kill_execute", NULL);
 	pid = spawn_sbxloop(NULL, args);
-	ck_assert(wait_for("SELECT count(*) FROM tasks WHERE "
-			   "state='executing'",
-			   20));
+	ck_assert(wait_until("task", "executing", 20));
 	sleep_ms(300);
 	kill(pid, _i ? SIGTERM : SIGINT);
 	ck_assert_int_eq(wait_code(pid), 130);
@@ -845,9 +780,7 @@ START_TEST(test_second_ctrl_c_forces_the_exit)
 
 	scenario("kill_execute", NULL);
 	pid = spawn_sbxloop(NULL, args);
-	ck_assert(wait_for("SELECT count(*) FROM tasks WHERE "
-			   "state='executing'",
-			   20));
+	ck_assert(wait_until("task", "executing", 20));
 	sleep_ms(300);
 	kill(pid, SIGINT);
 	sleep_ms(100);
@@ -1167,37 +1100,30 @@ START_TEST(test_agents_cannot_forge_host_events)
 	run = last_run();
 	assert_run_state(run, "completed");
 	/* (the command line itself shows in the tool events) */
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s' "
-			       "AND type NOT IN ('worker.stdout', "
-			       "'agent.tool_start', 'agent.tool_end') AND "
-			       "data_json LIKE '%%forged%%'",
-			       run),
+	ck_assert_int_eq(rt_event_count(run, NULL, "", "*forged*", NULL) -
+				 rt_event_count(run, "worker.stdout", "",
+						"*forged*", NULL) -
+				 rt_event_count(run, "agent.tool_start", "",
+						"*forged*", NULL) -
+				 rt_event_count(run, "agent.tool_end", "",
+						"*forged*", NULL),
 			 0);
 	ck_assert_int_eq(count_events(run, "run.end"), 1);
 	ck_assert_int_eq(count_events(run, "policy.allow"), 0);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s' "
-			       "AND type = 'task.end'",
-			       run),
-			 1);
+	ck_assert_int_eq(count_events(run, "task.end"), 1);
 	/*
 	 * The forgeries reached the host, as text. Through /proc only as
 	 * root: to a process of its own user the worker is not dumpable.
 	 */
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s' "
-			       "AND type = 'worker.stdout' AND data_json "
-			       "LIKE '%%forged-proc%%'",
-			       run),
+	ck_assert_int_eq(rt_event_count(run, "worker.stdout", "",
+					"*forged-proc*", NULL),
 			 getuid() == 0 ? 2 : 0);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s' "
-			       "AND type = 'worker.stdout' AND data_json "
-			       "LIKE '%%forged-events%%'",
-			       run),
+	ck_assert_int_eq(rt_event_count(run, "worker.stdout", "",
+					"*forged-events*", NULL),
 			 3);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s' "
-			       "AND type = 'worker.stdout' AND data_json "
-			       "LIKE '%%forged-seq%%'",
-			       run),
-			 getuid() == 0 ? 1 : 0);
+	ck_assert_int_eq(
+		rt_event_count(run, "worker.stdout", "", "*forged-seq*", NULL),
+		getuid() == 0 ? 1 : 0);
 	free(run);
 }
 END_TEST

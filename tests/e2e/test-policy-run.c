@@ -146,24 +146,20 @@ static void assert_file_lacks(const char *rel, const char *needle)
 static void assert_task_state(const char *run, const char *task,
 			      const char *state)
 {
-	char *got = q_str("SELECT state FROM tasks WHERE run_id='%s' AND "
-			  "task_id='%s'",
-			  run, task);
+	struct rt_task t;
+	int found = rt_task_get(run, task, &t) == 0;
 
-	ck_assert_msg(strcmp(got, state) == 0, "task %s is '%s', not '%s'",
-		      task, got, state);
-	free(got);
+	ck_assert_msg(found && strcmp(t.state, state) == 0,
+		      "task %s is '%s', not '%s'", task, found ? t.state : "",
+		      state);
+	rt_task_release(&t);
 }
 
 /* The types and domains of a run's policy events in seq order:
  * "allow:a.org,revoke:a.org" (caller frees). */
 static char *policy_trail(const char *run)
 {
-	return q_str("SELECT group_concat(substr(type, 8) || ':' || "
-		     "json_extract(data_json, '$.domain'), ',') FROM (SELECT "
-		     "type, data_json FROM events WHERE run_id='%s' AND type "
-		     "LIKE 'policy.%%' ORDER BY seq)",
-		     run);
+	return rt_event_trail(run, "policy.", "domain");
 }
 
 static void assert_trail(const char *run, const char *want)
@@ -182,13 +178,8 @@ static void assert_trail(const char *run, const char *want)
 static long seq_of(const char *run, const char *agg, const char *type,
 		   const char *field, const char *value)
 {
-	if (!field)
-		return q_int("SELECT ifnull(%s(seq), 0) FROM events WHERE "
-			     "run_id='%s' AND type='%s'",
-			     agg, run, type);
-	return q_int("SELECT ifnull(%s(seq), 0) FROM events WHERE run_id='%s'"
-		     " AND type='%s' AND json_extract(data_json, '$.%s')='%s'",
-		     agg, run, type, field, value);
+	return rt_event_seq(run, strcmp(agg, "max") == 0, type, field, value,
+			    NULL);
 }
 
 /* ---- the granter's record ----------------------------------------------- */
@@ -349,9 +340,7 @@ START_TEST(test_a_revision_grants_again_unless_the_grant_is_still_open)
 	run = last_run();
 	snprintf(box, sizeof(box), "sbxloop-%s-agent", run);
 	assert_task_state(run, "t1", "done");
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND phase='execute'",
-			       run),
+	ck_assert_int_eq(rt_attempt_count(run, NULL, "execute", NULL, NULL),
 			 2);
 	if (_i == 0) {
 		assert_trail(run, "allow:data.example.org,"
@@ -394,9 +383,7 @@ START_TEST(test_resume_grants_again_on_the_fresh_sandbox)
 	copy_scenario("policy_kill_execute");
 	write_config("local", "[recgranter]", RECORDING);
 	pid = spawn_sbxloop(NULL, args);
-	ck_assert(wait_for("SELECT count(*) FROM events WHERE "
-			   "type='policy.allow'",
-			   20));
+	ck_assert(wait_until("event", "policy.allow", 20));
 	sleep_ms(300);
 	kill(pid, _i ? SIGINT : SIGKILL);
 	ck_assert_int_eq(wait_code(pid), _i ? 130 : 128 + SIGKILL);
@@ -454,7 +441,7 @@ END_TEST
  */
 START_TEST(test_a_granter_that_cannot_enforce_egress_refuses_with_why)
 {
-	char *run, *msg, want[512];
+	char *run, *msg, box[64], want[512];
 	long executor;
 
 	copy_scenario("policy_grant");
@@ -465,10 +452,8 @@ START_TEST(test_a_granter_that_cannot_enforce_egress_refuses_with_why)
 	assert_run_state(run, "completed");
 	assert_task_state(run, "t1", "done");
 	assert_trail(run, "deny:data.example.org,deny:astral.sh");
-	msg = q_str("SELECT json_extract(data_json, '$.message') FROM events"
-		    " WHERE run_id='%s' AND type='policy.deny' AND "
-		    "json_extract(data_json, '$.domain')='astral.sh'",
-		    run);
+	msg = rt_event_text(run, "message", "policy.deny", "domain",
+			    "astral.sh", NULL);
 	if (_i)
 		snprintf(want, sizeof(want),
 			 "no granter can enforce it: no policy granter is "
@@ -484,14 +469,14 @@ START_TEST(test_a_granter_that_cannot_enforce_egress_refuses_with_why)
 		      "policy.deny says '%s'", msg);
 	free(msg);
 	/* each refusal carries the context of a grant */
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
-			       " AND type='policy.deny' AND json_extract("
-			       "data_json, '$.task_id')='t1' AND json_extract("
-			       "data_json, '$.phase')='execute' AND "
-			       "json_extract(data_json, '$.sandbox')="
-			       "'sbxloop-%s-agent' AND json_extract(data_json,"
-			       " '$.reason') IN ('fetch data', 'install uv')",
-			       run, run),
+	snprintf(box, sizeof(box), "sbxloop-%s-agent", run);
+	ck_assert_int_eq(rt_event_count(run, "policy.deny", "task_id", "t1",
+					"phase", "execute", "sandbox", box,
+					"reason", "fetch data", NULL) +
+				 rt_event_count(run, "policy.deny", "task_id",
+						"t1", "phase", "execute",
+						"sandbox", box, "reason",
+						"install uv", NULL),
 			 2);
 	executor = seq_of(run, "min", "agent.message", "agent", "executor");
 	ck_assert_int_lt(seq_of(run, "max", "policy.deny", NULL, NULL),
@@ -519,15 +504,11 @@ START_TEST(test_a_failing_grant_stops_the_run_and_revokes_what_it_opened)
 	run = last_run();
 	snprintf(box, sizeof(box), "sbxloop-%s-agent", run);
 	assert_task_state(run, "t1", "executing");
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND phase='execute'",
-			       run),
+	ck_assert_int_eq(rt_attempt_count(run, NULL, "execute", NULL, NULL),
 			 0);
 	assert_trail(run, "allow:data.example.org,deny:astral.sh,"
 			  "revoke:data.example.org");
-	msg = q_str("SELECT json_extract(data_json, '$.message') FROM events"
-		    " WHERE run_id='%s' AND type='policy.deny'",
-		    run);
+	msg = rt_event_text(run, "message", "policy.deny", NULL);
 	ck_assert_str_eq(msg, "egress grant failed: astral.sh — recgranter: "
 			      "injected failure granting 'astral.sh'");
 	free(msg);
@@ -610,7 +591,7 @@ END_TEST
 /* Does the workspace of `run` hold `rel`? */
 static int in_workspace(const char *run, const char *rel)
 {
-	char *ws = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
+	char *ws = rt_workspace(run);
 	char *path;
 	int yes;
 
@@ -668,13 +649,10 @@ static void assert_file_writes_refused(const char *run)
 		snprintf(file, sizeof(file), "%s-file.txt", phases[i]);
 		ck_assert_msg(!in_workspace(run, file), "%s was written",
 			      file);
-		ck_assert_int_eq(
-			q_int("SELECT count(*) FROM events WHERE run_id='%s' "
-			      "AND type='agent.permission_denied' AND "
-			      "json_extract(data_json, '$.path')='%s' AND "
-			      "json_extract(data_json, '$.tool')='write'",
-			      run, file),
-			1);
+		ck_assert_int_eq(rt_event_count(run, "agent.permission_denied",
+						"path", file, "tool", "write",
+						NULL),
+				 1);
 	}
 }
 
@@ -687,13 +665,9 @@ START_TEST(test_critics_cannot_write_the_workspace_under_bubblewrap)
 			      !in_workspace(run, "validate-shell.txt"),
 		      "a critic's shell command wrote the workspace");
 	/* both shell writes were run and failed inside the sandbox */
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE "
-			       "run_id='%s' AND type='agent.tool_end' AND "
-			       "json_extract(data_json, '$.tool')='shell' AND "
-			       "json_extract(data_json, '$.success')=0 AND "
-			       "json_extract(data_json, '$.args') LIKE "
-			       "'echo y > %%-shell.txt'",
-			       run),
+	ck_assert_int_eq(rt_event_count(run, "agent.tool_end", "tool", "shell",
+					"success", "0", "args",
+					"echo y > *-shell.txt", NULL),
 			 2);
 	ck_assert_int_eq(count_events(run, "sandbox.critics_unconfined"), 0);
 	assert_file_lacks("err.txt", "critics are not confined");
@@ -783,9 +757,7 @@ START_TEST(test_a_deny_added_before_resume_refuses_the_stored_grant)
 	copy_scenario("policy_kill_execute");
 	write_config("local", "[recgranter]", RECORDING);
 	pid = spawn_sbxloop(NULL, args);
-	ck_assert(wait_for("SELECT count(*) FROM events WHERE "
-			   "type='policy.allow'",
-			   20));
+	ck_assert(wait_until("event", "policy.allow", 20));
 	sleep_ms(200);
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(wait_code(pid), 128 + SIGKILL);
@@ -800,9 +772,7 @@ START_TEST(test_a_deny_added_before_resume_refuses_the_stored_grant)
 	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
 	assert_run_state(run, "completed");
 	assert_trail(run, "allow:astral.sh,deny:astral.sh");
-	msg = q_str("SELECT json_extract(data_json, '$.message') FROM events"
-		    " WHERE run_id='%s' AND type='policy.deny'",
-		    run);
+	msg = rt_event_text(run, "message", "policy.deny", NULL);
 	ck_assert_str_eq(msg, "egress refused: astral.sh — matches "
 			      "policy.deny pattern 'astral.sh'");
 	free(msg);
@@ -821,7 +791,7 @@ END_TEST
  */
 START_TEST(test_an_out_of_bounds_plan_twice_stops_the_run_with_the_hint)
 {
-	char *run, *reason, *path;
+	char *run, *path;
 
 	copy_scenario("policy_out_of_bounds");
 	write_config("local", "[recgranter]", RECORDING);
@@ -839,20 +809,11 @@ START_TEST(test_an_out_of_bounds_plan_twice_stops_the_run_with_the_hint)
 	assert_run_state(run, "running");
 	assert_task_state(run, "t1", "planning");
 	/* both plans were read; neither was accepted */
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
-			       " AND type='agent.message' AND json_extract("
-			       "data_json, '$.agent')='planner'",
-			       run),
-			 2);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND phase='plan'",
-			       run),
-			 0);
-	reason = q_str("SELECT count(*) FROM events WHERE run_id='%s' AND "
-		       "type='phase.plan'",
-		       run);
-	ck_assert_str_eq(reason, "0");
-	free(reason);
+	ck_assert_int_eq(
+		rt_event_count(run, "agent.message", "agent", "planner", NULL),
+		2);
+	ck_assert_int_eq(rt_attempt_count(run, NULL, "plan", NULL, NULL), 0);
+	ck_assert_int_eq(count_events(run, "phase.plan"), 0);
 	assert_trail(run, "");
 	path = at("grants.log");
 	ck_assert(!exists(path));
@@ -887,39 +848,25 @@ START_TEST(test_a_disk_abort_fails_the_task_and_skips_its_dependents)
 	assert_task_state(run, "t3", "done");
 	assert_task_state(run, "t1", "failed");
 	assert_task_state(run, "t2", "skipped");
-	fb = q_str("SELECT last_feedback FROM tasks WHERE run_id='%s' AND "
-		   "task_id='t1'",
-		   run);
+	fb = rt_task_field(run, "t1", "last_feedback");
 	ck_assert_str_eq(fb, "sandbox disk exhausted: 97.5% of the workspace "
 			     "filesystem is used (limits.disk_abort=95%)");
 	free(fb);
 	/* the sample came from the worker, after the EXECUTE that filled
 	 * the disk; t1 never reached VERIFY, t2 never started */
-	ck_assert_int_gt(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
-			       " AND type='sandbox.resources_warning' AND "
-			       "task_id='t1' AND json_extract(data_json, "
-			       "'$.level')='abort'",
-			       run),
+	ck_assert_int_gt(rt_event_count(run, "sandbox.resources_warning",
+					"task_id", "t1", "level", "abort",
+					NULL),
 			 0);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND task_id='t1' AND "
-			       "phase='verify'",
-			       run),
-			 0);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND task_id='t2'",
-			       run),
-			 0);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND task_id='t3' AND "
-			       "phase='validate' AND status='accept'",
-			       run),
-			 1);
-	data = q_str("SELECT json_extract(data_json, '$.disk_used_pct') || "
-		     "' ' || json_extract(data_json, '$.resources_level') "
-		     "FROM events WHERE run_id='%s' AND type='run.artifacts'",
-		     run);
-	ck_assert_str_eq(data, "97.5 abort");
+	ck_assert_int_eq(rt_attempt_count(run, "t1", "verify", NULL, NULL), 0);
+	ck_assert_int_eq(rt_attempt_count(run, "t2", NULL, NULL, NULL), 0);
+	ck_assert_int_eq(
+		rt_attempt_count(run, "t3", "validate", "accept", NULL), 1);
+	data = rt_event_text(run, "disk_used_pct", "run.artifacts", NULL);
+	ck_assert_str_eq(data, "97.5");
+	free(data);
+	data = rt_event_text(run, "resources_level", "run.artifacts", NULL);
+	ck_assert_str_eq(data, "abort");
 	free(data);
 	assert_file_has("out.txt", "finished: failed");
 	free(run);
@@ -943,17 +890,12 @@ START_TEST(test_a_tool_call_ceiling_fails_the_task_and_skips_dependents)
 	assert_task_state(run, "t3", "done");
 	assert_task_state(run, "t1", "failed");
 	assert_task_state(run, "t2", "skipped");
-	fb = q_str("SELECT last_feedback FROM tasks WHERE run_id='%s' AND "
-		   "task_id='t1'",
-		   run);
+	fb = rt_task_field(run, "t1", "last_feedback");
 	ck_assert_msg(strstr(fb, "tool-call ceiling of 40 "
 				 "(budgets.max_tool_calls_per_phase)"),
 		      "t1's feedback: %s", fb);
 	free(fb);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND task_id='t2'",
-			       run),
-			 0);
+	ck_assert_int_eq(rt_attempt_count(run, "t2", NULL, NULL, NULL), 0);
 	free(run);
 }
 END_TEST
@@ -976,22 +918,27 @@ START_TEST(test_an_unmounted_run_harvests_and_counts_what_it_left_out)
 	ck_assert_int_eq(sbxloop("run", "harvest", "--no-tui"), 0);
 	run = last_run();
 	assert_run_state(run, "completed");
-	ck_assert_int_eq(
-		q_int("SELECT mounted FROM runs WHERE run_id='%s'", run), 0);
+	{
+		struct rt_run row;
+
+		rt_run_get(run, &row);
+		ck_assert_int_eq(row.mounted, 0);
+		rt_run_release(&row);
+	}
 	real = realpath(dir, NULL);
-	adir = q_str("SELECT json_extract(data_json, '$.path') FROM events "
-		     "WHERE run_id='%s' AND type='run.artifacts'",
-		     run);
+	adir = rt_event_text(run, "path", "run.artifacts", NULL);
 	p = at("state/runs/%s/artifacts", run);
 	ck_assert_int_eq(strncmp(adir, real, strlen(real)), 0);
 	ck_assert_str_eq(adir + strlen(real), p + strlen(dir));
 	free(p);
-	ex = q_str("SELECT json_extract(data_json, '$.files') || ' ' || "
-		   "json_extract(data_json, '$.mounted') || ' ' || "
-		   "json(json_extract(data_json, '$.excluded')) FROM events "
-		   "WHERE run_id='%s' AND type='run.artifacts'",
-		   run);
-	ck_assert_str_eq(ex, "2 0 {\"*.egg-info\":1,\".venv\":1,"
+	ex = rt_event_text(run, "files", "run.artifacts", NULL);
+	ck_assert_str_eq(ex, "2");
+	free(ex);
+	ex = rt_event_text(run, "mounted", "run.artifacts", NULL);
+	ck_assert_str_eq(ex, "0");
+	free(ex);
+	ex = rt_event_text(run, "excluded", "run.artifacts", NULL);
+	ck_assert_str_eq(ex, "{\"*.egg-info\":1,\".venv\":1,"
 			     "\"__pycache__\":1,\"node_modules\":2}");
 	free(ex);
 	/* the copy holds the work and none of what was left out */
@@ -1144,9 +1091,7 @@ START_TEST(test_auto_refuses_a_dirty_checkout_and_creates_nothing)
 	p = at("state/sandboxes/sbxloop-%s-agent", run);
 	ck_assert(!exists(p));
 	free(p);
-	ws = q_str("SELECT ifnull(workspace, '') FROM runs WHERE "
-		   "run_id='%s'",
-		   run);
+	ws = rt_workspace(run);
 	ck_assert_str_eq(ws, "");
 	free(ws);
 	ck_assert_int_eq(count_events(run, "sandbox.provision_start"), 0);
@@ -1174,15 +1119,13 @@ START_TEST(test_clone_mode_proceeds_from_head_with_a_warning)
 	assert_file_has("err.txt", "has uncommitted changes; the run starts "
 				   "from HEAD (");
 	run = last_run();
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
-			       " AND type='sandbox.workspace_clone' AND "
-			       "json_extract(data_json, '$.dirty') AND "
-			       "json_extract(data_json, '$.message') LIKE "
-			       "'%%uncommitted changes in the source were not "
-			       "included%%'",
-			       run),
+	ck_assert_int_eq(rt_event_count(run, "sandbox.workspace_clone",
+					"dirty", "1", "message",
+					"*uncommitted changes in the source "
+					"were not included*",
+					NULL),
 			 1);
-	clone = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
+	clone = rt_workspace(run);
 	want = clone_path(run);
 	ck_assert_str_eq(clone, want);
 	free(want);
@@ -1220,7 +1163,7 @@ START_TEST(test_in_place_works_on_the_source_checkout)
 	workspace_config("in-place");
 	ck_assert_int_eq(sbxloop("run", "in place", "--no-tui"), 0);
 	run = last_run();
-	ws = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
+	ws = rt_workspace(run);
 	ck_assert_str_eq(ws, src);
 	free(ws);
 	p = at("src/out-t1.txt");
@@ -1259,7 +1202,7 @@ START_TEST(test_auto_clones_and_leaves_the_source_checkout_untouched)
 	after = snapshot(src);
 	ck_assert_str_eq(before, after);
 
-	clone = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
+	clone = rt_workspace(run);
 	want = clone_path(run);
 	ck_assert_str_eq(clone, want);
 	free(want);
