@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,10 +27,63 @@
 #include "host/core.h"
 
 static const char *scratch = ".";
+static char *made; /* the scratch dir rt_setup made */
 
 void rt_set_dir(const char *dir)
 {
 	scratch = dir;
+}
+
+void rt_setup(void)
+{
+	made = tu_tmpdir();
+	rt_set_dir(made);
+}
+
+const char *rt_dir(void)
+{
+	return scratch;
+}
+
+void rt_teardown(void)
+{
+	if (!getenv("SBXLOOP_KEEP_TEST_DIRS"))
+		tu_rmtree(made);
+	free(made);
+	made = NULL;
+	scratch = ".";
+}
+
+void rt_write_config(const char *provider, const char *policy,
+		     const char *extra)
+{
+	char buf[8192], line[512] = "";
+
+	if (policy)
+		snprintf(line, sizeof(line), "  policy: %s\n", policy);
+	snprintf(buf, sizeof(buf),
+		 "state_dir: state\n"
+		 "prompts_dir: %s/prompts\n"
+		 "worker_path: %s\n"
+		 "plugins:\n"
+		 "  sandbox: %s\n"
+		 "  sinks: []\n"
+		 "%s"
+		 "agent:\n"
+		 "  backend: script\n"
+		 "  script: scenario.json\n"
+		 "%s%s",
+		 env_or("SBXLOOP_SRCDIR", "."),
+		 env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"), provider,
+		 line,
+		 extra && strstr(extra, "limits:") ? ""
+						   : "limits:\n"
+						     "  disk_warn: 0\n"
+						     "  disk_abort: 0\n"
+						     "  mem_warn: 0\n"
+						     "  mem_abort: 0\n",
+		 extra ? extra : "");
+	put_file("sbxloop.yaml", buf);
 }
 
 /* <scratch>/<rel> (caller frees). */
@@ -43,6 +97,18 @@ static char *scratch_path(const char *rel)
 	return path;
 }
 
+char *rt_path(const char *fmt, ...)
+{
+	char rel[2048], *path;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rel, sizeof(rel), fmt, ap);
+	va_end(ap);
+	path = scratch_path(rel);
+	return path;
+}
+
 char *read_file(const char *rel)
 {
 	char *path = scratch_path(rel);
@@ -50,6 +116,31 @@ char *read_file(const char *rel)
 
 	free(path);
 	return text ? text : strdup("");
+}
+
+int rt_exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+void assert_file_has(const char *rel, const char *needle)
+{
+	char *text = read_file(rel);
+
+	ck_assert_msg(strstr(text, needle), "%s lacks '%s':\n%s", rel, needle,
+		      text);
+	free(text);
+}
+
+void assert_file_lacks(const char *rel, const char *needle)
+{
+	char *text = read_file(rel);
+
+	ck_assert_msg(!strstr(text, needle), "%s has '%s':\n%s", rel, needle,
+		      text);
+	free(text);
 }
 
 void put_file(const char *rel, const char *text)
@@ -130,6 +221,18 @@ int wait_code(pid_t pid)
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
+}
+
+void rt_capture(struct tu_run *r, const char *const *args)
+{
+	const char *argv[16];
+	size_t n = 0;
+
+	argv[n++] = env_or("SBXLOOP_BIN", "sbxloop");
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	tu_exec(r, scratch, NULL, argv);
 }
 
 int sbxloop(const char *a1, const char *a2, const char *a3)
@@ -415,6 +518,17 @@ long rt_task_count(const char *run)
 
 	tasks_walk(run, &f);
 	return f.n;
+}
+
+void assert_task_state(const char *run, const char *task, const char *state)
+{
+	struct rt_task t;
+	int found = rt_task_get(run, task, &t) == 0;
+
+	ck_assert_msg(found && strcmp(t.state, state) == 0,
+		      "task %s is '%s', not '%s'", task, found ? t.state : "",
+		      state);
+	rt_task_release(&t);
 }
 
 char *rt_task_ids(const char *run)

@@ -16,8 +16,30 @@
 /* The scratch directory every helper works in (borrowed). */
 void rt_set_dir(const char *dir);
 
+/* Checked fixture: a fresh scratch dir under $TMPDIR, made the
+ * helpers' dir, removed after (unless SBXLOOP_KEEP_TEST_DIRS is set). */
+void rt_setup(void);
+void rt_teardown(void);
+/* The scratch dir. */
+const char *rt_dir(void);
+/* A path under the scratch dir (caller frees). */
+char *rt_path(const char *fmt, ...) RT_PRINTF(1, 2);
+/*
+ * The scratch dir's sbxloop.yaml: the script backend on scenario.json,
+ * `provider`, plugins.policy `policy` (a YAML flow sequence; NULL: no
+ * such line) and `extra` YAML. Resource limits are off unless `extra`
+ * sets them.
+ */
+void rt_write_config(const char *provider, const char *policy,
+		     const char *extra);
+
 /* A file of the scratch dir, or "" when missing (caller frees). */
 char *read_file(const char *rel);
+/* Does `path` exist (a dangling symlink does)? */
+int rt_exists(const char *path);
+/* The scratch dir's file `rel` holds (lacks) `needle`. */
+void assert_file_has(const char *rel, const char *needle);
+void assert_file_lacks(const char *rel, const char *needle);
 /* Write (create or replace) a file of the scratch dir. */
 void put_file(const char *rel, const char *text);
 /* tests/scenarios/NAME.json as the scratch dir's scenario.json. */
@@ -35,6 +57,10 @@ void sleep_ms(long ms);
 pid_t spawn_sbxloop(const char *const *env, const char *const *args);
 /* The exit code of `pid`, 128 + N when killed by signal N. */
 int wait_code(pid_t pid);
+struct tu_run;
+/* sbxloop ARGS (NULL-terminated, at most 14) to completion in the
+ * scratch dir, output captured (tu_run_free it). */
+void rt_capture(struct tu_run *r, const char *const *args);
 /* sbxloop with up to three arguments, to completion: its exit code. */
 int sbxloop(const char *a1, const char *a2, const char *a3);
 
@@ -80,6 +106,7 @@ char *rt_workspace(const char *run);
 /* 0 when the run has `task` (then t is filled), else -1. */
 int rt_task_get(const char *run, const char *task, struct rt_task *t);
 void rt_task_release(struct rt_task *t);
+void assert_task_state(const char *run, const char *task, const char *state);
 long rt_task_count(const char *run);
 /* A text field of a task that must exist: "spec_json", "plan_json",
  * "session_id" or "last_feedback" (caller frees). */
