@@ -1,12 +1,12 @@
 /*
- * End-to-end suite of the egress policy, the resource guardrails, the
- * artifact harvest and workspace isolation (issue 6): the real `sbxloop`
+ * End-to-end suite of the egress policy (issue 6): the real `sbxloop`
  * binary ($SBXLOOP_BIN) runs scripted scenarios (tests/scenarios/policy_*)
  * in a scratch directory with the local or mock provider, the real worker
  * and the test-only `recgranter` policy granter, which appends every call
- * it gets to a file. Assertions read the store (events in seq order, task
- * and run rows), `sbxloop logs --type policy. --json`, `sbxloop
- * artifacts`, the granter's record, the files, git, and exit codes.
+ * it gets to a file. test-workspace-run has the resource guardrails, the
+ * harvest and workspace isolation. Assertions read the store through its
+ * vtable (events in seq order, task and run rows), `sbxloop logs --type
+ * policy. --json`, the granter's record, the files and exit codes.
  */
 #include "config.h"
 
@@ -24,67 +24,6 @@
 #include "runtest.h"
 #include "testutil.h"
 
-#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
-
-static char *dir;
-
-/* A path under the scratch dir (caller frees). */
-static char *at(const char *fmt, ...) PRINTF_LIKE(1, 2);
-
-static char *at(const char *fmt, ...)
-{
-	char rel[2048], *path;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(rel, sizeof(rel), fmt, ap);
-	va_end(ap);
-	if (asprintf(&path, "%s/%s", dir, rel) < 0)
-		abort();
-	return path;
-}
-
-static int exists(const char *path)
-{
-	struct stat st;
-
-	return lstat(path, &st) == 0;
-}
-
-/*
- * sbxloop.yaml: provider, the plugins.policy list (YAML flow sequence)
- * and `extra` YAML. Resource limits are off unless `extra` sets them.
- */
-static void write_config(const char *provider, const char *policy,
-			 const char *extra)
-{
-	char buf[8192];
-
-	snprintf(buf, sizeof(buf),
-		 "state_dir: state\n"
-		 "prompts_dir: %s/prompts\n"
-		 "worker_path: %s\n"
-		 "plugins:\n"
-		 "  sandbox: %s\n"
-		 "  sinks: []\n"
-		 "  policy: %s\n"
-		 "agent:\n"
-		 "  backend: script\n"
-		 "  script: scenario.json\n"
-		 "%s%s",
-		 env_or("SBXLOOP_SRCDIR", "."),
-		 env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"), provider,
-		 policy,
-		 extra && strstr(extra, "limits:") ? ""
-						   : "limits:\n"
-						     "  disk_warn: 0\n"
-						     "  disk_abort: 0\n"
-						     "  mem_warn: 0\n"
-						     "  mem_abort: 0\n",
-		 extra ? extra : "");
-	put_file("sbxloop.yaml", buf);
-}
-
 /* The recording granter, and bounds that cover *.example.org. */
 #define RECORDING                                                             \
 	"recgranter:\n  log: grants.log\n"                                    \
@@ -94,76 +33,13 @@ static void write_config(const char *provider, const char *policy,
 	"recgranter:\n  log: grants.log\n  revoke: false\n"                   \
 	"policy:\n  allow: [\"*.example.org\"]\n"
 
-static void setup(void)
-{
-	dir = tu_tmpdir();
-	rt_set_dir(dir);
-}
-
-static void teardown(void)
-{
-	if (!getenv("SBXLOOP_KEEP_TEST_DIRS"))
-		tu_rmtree(dir);
-	free(dir);
-	dir = NULL;
-}
-
-/* ---- running sbxloop ---------------------------------------------------- */
-
-/* sbxloop ARGS to completion with captured output (tu_run_free it). */
-static void sbxloop_capture(struct tu_run *r, const char *const *args)
-{
-	const char *argv[16];
-	size_t n = 0;
-
-	argv[n++] = env_or("SBXLOOP_BIN", "sbxloop");
-	while (*args && n < 15)
-		argv[n++] = *args++;
-	argv[n] = NULL;
-	tu_exec(r, dir, NULL, argv);
-}
-
-static void assert_file_has(const char *rel, const char *needle)
-{
-	char *text = read_file(rel);
-
-	ck_assert_msg(strstr(text, needle), "%s lacks '%s':\n%s", rel, needle,
-		      text);
-	free(text);
-}
-
-static void assert_file_lacks(const char *rel, const char *needle)
-{
-	char *text = read_file(rel);
-
-	ck_assert_msg(!strstr(text, needle), "%s has '%s':\n%s", rel, needle,
-		      text);
-	free(text);
-}
-
 /* ---- the store ---------------------------------------------------------- */
-
-static void assert_task_state(const char *run, const char *task,
-			      const char *state)
-{
-	char *got = q_str("SELECT state FROM tasks WHERE run_id='%s' AND "
-			  "task_id='%s'",
-			  run, task);
-
-	ck_assert_msg(strcmp(got, state) == 0, "task %s is '%s', not '%s'",
-		      task, got, state);
-	free(got);
-}
 
 /* The types and domains of a run's policy events in seq order:
  * "allow:a.org,revoke:a.org" (caller frees). */
 static char *policy_trail(const char *run)
 {
-	return q_str("SELECT group_concat(substr(type, 8) || ':' || "
-		     "json_extract(data_json, '$.domain'), ',') FROM (SELECT "
-		     "type, data_json FROM events WHERE run_id='%s' AND type "
-		     "LIKE 'policy.%%' ORDER BY seq)",
-		     run);
+	return rt_event_trail(run, "policy.", "domain");
 }
 
 static void assert_trail(const char *run, const char *want)
@@ -182,13 +58,8 @@ static void assert_trail(const char *run, const char *want)
 static long seq_of(const char *run, const char *agg, const char *type,
 		   const char *field, const char *value)
 {
-	if (!field)
-		return q_int("SELECT ifnull(%s(seq), 0) FROM events WHERE "
-			     "run_id='%s' AND type='%s'",
-			     agg, run, type);
-	return q_int("SELECT ifnull(%s(seq), 0) FROM events WHERE run_id='%s'"
-		     " AND type='%s' AND json_extract(data_json, '$.%s')='%s'",
-		     agg, run, type, field, value);
+	return rt_event_seq(run, strcmp(agg, "max") == 0, type, field, value,
+			    NULL);
 }
 
 /* ---- the granter's record ----------------------------------------------- */
@@ -242,7 +113,7 @@ static cJSON *policy_log(const char *run)
 	cJSON *list = cJSON_CreateArray();
 	char *line, *save = NULL;
 
-	sbxloop_capture(&r, args);
+	rt_capture(&r, args);
 	ck_assert_msg(r.status == 0, "logs exited %d: %s", r.status, r.err);
 	for (line = strtok_r(r.out, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -271,7 +142,7 @@ START_TEST(test_declared_domains_are_granted_at_execute_entry_and_revoked)
 	int i = 0;
 
 	copy_scenario("policy_grant");
-	write_config("local", "[recgranter]", RECORDING);
+	rt_write_config("local", "[recgranter]", RECORDING);
 	ck_assert_int_eq(sbxloop("run", "grant", "--no-tui"), 0);
 	run = last_run();
 	snprintf(box, sizeof(box), "sbxloop-%s-agent", run);
@@ -343,15 +214,13 @@ START_TEST(test_a_revision_grants_again_unless_the_grant_is_still_open)
 	char *run, box[64], want[1024];
 
 	copy_scenario("policy_revise");
-	write_config("local", "[recgranter]",
-		     _i ? RECORDING_NO_REVOKE : RECORDING);
+	rt_write_config("local", "[recgranter]",
+			_i ? RECORDING_NO_REVOKE : RECORDING);
 	ck_assert_int_eq(sbxloop("run", "revise", "--no-tui"), 0);
 	run = last_run();
 	snprintf(box, sizeof(box), "sbxloop-%s-agent", run);
 	assert_task_state(run, "t1", "done");
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND phase='execute'",
-			       run),
+	ck_assert_int_eq(rt_attempt_count(run, NULL, "execute", NULL, NULL),
 			 2);
 	if (_i == 0) {
 		assert_trail(run, "allow:data.example.org,"
@@ -392,11 +261,9 @@ START_TEST(test_resume_grants_again_on_the_fresh_sandbox)
 	pid_t pid;
 
 	copy_scenario("policy_kill_execute");
-	write_config("local", "[recgranter]", RECORDING);
+	rt_write_config("local", "[recgranter]", RECORDING);
 	pid = spawn_sbxloop(NULL, args);
-	ck_assert(wait_for("SELECT count(*) FROM events WHERE "
-			   "type='policy.allow'",
-			   20));
+	ck_assert(wait_until("event", "policy.allow", 20));
 	sleep_ms(300);
 	kill(pid, _i ? SIGINT : SIGKILL);
 	ck_assert_int_eq(wait_code(pid), _i ? 130 : 128 + SIGKILL);
@@ -454,21 +321,19 @@ END_TEST
  */
 START_TEST(test_a_granter_that_cannot_enforce_egress_refuses_with_why)
 {
-	char *run, *msg, want[512];
+	char *run, *msg, box[64], want[512];
 	long executor;
 
 	copy_scenario("policy_grant");
-	write_config("local", _i ? "[]" : "[local]",
-		     "policy:\n  allow: [\"*.example.org\"]\n");
+	rt_write_config("local", _i ? "[]" : "[local]",
+			"policy:\n  allow: [\"*.example.org\"]\n");
 	ck_assert_int_eq(sbxloop("run", "no egress here", "--no-tui"), 0);
 	run = last_run();
 	assert_run_state(run, "completed");
 	assert_task_state(run, "t1", "done");
 	assert_trail(run, "deny:data.example.org,deny:astral.sh");
-	msg = q_str("SELECT json_extract(data_json, '$.message') FROM events"
-		    " WHERE run_id='%s' AND type='policy.deny' AND "
-		    "json_extract(data_json, '$.domain')='astral.sh'",
-		    run);
+	msg = rt_event_text(run, "message", "policy.deny", "domain",
+			    "astral.sh", NULL);
 	if (_i)
 		snprintf(want, sizeof(want),
 			 "no granter can enforce it: no policy granter is "
@@ -484,14 +349,14 @@ START_TEST(test_a_granter_that_cannot_enforce_egress_refuses_with_why)
 		      "policy.deny says '%s'", msg);
 	free(msg);
 	/* each refusal carries the context of a grant */
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
-			       " AND type='policy.deny' AND json_extract("
-			       "data_json, '$.task_id')='t1' AND json_extract("
-			       "data_json, '$.phase')='execute' AND "
-			       "json_extract(data_json, '$.sandbox')="
-			       "'sbxloop-%s-agent' AND json_extract(data_json,"
-			       " '$.reason') IN ('fetch data', 'install uv')",
-			       run, run),
+	snprintf(box, sizeof(box), "sbxloop-%s-agent", run);
+	ck_assert_int_eq(rt_event_count(run, "policy.deny", "task_id", "t1",
+					"phase", "execute", "sandbox", box,
+					"reason", "fetch data", NULL) +
+				 rt_event_count(run, "policy.deny", "task_id",
+						"t1", "phase", "execute",
+						"sandbox", box, "reason",
+						"install uv", NULL),
 			 2);
 	executor = seq_of(run, "min", "agent.message", "agent", "executor");
 	ck_assert_int_lt(seq_of(run, "max", "policy.deny", NULL, NULL),
@@ -510,24 +375,20 @@ START_TEST(test_a_failing_grant_stops_the_run_and_revokes_what_it_opened)
 	char *run, *msg, box[64], want[512];
 
 	copy_scenario("policy_grant");
-	write_config("local", "[recgranter]",
-		     "recgranter:\n  log: grants.log\n  fail: [astral.sh]\n"
-		     "policy:\n  allow: [\"*.example.org\"]\n");
+	rt_write_config("local", "[recgranter]",
+			"recgranter:\n  log: grants.log\n  fail: [astral.sh]\n"
+			"policy:\n  allow: [\"*.example.org\"]\n");
 	ck_assert_int_eq(sbxloop("run", "broken granter", "--no-tui"), 2);
 	assert_file_has("err.txt", "injected failure granting 'astral.sh'");
 	assert_file_has("err.txt", "sbxloop resume");
 	run = last_run();
 	snprintf(box, sizeof(box), "sbxloop-%s-agent", run);
 	assert_task_state(run, "t1", "executing");
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND phase='execute'",
-			       run),
+	ck_assert_int_eq(rt_attempt_count(run, NULL, "execute", NULL, NULL),
 			 0);
 	assert_trail(run, "allow:data.example.org,deny:astral.sh,"
 			  "revoke:data.example.org");
-	msg = q_str("SELECT json_extract(data_json, '$.message') FROM events"
-		    " WHERE run_id='%s' AND type='policy.deny'",
-		    run);
+	msg = rt_event_text(run, "message", "policy.deny", NULL);
 	ck_assert_str_eq(msg, "egress grant failed: astral.sh — recgranter: "
 			      "injected failure granting 'astral.sh'");
 	free(msg);
@@ -549,7 +410,7 @@ END_TEST
  */
 START_TEST(test_a_scripted_run_works_under_bubblewrap)
 {
-	char *run, *cursor, *worker = at("sbxloop-worker");
+	char *run, *cursor, *worker = rt_path("sbxloop-worker");
 	const char *cp[] = {"cp",
 			    env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"),
 			    worker, NULL};
@@ -562,9 +423,9 @@ START_TEST(test_a_scripted_run_works_under_bubblewrap)
 	setenv("SBXLOOP_WORKER", worker, 1); /* this forked test only */
 	free(worker);
 	copy_scenario("policy_grant");
-	write_config("local", "[local]",
-		     "local:\n  isolation: bwrap\n"
-		     "policy:\n  allow: [\"*.example.org\"]\n");
+	rt_write_config("local", "[local]",
+			"local:\n  isolation: bwrap\n"
+			"policy:\n  allow: [\"*.example.org\"]\n");
 	ck_assert_int_eq(sbxloop("run", "confined", "--no-tui"), 0);
 	run = last_run();
 	assert_run_state(run, "completed");
@@ -588,15 +449,15 @@ START_TEST(test_an_executor_cannot_reach_the_scenario_directory)
 	char *run, *before, *after, *cursor, *path;
 
 	copy_scenario("shared_reach");
-	write_config("local", "[local]", "local:\n  isolation: bwrap\n");
+	rt_write_config("local", "[local]", "local:\n  isolation: bwrap\n");
 	before = read_file("sbxloop.yaml");
 	ck_assert_int_eq(sbxloop("run", "reach", "--no-tui"), 0);
 	run = last_run();
 	assert_run_state(run, "completed");
 	after = read_file("sbxloop.yaml");
 	ck_assert_str_eq(after, before);
-	path = at("planted.txt");
-	ck_assert_msg(!exists(path), "the executor planted %s", path);
+	path = rt_path("planted.txt");
+	ck_assert_msg(!rt_exists(path), "the executor planted %s", path);
 	cursor = read_file("scenario.json.cursor");
 	ck_assert_msg(strtol(cursor, NULL, 10) == 5, "cursor is '%s'", cursor);
 	free(cursor);
@@ -610,14 +471,14 @@ END_TEST
 /* Does the workspace of `run` hold `rel`? */
 static int in_workspace(const char *run, const char *rel)
 {
-	char *ws = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
+	char *ws = rt_workspace(run);
 	char *path;
 	int yes;
 
 	ck_assert_msg(*ws, "run %s recorded no workspace", run);
 	if (asprintf(&path, "%s/%s", ws, rel) < 0)
 		abort();
-	yes = exists(path);
+	yes = rt_exists(path);
 	free(path);
 	free(ws);
 	return yes;
@@ -651,7 +512,7 @@ static char *run_meddling_critics(const char *isolation)
 
 	copy_scenario("critic_writes");
 	snprintf(extra, sizeof(extra), "local:\n  isolation: %s\n", isolation);
-	write_config("local", "[local]", extra);
+	rt_write_config("local", "[local]", extra);
 	ck_assert_int_eq(sbxloop("run", "meddle", "--no-tui"), 0);
 	return last_run();
 }
@@ -668,13 +529,10 @@ static void assert_file_writes_refused(const char *run)
 		snprintf(file, sizeof(file), "%s-file.txt", phases[i]);
 		ck_assert_msg(!in_workspace(run, file), "%s was written",
 			      file);
-		ck_assert_int_eq(
-			q_int("SELECT count(*) FROM events WHERE run_id='%s' "
-			      "AND type='agent.permission_denied' AND "
-			      "json_extract(data_json, '$.path')='%s' AND "
-			      "json_extract(data_json, '$.tool')='write'",
-			      run, file),
-			1);
+		ck_assert_int_eq(rt_event_count(run, "agent.permission_denied",
+						"path", file, "tool", "write",
+						NULL),
+				 1);
 	}
 }
 
@@ -687,13 +545,9 @@ START_TEST(test_critics_cannot_write_the_workspace_under_bubblewrap)
 			      !in_workspace(run, "validate-shell.txt"),
 		      "a critic's shell command wrote the workspace");
 	/* both shell writes were run and failed inside the sandbox */
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE "
-			       "run_id='%s' AND type='agent.tool_end' AND "
-			       "json_extract(data_json, '$.tool')='shell' AND "
-			       "json_extract(data_json, '$.success')=0 AND "
-			       "json_extract(data_json, '$.args') LIKE "
-			       "'echo y > %%-shell.txt'",
-			       run),
+	ck_assert_int_eq(rt_event_count(run, "agent.tool_end", "tool", "shell",
+					"success", "0", "args",
+					"echo y > *-shell.txt", NULL),
 			 2);
 	ck_assert_int_eq(count_events(run, "sandbox.critics_unconfined"), 0);
 	assert_file_lacks("err.txt", "critics are not confined");
@@ -739,15 +593,15 @@ START_TEST(test_a_denied_baseline_host_is_not_seeded_nor_declarable)
 	char *run, *allow, *path;
 
 	copy_scenario("policy_deny_baseline");
-	write_config("mock", "[recgranter]",
-		     "recgranter:\n  log: grants.log\n"
-		     "policy:\n  deny: [pypi.org, \"*.npmjs.org\"]\n");
+	rt_write_config("mock", "[recgranter]",
+			"recgranter:\n  log: grants.log\n"
+			"policy:\n  deny: [pypi.org, \"*.npmjs.org\"]\n");
 	ck_assert_int_eq(sbxloop("run", "pip install", "--keep-sandboxes"), 2);
 	assert_file_has("err.txt", "plan produced invalid output twice");
 	assert_file_has("err.txt",
 			"- pypi.org: matches policy.deny pattern 'pypi.org'");
 	run = last_run();
-	path = at("state/sandboxes/sbxloop-%s-agent/allow", run);
+	path = rt_path("state/sandboxes/sbxloop-%s-agent/allow", run);
 	allow = tu_read(path);
 	ck_assert_msg(allow != NULL, "the mock kept no allowlist at %s", path);
 	ck_assert_msg(!has_line(allow, "pypi.org") &&
@@ -761,8 +615,8 @@ START_TEST(test_a_denied_baseline_host_is_not_seeded_nor_declarable)
 	free(path);
 	/* nothing was granted or even offered */
 	assert_trail(run, "");
-	path = at("grants.log");
-	ck_assert(!exists(path));
+	path = rt_path("grants.log");
+	ck_assert(!rt_exists(path));
 	free(path);
 	assert_task_state(run, "t1", "planning");
 	free(run);
@@ -781,11 +635,9 @@ START_TEST(test_a_deny_added_before_resume_refuses_the_stored_grant)
 	pid_t pid;
 
 	copy_scenario("policy_kill_execute");
-	write_config("local", "[recgranter]", RECORDING);
+	rt_write_config("local", "[recgranter]", RECORDING);
 	pid = spawn_sbxloop(NULL, args);
-	ck_assert(wait_for("SELECT count(*) FROM events WHERE "
-			   "type='policy.allow'",
-			   20));
+	ck_assert(wait_until("event", "policy.allow", 20));
 	sleep_ms(200);
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(wait_code(pid), 128 + SIGKILL);
@@ -800,9 +652,7 @@ START_TEST(test_a_deny_added_before_resume_refuses_the_stored_grant)
 	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
 	assert_run_state(run, "completed");
 	assert_trail(run, "allow:astral.sh,deny:astral.sh");
-	msg = q_str("SELECT json_extract(data_json, '$.message') FROM events"
-		    " WHERE run_id='%s' AND type='policy.deny'",
-		    run);
+	msg = rt_event_text(run, "message", "policy.deny", NULL);
 	ck_assert_str_eq(msg, "egress refused: astral.sh — matches "
 			      "policy.deny pattern 'astral.sh'");
 	free(msg);
@@ -821,10 +671,10 @@ END_TEST
  */
 START_TEST(test_an_out_of_bounds_plan_twice_stops_the_run_with_the_hint)
 {
-	char *run, *reason, *path;
+	char *run, *path;
 
 	copy_scenario("policy_out_of_bounds");
-	write_config("local", "[recgranter]", RECORDING);
+	rt_write_config("local", "[recgranter]", RECORDING);
 	ck_assert_int_eq(sbxloop("run", "exfiltrate", "--no-tui"), 2);
 	assert_file_has("err.txt", "plan produced invalid output twice: "
 				   "plan-declared egress is outside the "
@@ -839,475 +689,16 @@ START_TEST(test_an_out_of_bounds_plan_twice_stops_the_run_with_the_hint)
 	assert_run_state(run, "running");
 	assert_task_state(run, "t1", "planning");
 	/* both plans were read; neither was accepted */
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
-			       " AND type='agent.message' AND json_extract("
-			       "data_json, '$.agent')='planner'",
-			       run),
-			 2);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND phase='plan'",
-			       run),
-			 0);
-	reason = q_str("SELECT count(*) FROM events WHERE run_id='%s' AND "
-		       "type='phase.plan'",
-		       run);
-	ck_assert_str_eq(reason, "0");
-	free(reason);
+	ck_assert_int_eq(
+		rt_event_count(run, "agent.message", "agent", "planner", NULL),
+		2);
+	ck_assert_int_eq(rt_attempt_count(run, NULL, "plan", NULL, NULL), 0);
+	ck_assert_int_eq(count_events(run, "phase.plan"), 0);
 	assert_trail(run, "");
-	path = at("grants.log");
-	ck_assert(!exists(path));
+	path = rt_path("grants.log");
+	ck_assert(!rt_exists(path));
 	free(path);
 	free(run);
-}
-END_TEST
-
-/* ---- resource guardrails ------------------------------------------------ */
-
-/*
- * The worker's real sampler reads figures from SBXLOOP_FAKE_RESOURCES
- * (relative to the workspace), which t1's scripted EXECUTE fills: the
- * next sample is at abort level, and at the next phase boundary t1 fails
- * with the diagnosis, t2 (its dependent) is skipped, t3 (done first) is
- * untouched, and run.artifacts says the disk was full.
- */
-START_TEST(test_a_disk_abort_fails_the_task_and_skips_its_dependents)
-{
-	const char *env[] = {"SBXLOOP_FAKE_RESOURCES=fake-resources.txt",
-			     NULL};
-	const char *args[] = {"run", "fill the disk", "--no-tui", NULL};
-	char *run, *fb, *data;
-
-	copy_scenario("policy_disk_abort");
-	write_config("local", "[]",
-		     "limits:\n  disk_warn: 90\n  disk_abort: 95\n"
-		     "  mem_warn: 0\n  mem_abort: 0\n");
-	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 1);
-	run = last_run();
-	assert_run_state(run, "failed");
-	assert_task_state(run, "t3", "done");
-	assert_task_state(run, "t1", "failed");
-	assert_task_state(run, "t2", "skipped");
-	fb = q_str("SELECT last_feedback FROM tasks WHERE run_id='%s' AND "
-		   "task_id='t1'",
-		   run);
-	ck_assert_str_eq(fb, "sandbox disk exhausted: 97.5% of the workspace "
-			     "filesystem is used (limits.disk_abort=95%)");
-	free(fb);
-	/* the sample came from the worker, after the EXECUTE that filled
-	 * the disk; t1 never reached VERIFY, t2 never started */
-	ck_assert_int_gt(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
-			       " AND type='sandbox.resources_warning' AND "
-			       "task_id='t1' AND json_extract(data_json, "
-			       "'$.level')='abort'",
-			       run),
-			 0);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND task_id='t1' AND "
-			       "phase='verify'",
-			       run),
-			 0);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND task_id='t2'",
-			       run),
-			 0);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND task_id='t3' AND "
-			       "phase='validate' AND status='accept'",
-			       run),
-			 1);
-	data = q_str("SELECT json_extract(data_json, '$.disk_used_pct') || "
-		     "' ' || json_extract(data_json, '$.resources_level') "
-		     "FROM events WHERE run_id='%s' AND type='run.artifacts'",
-		     run);
-	ck_assert_str_eq(data, "97.5 abort");
-	free(data);
-	assert_file_has("out.txt", "finished: failed");
-	free(run);
-}
-END_TEST
-
-/*
- * An agent stopped at its tool-call ceiling (ToolCallCeiling) has used
- * up a budget: the task fails with the worker's message, its dependents
- * are skipped, an independent task still completes, the run ends failed.
- */
-START_TEST(test_a_tool_call_ceiling_fails_the_task_and_skips_dependents)
-{
-	char *run, *fb;
-
-	copy_scenario("tool_ceiling");
-	write_config("local", "[]", NULL);
-	ck_assert_int_eq(sbxloop("run", "too many tools", "--no-tui"), 1);
-	run = last_run();
-	assert_run_state(run, "failed");
-	assert_task_state(run, "t3", "done");
-	assert_task_state(run, "t1", "failed");
-	assert_task_state(run, "t2", "skipped");
-	fb = q_str("SELECT last_feedback FROM tasks WHERE run_id='%s' AND "
-		   "task_id='t1'",
-		   run);
-	ck_assert_msg(strstr(fb, "tool-call ceiling of 40 "
-				 "(budgets.max_tool_calls_per_phase)"),
-		      "t1's feedback: %s", fb);
-	free(fb);
-	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts WHERE "
-			       "run_id='%s' AND task_id='t2'",
-			       run),
-			 0);
-	free(run);
-}
-END_TEST
-
-/* ---- artifacts ---------------------------------------------------------- */
-
-/*
- * A sandbox that does not mount the workspace (the mock's `unmounted`):
- * the run's results are harvested out of it, and what the exclusions
- * left out is counted in run.artifacts and by `sbxloop artifacts`.
- */
-START_TEST(test_an_unmounted_run_harvests_and_counts_what_it_left_out)
-{
-	const char *tree[] = {"artifacts", NULL, "--tree", NULL};
-	char *run, *adir, *p, *ex, *real;
-	struct tu_run r;
-
-	copy_scenario("policy_harvest");
-	write_config("mock", "[]", "mock:\n  unmounted: true\n");
-	ck_assert_int_eq(sbxloop("run", "harvest", "--no-tui"), 0);
-	run = last_run();
-	assert_run_state(run, "completed");
-	ck_assert_int_eq(
-		q_int("SELECT mounted FROM runs WHERE run_id='%s'", run), 0);
-	real = realpath(dir, NULL);
-	adir = q_str("SELECT json_extract(data_json, '$.path') FROM events "
-		     "WHERE run_id='%s' AND type='run.artifacts'",
-		     run);
-	p = at("state/runs/%s/artifacts", run);
-	ck_assert_int_eq(strncmp(adir, real, strlen(real)), 0);
-	ck_assert_str_eq(adir + strlen(real), p + strlen(dir));
-	free(p);
-	ex = q_str("SELECT json_extract(data_json, '$.files') || ' ' || "
-		   "json_extract(data_json, '$.mounted') || ' ' || "
-		   "json(json_extract(data_json, '$.excluded')) FROM events "
-		   "WHERE run_id='%s' AND type='run.artifacts'",
-		   run);
-	ck_assert_str_eq(ex, "2 0 {\"*.egg-info\":1,\".venv\":1,"
-			     "\"__pycache__\":1,\"node_modules\":2}");
-	free(ex);
-	/* the copy holds the work and none of what was left out */
-	p = at("state/runs/%s/artifacts/out-t1.txt", run);
-	ck_assert(exists(p));
-	free(p);
-	p = at("state/runs/%s/artifacts/node_modules", run);
-	ck_assert(!exists(p));
-	free(p);
-	/* the host workspace was never the sandbox's */
-	p = at("state/runs/%s/workspace/out-t1.txt", run);
-	ck_assert(!exists(p));
-	free(p);
-	assert_file_has("out.txt", "(harvested)");
-	assert_file_has("out.txt", "5 file(s) excluded");
-
-	tree[1] = run;
-	sbxloop_capture(&r, tree);
-	ck_assert_msg(r.status == 0, "artifacts exited %d: %s", r.status,
-		      r.err);
-	ck_assert_msg(strstr(r.out, "(harvested copy)") &&
-			      strstr(r.out, "  src/\n    m.py\n") &&
-			      strstr(r.out, "  out-t1.txt\n") &&
-			      strstr(r.out, "5 file(s) excluded (*.egg-info: "
-					    "1, .venv: 1, __pycache__: 1, "
-					    "node_modules: 2)"),
-		      "artifacts --tree printed:\n%s", r.out);
-	ck_assert_ptr_null(strstr(r.out, "left-pad"));
-	tu_run_free(&r);
-	free(adir);
-	free(real);
-	free(run);
-}
-END_TEST
-
-/* ---- workspace isolation ------------------------------------------------ */
-
-/* `git -C repo ARGS...` must succeed: its stdout, trimmed (caller frees). */
-static char *git(const char *repo, ...)
-{
-	const char *argv[32];
-	struct tu_run r;
-	size_t n = 0, len;
-	va_list ap;
-	char *out;
-
-	argv[n++] = "git";
-	argv[n++] = "-C";
-	argv[n++] = repo;
-	va_start(ap, repo);
-	while (n < 31 && (argv[n] = va_arg(ap, const char *)) != NULL)
-		n++;
-	va_end(ap);
-	argv[n] = NULL;
-	tu_exec(&r, NULL, NULL, argv);
-	ck_assert_msg(r.status == 0, "git %s %s failed: %s", argv[3],
-		      argv[4] ? argv[4] : "", r.err);
-	out = r.out;
-	r.out = NULL;
-	tu_run_free(&r);
-	len = strlen(out);
-	while (len && out[len - 1] == '\n')
-		out[--len] = '\0';
-	return out;
-}
-
-#define GIT_ID "-c", "user.name=t", "-c", "user.email=t@example.org"
-
-/* src/: a checkout with one commit and an origin holding credentials
- * (returns the absolute path; caller frees). */
-static char *make_checkout(void)
-{
-	char *src = at("src"), *real;
-
-	ck_assert_int_eq(mkdir(src, 0755), 0);
-	free(git(src, "init", "-q", NULL));
-	put_file("src/a.txt", "a\n");
-	free(git(src, "add", "a.txt", NULL));
-	free(git(src, GIT_ID, "commit", "-qm", "init", NULL));
-	free(git(src, "remote", "add", "origin",
-		 "https://user:s3cret@example.com/o/r.git", NULL));
-	real = realpath(src, NULL);
-	free(src);
-	return real;
-}
-
-/* Everything of a checkout a run could disturb (caller frees). */
-static char *snapshot(const char *src)
-{
-	char *parts[7], *all;
-	size_t i;
-
-	parts[0] = git(src, "rev-parse", "HEAD", "HEAD^{tree}", NULL);
-	parts[1] = git(src, "symbolic-ref", "HEAD", NULL);
-	parts[2] = git(src, "for-each-ref", NULL);
-	parts[3] = git(src, "--no-optional-locks", "status", "--porcelain",
-		       "--untracked-files=all", NULL);
-	parts[4] = git(src, "ls-files", "-s", NULL);
-	parts[5] = git(src, "config", "--local", "--list", NULL);
-	parts[6] = git(src, "stash", "list", NULL);
-	if (asprintf(&all,
-		     "%s\n--\n%s\n--\n%s\n--\n%s\n--\n%s\n--\n%s\n--\n%s",
-		     parts[0], parts[1], parts[2], parts[3], parts[4],
-		     parts[5], parts[6]) < 0)
-		abort();
-	for (i = 0; i < 7; i++)
-		free(parts[i]);
-	return all;
-}
-
-/* Where a run's clone goes: <state_dir>/runs/<run>/workspace, real. */
-static char *clone_path(const char *run)
-{
-	char *real = realpath(dir, NULL), *path;
-
-	ck_assert_ptr_nonnull(real);
-	if (asprintf(&path, "%s/state/runs/%s/workspace", real, run) < 0)
-		abort();
-	free(real);
-	return path;
-}
-
-static void workspace_config(const char *mode)
-{
-	char extra[256];
-
-	snprintf(extra, sizeof(extra),
-		 "sandbox:\n  workspace: src\n  workspace_isolation: %s\n",
-		 mode);
-	write_config("local", "[]", extra);
-}
-
-START_TEST(test_auto_refuses_a_dirty_checkout_and_creates_nothing)
-{
-	char *src = make_checkout(), *before, *after, *run, *p, *ws;
-
-	put_file("src/notes.txt", "untracked\n");
-	before = snapshot(src);
-	copy_scenario("happy1");
-	workspace_config("auto");
-	ck_assert_int_eq(sbxloop("run", "dirty", "--no-tui"), 2);
-	assert_file_has("err.txt", "has uncommitted changes; commit or stash "
-				   "them, or set "
-				   "sandbox.workspace_isolation to clone");
-	run = last_run();
-	/* no clone, no sandbox, no workspace recorded */
-	p = at("state/runs/%s", run);
-	ck_assert(!exists(p));
-	free(p);
-	p = at("state/sandboxes/sbxloop-%s-agent", run);
-	ck_assert(!exists(p));
-	free(p);
-	ws = q_str("SELECT ifnull(workspace, '') FROM runs WHERE "
-		   "run_id='%s'",
-		   run);
-	ck_assert_str_eq(ws, "");
-	free(ws);
-	ck_assert_int_eq(count_events(run, "sandbox.provision_start"), 0);
-	ck_assert_int_eq(count_events(run, "sandbox.workspace_clone"), 0);
-	after = snapshot(src);
-	ck_assert_str_eq(before, after);
-	free(before);
-	free(after);
-	free(run);
-	free(src);
-}
-END_TEST
-
-START_TEST(test_clone_mode_proceeds_from_head_with_a_warning)
-{
-	char *src = make_checkout(), *before, *after, *run, *clone, *text;
-	char *want;
-
-	put_file("src/a.txt", "changed\n");
-	put_file("src/notes.txt", "untracked\n");
-	before = snapshot(src);
-	copy_scenario("happy1");
-	workspace_config("clone");
-	ck_assert_int_eq(sbxloop("run", "dirty clone", "--no-tui"), 0);
-	assert_file_has("err.txt", "has uncommitted changes; the run starts "
-				   "from HEAD (");
-	run = last_run();
-	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id='%s'"
-			       " AND type='sandbox.workspace_clone' AND "
-			       "json_extract(data_json, '$.dirty') AND "
-			       "json_extract(data_json, '$.message') LIKE "
-			       "'%%uncommitted changes in the source were not "
-			       "included%%'",
-			       run),
-			 1);
-	clone = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
-	want = clone_path(run);
-	ck_assert_str_eq(clone, want);
-	free(want);
-	{
-		char *a, *notes, *out;
-
-		if (asprintf(&a, "%s/a.txt", clone) < 0 ||
-		    asprintf(&notes, "%s/notes.txt", clone) < 0 ||
-		    asprintf(&out, "%s/out-t1.txt", clone) < 0)
-			abort();
-		text = tu_read(a);
-		ck_assert_str_eq(text, "a\n");
-		free(text);
-		ck_assert(!exists(notes));
-		ck_assert(exists(out));
-		free(a);
-		free(notes);
-		free(out);
-	}
-	after = snapshot(src);
-	ck_assert_str_eq(before, after);
-	free(before);
-	free(after);
-	free(clone);
-	free(run);
-	free(src);
-}
-END_TEST
-
-START_TEST(test_in_place_works_on_the_source_checkout)
-{
-	char *src = make_checkout(), *run, *ws, *p, *status;
-
-	copy_scenario("happy1");
-	workspace_config("in-place");
-	ck_assert_int_eq(sbxloop("run", "in place", "--no-tui"), 0);
-	run = last_run();
-	ws = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
-	ck_assert_str_eq(ws, src);
-	free(ws);
-	p = at("src/out-t1.txt");
-	ck_assert(exists(p));
-	free(p);
-	status = git(src, "status", "--porcelain", NULL);
-	ck_assert_str_eq(status, "?? out-t1.txt");
-	free(status);
-	p = at("state/runs/%s/workspace", run);
-	ck_assert(!exists(p));
-	free(p);
-	ck_assert_int_eq(count_events(run, "sandbox.workspace_clone"), 0);
-	assert_file_lacks("out.txt", "bring the work back");
-	free(run);
-	free(src);
-}
-END_TEST
-
-/*
- * The default on a clean checkout: the run works in a clone whose branch
- * sbxloop/<run> carries the work (the scripted executor commits), the
- * source is the same before and after, and the summary's fetch command
- * brings the commit back.
- */
-START_TEST(test_auto_clones_and_leaves_the_source_checkout_untouched)
-{
-	char *src = make_checkout(), *before, *after, *run, *clone, *want;
-	char *head, *base, *subject, *origin, *out, *cmd, *nl, *fetched;
-	struct tu_run r;
-
-	before = snapshot(src);
-	copy_scenario("policy_commit");
-	workspace_config("auto");
-	ck_assert_int_eq(sbxloop("run", "commit it", "--no-tui"), 0);
-	run = last_run();
-	after = snapshot(src);
-	ck_assert_str_eq(before, after);
-
-	clone = q_str("SELECT workspace FROM runs WHERE run_id='%s'", run);
-	want = clone_path(run);
-	ck_assert_str_eq(clone, want);
-	free(want);
-	if (asprintf(&want, "refs/heads/sbxloop/%s", run) < 0)
-		abort();
-	head = git(clone, "symbolic-ref", "HEAD", NULL);
-	ck_assert_str_eq(head, want);
-	free(head);
-	subject = git(clone, "log", "-1", "--format=%s", NULL);
-	ck_assert_str_eq(subject, "add out-t1.txt");
-	free(subject);
-	base = git(clone, "rev-parse", "refs/sbxloop/base", NULL);
-	head = git(src, "rev-parse", "HEAD", NULL);
-	ck_assert_str_eq(base, head);
-	free(base);
-	origin = git(clone, "remote", "get-url", "origin", NULL);
-	ck_assert_str_eq(origin, "https://example.com/o/r.git");
-	free(origin);
-
-	/* the summary's command brings the branch's commit back */
-	out = read_file("out.txt");
-	cmd = strstr(out, "bring the work back with: ");
-	ck_assert_msg(cmd != NULL, "no fetch command in:\n%s", out);
-	cmd += strlen("bring the work back with: ");
-	nl = strchr(cmd, '\n');
-	if (nl)
-		*nl = '\0';
-	ck_assert_msg(strstr(cmd, src) && strstr(cmd, clone) &&
-			      strstr(cmd, want + strlen("refs/heads/")),
-		      "fetch command: %s", cmd);
-	{
-		const char *argv[] = {"sh", "-c", cmd, NULL};
-
-		tu_exec(&r, NULL, NULL, argv);
-		ck_assert_msg(r.status == 0, "%s: %s", cmd, r.err);
-		tu_run_free(&r);
-	}
-	fetched = git(src, "log", "-1", "--format=%s", "FETCH_HEAD", NULL);
-	ck_assert_str_eq(fetched, "add out-t1.txt");
-	free(fetched);
-	free(out);
-	free(head);
-	free(want);
-	free(clone);
-	free(before);
-	free(after);
-	free(run);
-	free(src);
 }
 END_TEST
 
@@ -1317,7 +708,7 @@ static Suite *policy_suite(void)
 	TCase *tc;
 
 	tc = tcase_create("grants");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(
 		tc,
@@ -1343,7 +734,7 @@ static Suite *policy_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("bounds");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(
 		tc, test_a_denied_baseline_host_is_not_seeded_nor_declarable);
@@ -1354,27 +745,6 @@ static Suite *policy_suite(void)
 		test_an_out_of_bounds_plan_twice_stops_the_run_with_the_hint);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("guardrails");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(
-		tc, test_a_disk_abort_fails_the_task_and_skips_its_dependents);
-	tcase_add_test(
-		tc,
-		test_a_tool_call_ceiling_fails_the_task_and_skips_dependents);
-	tcase_add_test(
-		tc,
-		test_an_unmounted_run_harvests_and_counts_what_it_left_out);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("workspace");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc,
-		       test_auto_refuses_a_dirty_checkout_and_creates_nothing);
-	tcase_add_test(tc, test_clone_mode_proceeds_from_head_with_a_warning);
-	tcase_add_test(tc, test_in_place_works_on_the_source_checkout);
-	tcase_add_test(
-		tc, test_auto_clones_and_leaves_the_source_checkout_untouched);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

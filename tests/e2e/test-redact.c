@@ -816,18 +816,22 @@ START_TEST(test_tokens_an_agent_echoes_are_stored_and_shown_masked)
 	sl_buf_release(&files);
 
 	/* each row really was handed the echo, masked */
-	s = q_str("SELECT outcome FROM runs WHERE run_id='%s'", run);
-	ck_assert_str_eq(s, "ship it with *** and ***");
-	free(s);
-	ck_assert_int_eq(
-		q_int("SELECT count(*) FROM tasks WHERE run_id='%s' AND "
-		      "task_id='t1' AND spec_json LIKE '%%title ***%%' AND "
-		      "plan_json LIKE '%%step ***%%' AND session_id='sess-***'",
-		      run),
-		1);
-	s = q_str("SELECT last_feedback FROM tasks WHERE run_id='%s' AND "
-		  "task_id='t2'",
-		  run);
+	{
+		struct rt_run r;
+		struct rt_task t;
+
+		rt_run_get(run, &r);
+		ck_assert_str_eq(r.outcome, "ship it with *** and ***");
+		rt_run_release(&r);
+		ck_assert_int_eq(rt_task_get(run, "t1", &t), 0);
+		ck_assert_msg(strcasestr(t.spec_json, "title ***") &&
+				      strcasestr(t.plan_json, "step ***") &&
+				      strcmp(t.session_id, "sess-***") == 0,
+			      "t1: %s %s %s", t.spec_json, t.plan_json,
+			      t.session_id);
+		rt_task_release(&t);
+	}
+	s = rt_task_field(run, "t2", "last_feedback");
 	ck_assert_msg(strstr(s, "verify2 ***"), "t2 feedback: %s", s);
 	free(s);
 	{
@@ -841,13 +845,10 @@ START_TEST(test_tokens_an_agent_echoes_are_stored_and_shown_masked)
 		size_t i;
 
 		for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-			ck_assert_msg(
-				q_int("SELECT count(*) FROM phase_attempts"
-				      " WHERE run_id='%s' AND phase='%s'"
-				      " AND instr(output_json, '%s')",
-				      run, want[i][0], want[i][1]) > 0,
-				"no %s attempt holds '%s'", want[i][0],
-				want[i][1]);
+			ck_assert_msg(rt_attempt_count(run, NULL, want[i][0],
+						       NULL, want[i][1]) > 0,
+				      "no %s attempt holds '%s'", want[i][0],
+				      want[i][1]);
 	}
 	free(run);
 }

@@ -10,24 +10,80 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <sbxloop/store.h>
 
 #include "host/core.h"
 
 static const char *scratch = ".";
+static char *made; /* the scratch dir rt_setup made */
 
 void rt_set_dir(const char *dir)
 {
 	scratch = dir;
+}
+
+void rt_setup(void)
+{
+	made = tu_tmpdir();
+	rt_set_dir(made);
+}
+
+const char *rt_dir(void)
+{
+	return scratch;
+}
+
+void rt_teardown(void)
+{
+	if (!getenv("SBXLOOP_KEEP_TEST_DIRS"))
+		tu_rmtree(made);
+	free(made);
+	made = NULL;
+	scratch = ".";
+}
+
+void rt_write_config(const char *provider, const char *policy,
+		     const char *extra)
+{
+	char buf[8192], line[512] = "";
+
+	if (policy)
+		snprintf(line, sizeof(line), "  policy: %s\n", policy);
+	snprintf(buf, sizeof(buf),
+		 "state_dir: state\n"
+		 "prompts_dir: %s/prompts\n"
+		 "worker_path: %s\n"
+		 "plugins:\n"
+		 "  sandbox: %s\n"
+		 "  sinks: []\n"
+		 "%s"
+		 "agent:\n"
+		 "  backend: script\n"
+		 "  script: scenario.json\n"
+		 "%s%s",
+		 env_or("SBXLOOP_SRCDIR", "."),
+		 env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"), provider,
+		 line,
+		 extra && strstr(extra, "limits:") ? ""
+						   : "limits:\n"
+						     "  disk_warn: 0\n"
+						     "  disk_abort: 0\n"
+						     "  mem_warn: 0\n"
+						     "  mem_abort: 0\n",
+		 extra ? extra : "");
+	put_file("sbxloop.yaml", buf);
 }
 
 /* <scratch>/<rel> (caller frees). */
@@ -41,6 +97,18 @@ static char *scratch_path(const char *rel)
 	return path;
 }
 
+char *rt_path(const char *fmt, ...)
+{
+	char rel[2048], *path;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rel, sizeof(rel), fmt, ap);
+	va_end(ap);
+	path = scratch_path(rel);
+	return path;
+}
+
 char *read_file(const char *rel)
 {
 	char *path = scratch_path(rel);
@@ -48,6 +116,31 @@ char *read_file(const char *rel)
 
 	free(path);
 	return text ? text : strdup("");
+}
+
+int rt_exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+void assert_file_has(const char *rel, const char *needle)
+{
+	char *text = read_file(rel);
+
+	ck_assert_msg(strstr(text, needle), "%s lacks '%s':\n%s", rel, needle,
+		      text);
+	free(text);
+}
+
+void assert_file_lacks(const char *rel, const char *needle)
+{
+	char *text = read_file(rel);
+
+	ck_assert_msg(!strstr(text, needle), "%s has '%s':\n%s", rel, needle,
+		      text);
+	free(text);
 }
 
 void put_file(const char *rel, const char *text)
@@ -130,6 +223,18 @@ int wait_code(pid_t pid)
 	return WEXITSTATUS(status);
 }
 
+void rt_capture(struct tu_run *r, const char *const *args)
+{
+	const char *argv[16];
+	size_t n = 0;
+
+	argv[n++] = env_or("SBXLOOP_BIN", "sbxloop");
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	tu_exec(r, scratch, NULL, argv);
+}
+
 int sbxloop(const char *a1, const char *a2, const char *a3)
 {
 	const char *args[] = {a1, a2, a3, NULL};
@@ -176,17 +281,6 @@ static char *vq_str(const char *fmt, va_list ap)
 	return res;
 }
 
-char *q_str(const char *fmt, ...)
-{
-	va_list ap;
-	char *res;
-
-	va_start(ap, fmt);
-	res = vq_str(fmt, ap);
-	va_end(ap);
-	return res;
-}
-
 long q_int(const char *fmt, ...)
 {
 	va_list ap;
@@ -209,38 +303,6 @@ void q_exec(const char *sql)
 	ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK,
 		      "%s: %s", sql, msg ? msg : "");
 	sqlite3_close(db);
-}
-
-long soft_count(const char *sql)
-{
-	char path[4200];
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	long v = 0;
-
-	db_path(path, sizeof(path));
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) ==
-	    SQLITE_OK) {
-		sqlite3_busy_timeout(db, 2000);
-		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-		    sqlite3_step(st) == SQLITE_ROW)
-			v = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
-	}
-	sqlite3_close(db);
-	return v;
-}
-
-int wait_for(const char *sql, double secs)
-{
-	double waited;
-
-	for (waited = 0; waited < secs; waited += 0.05) {
-		if (soft_count(sql) > 0)
-			return 1;
-		sleep_ms(50);
-	}
-	return 0;
 }
 
 /* ---- the store, read through the sqlite module's vtable ------------- */
@@ -267,6 +329,8 @@ static void store_open(struct rt_store *st)
 	ck_assert_msg(sl_core_open(&st->core, &opts, &errors) == 0,
 		      "cannot open the core on %s: %s", cfg,
 		      errors ? errors : "");
+	/* a reader, as `sbxloop status` is: nothing to upgrade or write */
+	st->core->state_read_only = 1;
 	ck_assert_msg(sl_core_instantiate(st->core, SBXLOOP_KIND_STORE,
 					  "sqlite", &st->inst, &err) == 0,
 		      "cannot open the store: %s", err.message);
@@ -311,6 +375,7 @@ static int run_cb(void *user, const struct sbxloop_run_row *row)
 {
 	struct rt_run *r = user;
 
+	r->outcome = dup_or_empty(row->outcome);
 	r->state = dup_or_empty(row->state);
 	r->reason = dup_or_empty(row->reason);
 	r->workspace = dup_or_empty(row->workspace);
@@ -333,6 +398,7 @@ void rt_run_get(const char *run, struct rt_run *r)
 
 void rt_run_release(struct rt_run *r)
 {
+	free(r->outcome);
 	free(r->state);
 	free(r->reason);
 	free(r->workspace);
@@ -350,11 +416,48 @@ void assert_run_state(const char *run, const char *state)
 	rt_run_release(&r);
 }
 
+/*
+ * A JSON value as SQLite's json_extract gives it in text: strings bare,
+ * true and false as 1 and 0, anything else as compact JSON; NULL when
+ * missing or null (caller frees).
+ */
+static char *json_text(const cJSON *v)
+{
+	if (!v || cJSON_IsNull(v))
+		return NULL;
+	if (cJSON_IsString(v))
+		return strdup(v->valuestring);
+	if (cJSON_IsBool(v))
+		return strdup(cJSON_IsTrue(v) ? "1" : "0");
+	return cJSON_PrintUnformatted(v);
+}
+
+/* Member `key` of the JSON object text `json` as json_text gives it. */
+static char *member_text(const char *json, const char *key)
+{
+	cJSON *obj = cJSON_Parse(json ? json : "");
+	char *text = json_text(cJSON_GetObjectItemCaseSensitive(obj, key));
+
+	cJSON_Delete(obj);
+	return text;
+}
+
+/* Append `item` to the `sep`-joined list in buf. */
+static void join(char *buf, size_t len, const char *sep, const char *item)
+{
+	size_t used = strlen(buf);
+
+	snprintf(buf + used, len - used, "%s%s", used ? sep : "", item);
+}
+
 struct task_find {
 	const char *task_id;
 	struct rt_task *out;
 	long n;
 	int found;
+	const char *state; /* count the tasks in this state, or NULL */
+	long in_state;
+	char ids[4096]; /* every task id, in the store's order */
 };
 
 static int task_cb(void *user, const struct sbxloop_task_row *t)
@@ -362,11 +465,15 @@ static int task_cb(void *user, const struct sbxloop_task_row *t)
 	struct task_find *f = user;
 
 	f->n++;
+	join(f->ids, sizeof(f->ids), ",", t->task_id);
+	if (f->state && strcmp(t->state, f->state) == 0)
+		f->in_state++;
 	if (!f->task_id || strcmp(t->task_id, f->task_id) || f->found)
 		return 0;
 	f->found = 1;
 	f->out->state = dup_or_empty(t->state);
 	f->out->spec_json = dup_or_empty(t->spec_json);
+	f->out->plan_json = dup_or_empty(t->plan_json);
 	f->out->last_feedback = dup_or_empty(t->last_feedback);
 	f->out->session_id = dup_or_empty(t->session_id);
 	f->out->revisions = t->revisions;
@@ -388,7 +495,7 @@ static void tasks_walk(const char *run, struct task_find *f)
 
 int rt_task_get(const char *run, const char *task, struct rt_task *t)
 {
-	struct task_find f = {task, t, 0, 0};
+	struct task_find f = {task, t, 0, 0, NULL, 0, ""};
 
 	memset(t, 0, sizeof(*t));
 	tasks_walk(run, &f);
@@ -399,6 +506,7 @@ void rt_task_release(struct rt_task *t)
 {
 	free(t->state);
 	free(t->spec_json);
+	free(t->plan_json);
 	free(t->last_feedback);
 	free(t->session_id);
 	memset(t, 0, sizeof(*t));
@@ -406,78 +514,350 @@ void rt_task_release(struct rt_task *t)
 
 long rt_task_count(const char *run)
 {
-	struct task_find f = {NULL, NULL, 0, 0};
+	struct task_find f = {NULL, NULL, 0, 0, NULL, 0, ""};
 
 	tasks_walk(run, &f);
 	return f.n;
 }
 
-struct attempt_trail {
-	const char *task_id; /* "" for the run's own (decompose) attempts */
+void assert_task_state(const char *run, const char *task, const char *state)
+{
+	struct rt_task t;
+	int found = rt_task_get(run, task, &t) == 0;
+
+	ck_assert_msg(found && strcmp(t.state, state) == 0,
+		      "task %s is '%s', not '%s'", task, found ? t.state : "",
+		      state);
+	rt_task_release(&t);
+}
+
+char *rt_task_ids(const char *run)
+{
+	struct task_find f = {NULL, NULL, 0, 0, NULL, 0, ""};
+
+	tasks_walk(run, &f);
+	return strdup(f.ids);
+}
+
+/* ---- attempts ------------------------------------------------------- */
+
+/* Which attempts: members NULL match any; task "" is the run's own. */
+struct attempt_match {
+	const char *task;
 	const char *phase;
-	char buf[4096];
+	const char *status;
+	const char *output_has; /* output_json contains this text */
 };
+
+struct attempt_walk {
+	struct attempt_match m;
+	const char *what; /* NULL: count only */
+	const char *sep;
+	long n;
+	char buf[16384];
+};
+
+static int attempt_matches(const struct attempt_match *m,
+			   const struct sbxloop_attempt_row *a)
+{
+	return (!m->task ||
+		strcmp(a->task_id ? a->task_id : "", m->task) == 0) &&
+	       (!m->phase || strcmp(a->phase, m->phase) == 0) &&
+	       (!m->status || strcmp(a->status, m->status) == 0) &&
+	       (!m->output_has ||
+		(a->output_json && strstr(a->output_json, m->output_has)));
+}
 
 static int attempt_cb(void *user, const struct sbxloop_attempt_row *a)
 {
-	struct attempt_trail *t = user;
-	size_t len = strlen(t->buf);
+	struct attempt_walk *w = user;
+	char item[64], *text = NULL;
 
-	if (strcmp(a->task_id ? a->task_id : "", t->task_id) ||
-	    strcmp(a->phase, t->phase))
+	if (!attempt_matches(&w->m, a))
 		return 0;
-	snprintf(t->buf + len, sizeof(t->buf) - len, "%s%s", len ? "," : "",
-		 a->status);
+	w->n++;
+	if (!w->what)
+		return 0;
+	if (strcmp(w->what, "status") == 0) {
+		join(w->buf, sizeof(w->buf), w->sep, a->status);
+	} else if (strcmp(w->what, "attempt") == 0) {
+		snprintf(item, sizeof(item), "%d", a->attempt);
+		join(w->buf, sizeof(w->buf), w->sep, item);
+	} else if (strcmp(w->what, "trail") == 0) {
+		snprintf(item, sizeof(item), "%s:%d:%s", a->phase, a->attempt,
+			 a->status);
+		join(w->buf, sizeof(w->buf), w->sep, item);
+	} else if (strcmp(w->what, "output") == 0) {
+		join(w->buf, sizeof(w->buf), w->sep,
+		     a->output_json ? a->output_json : "");
+	} else {
+		text = member_text(a->output_json, w->what);
+		join(w->buf, sizeof(w->buf), w->sep, text ? text : "-");
+		free(text);
+	}
 	return 0;
+}
+
+static void attempts_walk(const char *run, struct attempt_walk *w)
+{
+	struct sbxloop_error err = {0, ""};
+	const char *task = w->m.task && *w->m.task ? w->m.task : NULL;
+	struct rt_store st;
+
+	store_open(&st);
+	ck_assert_msg(st.ops->attempts_list(st.inst.ctx, run, task, attempt_cb,
+					    w, &err) == 0,
+		      "attempts of %s: %s", run, err.message);
+	store_close(&st);
+}
+
+long rt_attempt_count(const char *run, const char *task, const char *phase,
+		      const char *status, const char *output_has)
+{
+	struct attempt_walk w = {
+		{task, phase, status, output_has}, NULL, "", 0, ""};
+
+	attempts_walk(run, &w);
+	return w.n;
+}
+
+char *rt_attempt_trail(const char *run, const char *task, const char *phase,
+		       const char *what, const char *sep)
+{
+	struct attempt_walk w = {{task, phase, NULL, NULL}, what, sep, 0, ""};
+
+	attempts_walk(run, &w);
+	return strdup(w.buf);
 }
 
 char *rt_attempt_statuses(const char *run, const char *task, const char *phase)
 {
-	struct sbxloop_error err = {0, ""};
-	struct attempt_trail t;
-	struct rt_store st;
-
-	t.task_id = task;
-	t.phase = phase;
-	t.buf[0] = '\0';
-	store_open(&st);
-	ck_assert_msg(st.ops->attempts_list(st.inst.ctx, run,
-					    *task ? task : NULL, attempt_cb,
-					    &t, &err) == 0,
-		      "attempts of %s: %s", run, err.message);
-	store_close(&st);
-	return strdup(t.buf);
+	return rt_attempt_trail(run, task, phase, "status", ",");
 }
 
-struct event_count {
+char *rt_workspace(const char *run)
+{
+	struct rt_run r;
+	char *ws;
+
+	rt_run_get(run, &r);
+	ws = r.workspace;
+	r.workspace = NULL;
+	rt_run_release(&r);
+	return ws;
+}
+
+char *rt_task_field(const char *run, const char *task, const char *which)
+{
+	struct rt_task t;
+	char *s;
+
+	ck_assert_msg(rt_task_get(run, task, &t) == 0, "run %s has no %s", run,
+		      task);
+	if (strcmp(which, "spec_json") == 0)
+		s = strdup(t.spec_json);
+	else if (strcmp(which, "plan_json") == 0)
+		s = strdup(t.plan_json);
+	else if (strcmp(which, "session_id") == 0)
+		s = strdup(t.session_id);
+	else
+		s = strdup(t.last_feedback);
+	rt_task_release(&t);
+	return s;
+}
+
+/* ---- events --------------------------------------------------------- */
+
+#define RT_MAX_PAIRS 8
+
+/* Which events: `type` exactly (NULL any) and data members by glob. */
+struct event_walk {
 	const char *type;
+	const char *keys[RT_MAX_PAIRS], *globs[RT_MAX_PAIRS];
+	int pairs;
+	/* what the walk collects */
 	long n;
+	int64_t first_seq, last_seq;
+	const char *key; /* of the first match, into text */
+	char *text;
+	const char *prefix; /* the trail: type past it, ':', data.key */
+	char buf[16384];
 };
+
+static void walk_init(struct event_walk *w, const char *type, va_list ap)
+{
+	const char *key;
+
+	memset(w, 0, sizeof(*w));
+	w->type = type;
+	while ((key = va_arg(ap, const char *)) != NULL) {
+		ck_assert_int_lt(w->pairs, RT_MAX_PAIRS);
+		w->keys[w->pairs] = key;
+		w->globs[w->pairs++] = va_arg(ap, const char *);
+	}
+}
+
+static int event_matches(const struct event_walk *w,
+			 const struct sbxloop_event *ev)
+{
+	cJSON *data;
+	int i, ok = 1;
+
+	if (w->type && strcmp(ev->type, w->type))
+		return 0;
+	if (!w->pairs)
+		return 1;
+	data = cJSON_Parse(ev->data_json ? ev->data_json : "");
+	for (i = 0; i < w->pairs && ok; i++) {
+		char *text =
+			*w->keys[i]
+				? json_text(cJSON_GetObjectItemCaseSensitive(
+					  data, w->keys[i]))
+				: strdup(ev->data_json ? ev->data_json : "");
+
+		ok = text && fnmatch(w->globs[i], text, 0) == 0;
+		free(text);
+	}
+	cJSON_Delete(data);
+	return ok;
+}
 
 static int event_cb(void *user, const struct sbxloop_event *ev)
 {
-	struct event_count *c = user;
+	struct event_walk *w = user;
 
-	if (strcmp(ev->type, c->type) == 0)
-		c->n++;
+	if (!event_matches(w, ev))
+		return 0;
+	if (!w->n++) {
+		w->first_seq = ev->seq;
+		if (w->key)
+			w->text = *w->key ? member_text(ev->data_json, w->key)
+					  : strdup(ev->data_json);
+	}
+	w->last_seq = ev->seq;
+	if (w->prefix) {
+		const char *rest = ev->type + strlen(w->prefix);
+		char *text = member_text(ev->data_json, w->key);
+		char item[1024];
+
+		snprintf(item, sizeof(item), "%s%s%s", rest, *rest ? ":" : "",
+			 text ? text : "");
+		join(w->buf, sizeof(w->buf), ",", item);
+		free(text);
+	}
 	return 0;
 }
 
-long count_events(const char *run, const char *type)
+/* The run's events whose type starts with `prefix` (NULL: all) through
+ * the walk, in seq order. */
+static void events_walk(const char *run, const char *prefix,
+			struct event_walk *w)
 {
 	struct sbxloop_error err = {0, ""};
 	struct sbxloop_event_query q;
-	struct event_count c = {type, 0};
 	struct rt_store st;
 
 	memset(&q, 0, sizeof(q));
 	q.struct_size = sizeof(q);
 	q.run_id = run;
-	q.type_prefix = type;
+	q.type_prefix = prefix;
 	store_open(&st);
 	ck_assert_msg(
-		st.ops->events_query(st.inst.ctx, &q, event_cb, &c, &err) == 0,
+		st.ops->events_query(st.inst.ctx, &q, event_cb, w, &err) == 0,
 		"events of %s: %s", run, err.message);
 	store_close(&st);
-	return c.n;
+}
+
+long rt_event_count(const char *run, const char *type, ...)
+{
+	struct event_walk w;
+	va_list ap;
+
+	va_start(ap, type);
+	walk_init(&w, type, ap);
+	va_end(ap);
+	events_walk(run, type, &w);
+	return w.n;
+}
+
+long count_events(const char *run, const char *type)
+{
+	return rt_event_count(run, type, NULL);
+}
+
+long rt_event_seq(const char *run, int last, const char *type, ...)
+{
+	struct event_walk w;
+	va_list ap;
+
+	va_start(ap, type);
+	walk_init(&w, type, ap);
+	va_end(ap);
+	events_walk(run, type, &w);
+	return (long)(last ? w.last_seq : w.first_seq);
+}
+
+char *rt_event_text(const char *run, const char *key, const char *type, ...)
+{
+	struct event_walk w;
+	va_list ap;
+
+	va_start(ap, type);
+	walk_init(&w, type, ap);
+	va_end(ap);
+	w.key = key ? key : "";
+	events_walk(run, type, &w);
+	return w.text ? w.text : strdup("");
+}
+
+char *rt_event_trail(const char *run, const char *prefix, const char *key)
+{
+	struct event_walk w;
+
+	memset(&w, 0, sizeof(w));
+	w.prefix = prefix;
+	w.key = key;
+	events_walk(run, prefix, &w);
+	free(w.text);
+	return strdup(w.buf);
+}
+
+/* ---- waiting on a run that is going --------------------------------- */
+
+int wait_until(const char *what, const char *value, double secs)
+{
+	char path[4200];
+	double waited;
+
+	db_path(path, sizeof(path));
+	for (waited = 0; waited < secs; waited += 0.05) {
+		/* the run creates the store: never open it before then */
+		if (access(path, F_OK) == 0) {
+			char *run = last_run();
+			int reached = 0;
+
+			if (!*run) {
+				reached = 0;
+			} else if (strcmp(what, "run") == 0) {
+				struct rt_run r;
+
+				rt_run_get(run, &r);
+				reached = strcmp(r.state, value) == 0;
+				rt_run_release(&r);
+			} else if (strcmp(what, "task") == 0) {
+				struct task_find f = {NULL,  NULL, 0, 0,
+						      value, 0,    ""};
+
+				tasks_walk(run, &f);
+				reached = f.in_state > 0;
+			} else {
+				reached = count_events(run, value) > 0;
+			}
+			free(run);
+			if (reached)
+				return 1;
+		}
+		sleep_ms(50);
+	}
+	return 0;
 }
