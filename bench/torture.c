@@ -1,7 +1,7 @@
 /*
  * bench/torture: a thousand SIGKILL trials of the SQLite store (the same
- * trials tests/unit/test-store runs a few dozen of), printing how many lost a
- * committed transition or its events. The target is zero.
+ * trials tests/unit/test-store-durability runs a few dozen of), printing
+ * how many lost a committed transition or its events. The target is zero.
  *
  *   bench/torture [TRIALS] [SEED]
  */

@@ -1,7 +1,7 @@
 /*
  * SIGKILL durability trials of the SQLite store (store-torture.c): shared
- * by tests/unit/test-store (a few dozen trials), tests/store-torture (a
- * command line) and bench/torture (a thousand).
+ * by tests/unit/test-store-durability (a few dozen trials),
+ * tests/store-torture (a command line) and bench/torture (a thousand).
  */
 #ifndef SBXLOOP_TESTS_STORE_TORTURE_H
 #define SBXLOOP_TESTS_STORE_TORTURE_H

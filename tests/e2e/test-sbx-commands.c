@@ -1,0 +1,852 @@
+/*
+ * The sandbox/shell/secrets/doctor commands of the real sbxloop binary
+ * on the sbx module, and whole runs on it, against the fake sbx.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include <sbxloop/policy.h>
+#include <sbxloop/sandbox.h>
+#include <sbxloop/secret.h>
+#include <sbxloop/store.h>
+
+#include "host/core.h"
+#include "common/proc.h"
+#include "host/redact.h"
+#include "common/util.h"
+
+#include "testutil.h"
+
+#include "sbx-support.h"
+
+/* ------------------------------------------------------------- commands */
+
+static void sbxloop(struct tu_run *r, const char *const *args)
+{
+	const char *argv[16];
+	size_t n = 0, i;
+
+	argv[n++] = tu_env("SBXLOOP_BIN");
+	argv[n++] = "--config";
+	argv[n++] = cfg_path;
+	for (i = 0; args[i] && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	tu_exec(r, dir, NULL, argv);
+}
+
+static void fake_create(const char *name)
+{
+	const char *argv[] = {"sbx", "create", NULL, "shell", ws, NULL};
+	char *arg = sl_xasprintf("--name=%s", name);
+	struct tu_run r;
+
+	argv[2] = arg;
+	tu_exec(&r, NULL, NULL, argv);
+	ck_assert_int_eq(r.status, 0);
+	tu_run_free(&r);
+	free(arg);
+}
+
+/* Runs in the store as `sbxloop run` leaves them. */
+static void store_run(const char *id, const char *state, double age_s,
+		      const char *kept)
+{
+	struct sbxloop_error err = {0, ""};
+	struct sl_instance st;
+	const struct sbxloop_store_ops *so;
+	struct sbxloop_run_row row;
+
+	if (!core)
+		core_up();
+	ck_assert_msg(sl_core_instantiate(core, SBXLOOP_KIND_STORE, "sqlite",
+					  &st, &err) == 0,
+		      "%s", err.message);
+	so = st.ops;
+	memset(&row, 0, sizeof(row));
+	row.struct_size = sizeof(row);
+	row.run_id = id;
+	row.outcome = "test";
+	row.state = state;
+	row.created_at = sl_now() - age_s;
+	row.kept_reason = kept;
+	ck_assert_msg(so->run_create(st.ctx, &row, &err) == 0, "%s",
+		      err.message);
+	sl_instance_destroy(&st);
+}
+
+static const char *line_of(const char *out, const char *name)
+{
+	const char *p = strstr(out, name);
+
+	ck_assert_msg(p != NULL, "no line for %s in:\n%s", name, out);
+	return p;
+}
+
+static int verdict_is(const char *out, const char *name, const char *v)
+{
+	const char *p = line_of(out, name), *nl = strchr(p, '\n');
+	char *line = sl_xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
+	int ok = strstr(line, v) != NULL;
+
+	free(line);
+	return ok;
+}
+
+START_TEST(test_prune_classifies_orphans_kept_and_live)
+{
+	const char *dry[] = {"sandbox", "prune", NULL};
+	const char *force[] = {"sandbox", "prune", "--force", NULL};
+	const char *kept[] = {"sandbox", "prune", "--force", "--include-kept",
+			      NULL};
+	struct tu_run r;
+
+	store_run("raaaaaaaa", "completed", 7200, NULL);
+	store_run("rbbbbbbbb", "running", 0, NULL);
+	store_run("rcccccccc", "failed", 7200, "debug");
+	store_run("reeeeeeee", "running", 7200, NULL);
+	fake_create("sbxloop-raaaaaaaa-agent");
+	fake_create("sbxloop-rbbbbbbbb-agent");
+	fake_create("sbxloop-rcccccccc-agent");
+	fake_create("sbxloop-rdddddddd-github");
+	fake_create("sbxloop-reeeeeeee-agent");
+	fake_create("sbxloop-daemon-github-x");
+	fake_create("sbxloop-scratch");
+
+	sbxloop(&r, dry);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	ck_assert(verdict_is(r.out, "sbxloop-raaaaaaaa-agent", "orphan"));
+	ck_assert(verdict_is(r.out, "sbxloop-rbbbbbbbb-agent",
+			     "keep - possibly live"));
+	ck_assert(verdict_is(r.out, "sbxloop-rcccccccc-agent",
+			     "keep - kept (debug)"));
+	ck_assert(verdict_is(r.out, "sbxloop-rdddddddd-github",
+			     "orphan - run unknown here"));
+	ck_assert(verdict_is(r.out, "sbxloop-reeeeeeee-agent",
+			     "orphan - silent for 2.0h"));
+	ck_assert(verdict_is(r.out, "sbxloop-daemon-github-x",
+			     "keep - daemon-owned"));
+	ck_assert(verdict_is(r.out, "sbxloop-scratch", "unrecognized"));
+	ck_assert(strstr(r.out, "dry run: 3 orphan(s)"));
+	tu_run_free(&r);
+	ck_assert(box_exists("sbxloop-raaaaaaaa-agent"));
+
+	sbxloop(&r, force);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	tu_run_free(&r);
+	ck_assert(!box_exists("sbxloop-raaaaaaaa-agent"));
+	ck_assert(!box_exists("sbxloop-rdddddddd-github"));
+	ck_assert(!box_exists("sbxloop-reeeeeeee-agent"));
+	ck_assert(box_exists("sbxloop-rbbbbbbbb-agent"));
+	ck_assert(box_exists("sbxloop-rcccccccc-agent"));
+	ck_assert(box_exists("sbxloop-daemon-github-x"));
+	ck_assert(box_exists("sbxloop-scratch"));
+	/* the removed github sandbox's service secret goes too */
+	ck_assert_int_eq(count_calls("secret rm github --sandbox "
+				     "sbxloop-rdddddddd-github -f"),
+			 1);
+
+	sbxloop(&r, kept);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	tu_run_free(&r);
+	ck_assert(!box_exists("sbxloop-rcccccccc-agent"));
+	ck_assert(box_exists("sbxloop-rbbbbbbbb-agent"));
+}
+END_TEST
+
+START_TEST(test_sandbox_ls_and_rm)
+{
+	const char *ls[] = {"sandbox", "ls", NULL};
+	const char *none[] = {"sandbox", "rm", NULL};
+	const char *run[] = {"sandbox", "rm", "--run", "raaaaaaaa", NULL};
+	const char *all[] = {"sandbox", "rm", "--all", NULL};
+	struct tu_run r;
+
+	fake_create("sbxloop-raaaaaaaa-agent");
+	fake_create("sbxloop-rbbbbbbbb-agent");
+	fake_create("unrelated");
+	sbxloop(&r, ls);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert(strstr(r.out, "sbxloop-raaaaaaaa-agent"));
+	ck_assert(!strstr(r.out, "unrelated"));
+	tu_run_free(&r);
+
+	sbxloop(&r, none);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert(strstr(r.err, "nothing to remove"));
+	tu_run_free(&r);
+
+	sbxloop(&r, run);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert(strstr(r.out, "removed sbxloop-raaaaaaaa-agent"));
+	ck_assert(strstr(r.out, "skip sbxloop-raaaaaaaa-github"));
+	tu_run_free(&r);
+	ck_assert(!box_exists("sbxloop-raaaaaaaa-agent"));
+	ck_assert(box_exists("sbxloop-rbbbbbbbb-agent"));
+
+	sbxloop(&r, all);
+	ck_assert_int_eq(r.status, 0);
+	tu_run_free(&r);
+	ck_assert(!box_exists("sbxloop-rbbbbbbbb-agent"));
+	ck_assert(box_exists("unrelated"));
+}
+END_TEST
+
+START_TEST(test_shell_runs_a_command_in_the_pair)
+{
+	const char *ok[] = {"shell", "raaaaaaaa", "-c", "echo hi; exit 3",
+			    NULL};
+	const char *gh[] = {"shell", "raaaaaaaa", "--role", "github",
+			    "-c",    "true",      NULL};
+	const char *bad_role[] = {"shell", "raaaaaaaa", "--role", "boss",
+				  NULL};
+	const char *unknown[] = {"shell", "rzzzzzzzz", "-c", "true", NULL};
+	struct tu_run r;
+
+	store_run("raaaaaaaa", "failed", 0, "debug");
+	fake_create("sbxloop-raaaaaaaa-agent");
+	sbxloop(&r, ok);
+	ck_assert_msg(r.status == 3, "%d %s%s", r.status, r.out, r.err);
+	ck_assert_str_eq(r.out, "hi\n");
+	tu_run_free(&r);
+
+	sbxloop(&r, gh);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert(strstr(r.err, "removed when a run ends"));
+	tu_run_free(&r);
+	sbxloop(&r, bad_role);
+	ck_assert_int_eq(r.status, 2);
+	tu_run_free(&r);
+	sbxloop(&r, unknown);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert(strstr(r.err, "unknown run"));
+	tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(test_shell_without_a_command_execs_the_providers_shell)
+{
+	const char *interactive[] = {"shell", "raaaaaaaa", NULL};
+	const char *other[] = {"shell", "raaaaaaaa", NULL};
+	struct tu_run r;
+
+	store_run("raaaaaaaa", "failed", 0, "debug");
+	fake_create("sbxloop-raaaaaaaa-agent");
+	/* the argv comes from the sbx provider's interactive_argv slot */
+	sbxloop(&r, interactive);
+	ck_assert_msg(r.status == 0, "%d %s%s", r.status, r.out, r.err);
+	tu_run_free(&r);
+	ck_assert_int_eq(count_calls("exec -it sbxloop-raaaaaaaa-agent sh "
+				     "-c command -v bash"),
+			 1);
+
+	/* a provider without the slot says so and names the way out */
+	tu_write(cfg_path, "state_dir: state\nplugins:\n  sandbox: local\n");
+	sbxloop(&r, other);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "provider 'local' does not support an "
+				    "interactive shell"),
+		      "%s", r.err);
+	ck_assert(strstr(r.err, "pass -c CMD"));
+	tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(test_secrets_walk_the_configured_strategies)
+{
+	const char *list[] = {"secrets", "list", NULL};
+	struct tu_run r;
+
+	/* plain-env keeps nothing to list: said, and an error when no
+	 * strategy of the chain can list */
+	tu_write(cfg_path, "state_dir: state\nplugins:\n  sandbox: sbx\n"
+			   "  secrets: [plain-env]\n");
+	sbxloop(&r, list);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "'plain-env' keeps no registrations"),
+		      "%s", r.err);
+	ck_assert(strstr(r.err, "no secret strategy of plugins.secrets"));
+	ck_assert_int_eq(count_calls("secret ls"), 0);
+	tu_run_free(&r);
+
+	/* the chain is walked in order: plain-env skipped, sbx-proxy read */
+	tu_write(cfg_path, "state_dir: state\nplugins:\n  sandbox: sbx\n"
+			   "  secrets: [plain-env, sbx-proxy]\n");
+	sbxloop(&r, list);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	ck_assert(strstr(r.out, "no registrations"));
+	ck_assert_int_eq(count_calls("secret ls"), 1);
+	tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(test_doctor_reports_each_failure_row)
+{
+	const char *doc[] = {"doctor", NULL};
+	struct tu_run r;
+
+	setenv("COPILOT_GITHUB_TOKEN", AGENT_TOKEN, 1);
+	sbxloop(&r, doc);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	ck_assert(strstr(r.out, "argv-only"));
+	ck_assert(!strstr(r.out, AGENT_TOKEN));
+	tu_run_free(&r);
+
+	/* a blocked host is a soft failure */
+	script("[{\"prefix\":\"policy check network api.github.com\","
+	       "\"returncode\":0,\"stdout\":\"denied by rule 3\\n\"}]");
+	sbxloop(&r, doc);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert(verdict_is(r.out, "policy: api.github.com", "warn"));
+	ck_assert(strstr(r.out, "sbx policy init balanced"));
+	tu_run_free(&r);
+
+	/* not logged in */
+	script("[{\"prefix\":\"ls\",\"returncode\":1,"
+	       "\"stderr\":\"ERROR: not logged in\\n\"}]");
+	sbxloop(&r, doc);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert(verdict_is(r.out, "sbx login", "FAIL"));
+	tu_run_free(&r);
+
+	/* no sbx at all, no token, a repo without its token */
+	script("[{\"prefix\":\"version\",\"returncode\":127}]");
+	unsetenv("COPILOT_GITHUB_TOKEN");
+	write_config("github:\n  repo: octo/demo\n");
+	sbxloop(&r, doc);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert(verdict_is(r.out, "sbx binary", "FAIL"));
+	ck_assert(verdict_is(r.out, "COPILOT_GITHUB_TOKEN", "FAIL"));
+	ck_assert(verdict_is(r.out, "GH_TOKEN/GITHUB_TOKEN", "FAIL"));
+	tu_run_free(&r);
+
+	/* a worker of another version */
+	{
+		char *w = sl_xasprintf("%s/old-worker", dir);
+		char *extra = sl_xasprintf("worker_path: %s\n", w);
+
+		tu_write(w, "#!/bin/sh\necho 'sbxloop-worker 0.0.1'\n");
+		chmod(w, 0755);
+		script("[]");
+		write_config(extra);
+		setenv("COPILOT_GITHUB_TOKEN", AGENT_TOKEN, 1);
+		sbxloop(&r, doc);
+		ck_assert_int_eq(r.status, 1);
+		ck_assert(verdict_is(r.out, "worker binary", "FAIL"));
+		tu_run_free(&r);
+		free(w);
+		free(extra);
+	}
+}
+END_TEST
+
+START_TEST(test_secrets_list_and_clean_stale)
+{
+	const char *list[] = {"secrets", "list", NULL};
+	const char *dry[] = {"secrets", "clean", NULL};
+	const char *apply[] = {"secrets", "clean", "--apply", NULL};
+	const char *stale[] = {"sbx",
+			       "secret",
+			       "set-custom",
+			       "--sandbox",
+			       "sbxloop-rgggggggg-agent",
+			       "--host",
+			       "api.github.com",
+			       "--env",
+			       "COPILOT_GITHUB_TOKEN",
+			       "--value",
+			       "ghp_leftover",
+			       NULL};
+	struct tu_run r;
+	cJSON *st;
+
+	fake_create("sbxloop-rgggggggg-github");
+	tu_exec(&r, NULL, NULL, stale);
+	ck_assert_int_eq(r.status, 0);
+	tu_run_free(&r);
+
+	sbxloop(&r, list);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	ck_assert(verdict_is(r.out, "sbxloop-rgggggggg-agent", "stale"));
+	ck_assert(!strstr(r.out, "ghp_leftover"));
+	tu_run_free(&r);
+
+	sbxloop(&r, dry);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert(strstr(r.out, "would remove"));
+	tu_run_free(&r);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 1);
+	cJSON_Delete(st);
+
+	sbxloop(&r, apply);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	tu_run_free(&r);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 0);
+	cJSON_Delete(st);
+}
+END_TEST
+
+/* An sbx that prints `SCOPE TYPE NAME HOST`: read by header, not column. */
+START_TEST(test_secrets_list_and_clean_read_a_type_column)
+{
+	const char *list[] = {"secrets", "list", NULL};
+	const char *apply[] = {"secrets", "clean", "--apply", NULL};
+	const char *stale[] = {"sbx",
+			       "secret",
+			       "set-custom",
+			       "--sandbox",
+			       "sbxloop-rgggggggg-agent",
+			       "--host",
+			       "api.github.com",
+			       "--env",
+			       "COPILOT_GITHUB_TOKEN",
+			       "--value",
+			       "ghp_leftover",
+			       NULL};
+	const char *ls[] = {"sbx", "secret", "ls", NULL};
+	struct tu_run r;
+	cJSON *st;
+
+	setenv("SBX_FAKE_SECRET_LS", "type", 1);
+	tu_exec(&r, NULL, NULL, stale);
+	ck_assert_int_eq(r.status, 0);
+	tu_run_free(&r);
+	tu_exec(&r, NULL, NULL, ls);
+	ck_assert_msg(strstr(r.out, "SCOPE") && strstr(r.out, "TYPE") &&
+			      strstr(r.out, "custom"),
+		      "%s", r.out);
+	tu_run_free(&r);
+
+	sbxloop(&r, list);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	ck_assert_msg(!strstr(r.out, "no registrations"), "%s", r.out);
+	ck_assert(verdict_is(r.out, "sbxloop-rgggggggg-agent", "stale"));
+	tu_run_free(&r);
+
+	sbxloop(&r, apply);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	ck_assert_msg(strstr(r.out, "removed COPILOT_GITHUB_TOKEN in scope "
+				    "sbxloop-rgggggggg-agent"),
+		      "%s", r.out);
+	tu_run_free(&r);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 0);
+	cJSON_Delete(st);
+}
+END_TEST
+
+/* ------------------------------------------------------ whole runs (e2e) */
+
+#define RUN_TOKEN "ghp_e2eRUNtoken0123456789abcdefXYZ"
+
+/* The run's config and its own copy of a scenario (the script backend
+ * keeps its cursor next to the file). */
+static void write_run_config_with(const char *scenario, const char *more)
+{
+	char *src = sl_xasprintf("%s/tests/scenarios/%s.json",
+				 tu_env("SBXLOOP_SRCDIR"), scenario);
+	char *dst = sl_xasprintf("%s/scenario.json", dir);
+	char *body = tu_read(src);
+
+	ck_assert_msg(body != NULL, "cannot read %s", src);
+	tu_write(dst, body);
+	free(body);
+	free(src);
+	free(dst);
+	char *extra = sl_xasprintf("prompts_dir: %s/prompts\n"
+				   "worker_path: %s\n"
+				   "agent:\n"
+				   "  backend: script\n"
+				   "  script: %s/scenario.json\n"
+				   "limits:\n"
+				   "  disk_warn: 0\n"
+				   "  disk_abort: 0\n"
+				   "  mem_warn: 0\n"
+				   "  mem_abort: 0\n",
+				   tu_env("SBXLOOP_SRCDIR"),
+				   tu_env("SBXLOOP_WORKER"), dir);
+	char *text = sl_xasprintf("state_dir: %s/state\n"
+				  "plugins:\n"
+				  "  sandbox: sbx\n"
+				  "  secrets: [sbx-proxy, plain-env]\n"
+				  "  policy: [sbx]\n"
+				  "  sinks: []\n"
+				  "%s%s",
+				  dir, extra, more);
+
+	tu_write(cfg_path, text);
+	free(text);
+	free(extra);
+	setenv("COPILOT_GITHUB_TOKEN", RUN_TOKEN, 1);
+}
+
+static void write_run_config(const char *scenario)
+{
+	write_run_config_with(scenario, "");
+}
+
+static int sandboxes_left(void)
+{
+	char *p = sl_xasprintf("%s/sandboxes", fake_dir);
+	char *cmd = sl_xasprintf("ls -A '%s' 2>/dev/null | wc -l", p);
+	FILE *f = popen(cmd, "r");
+	int n = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		pclose(f);
+	}
+	free(cmd);
+	free(p);
+	return n;
+}
+
+/* Does any file under `root` contain `needle`? (grep -r) */
+static int tree_contains(const char *root, const char *needle)
+{
+	const char *argv[] = {"grep", "-rqaF", needle, root, NULL};
+	struct tu_run r;
+	int hit;
+
+	tu_exec(&r, NULL, NULL, argv);
+	hit = r.status == 0;
+	tu_run_free(&r);
+	return hit;
+}
+
+START_TEST(test_run_completes_on_sbx_with_one_exec_per_job)
+{
+	const char *run[] = {"run", "make a thing", "--no-tui", NULL};
+	char *state = sl_xasprintf("%s/state", dir);
+	struct tu_run r;
+	cJSON *all, *rec;
+	int execs = 0, with_stdin = 0, custom = 0;
+
+	write_run_config("happy1");
+	sbxloop(&r, run);
+	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
+	ck_assert(strstr(r.out, "completed"));
+	ck_assert(!strstr(r.err, RUN_TOKEN));
+	ck_assert(!strstr(r.out, RUN_TOKEN));
+	tu_run_free(&r);
+	ck_assert_int_eq(sandboxes_left(), 0);
+	/* every job is one exec with its request on stdin */
+	all = invocations();
+	cJSON_ArrayForEach (rec, all) {
+		char *j = argv_joined(rec);
+		const char *in = cJSON_GetStringValue(
+			cJSON_GetObjectItem(rec, "stdin"));
+
+		/* set-custom is the one call sbx gives no stdin for */
+		if (strstr(j, RUN_TOKEN)) {
+			ck_assert_msg(sl_starts_with(j, "secret set-custom "),
+				      "argv: %s", j);
+			custom++;
+		}
+		ck_assert(!in || !strstr(in, RUN_TOKEN) ||
+			  sl_starts_with(j, "secret set "));
+		if (sl_starts_with(j, "exec -i ") &&
+		    strstr(j, "sbxloop-worker run")) {
+			execs++;
+			with_stdin += in && *in == '{';
+		}
+		free(j);
+	}
+	cJSON_Delete(all);
+	ck_assert_int_ge(execs, 5);
+	ck_assert_int_eq(with_stdin, execs);
+	/* the model token went to the agent sandbox, once */
+	ck_assert_int_eq(custom, 1);
+	/* nothing the host wrote holds the token */
+	ck_assert(!tree_contains(state, RUN_TOKEN));
+	free(state);
+}
+END_TEST
+
+#define RUN_GH_TOKEN "ghs_e2eGITHUBtoken9876543210zyxwVU"
+
+/* Does any recorded call start with `prefix` and name `sandbox`? */
+static int call_names(const char *prefix, const char *sandbox)
+{
+	cJSON *all = invocations(), *rec;
+	int hit = 0;
+
+	cJSON_ArrayForEach (rec, all) {
+		char *j = argv_joined(rec);
+
+		hit |= sl_starts_with(j, prefix) && strstr(j, sandbox);
+		free(j);
+	}
+	cJSON_Delete(all);
+	return hit;
+}
+
+/*
+ * With github.repo set a run provisions the pair: the model token goes
+ * to the agent sandbox only, the GitHub token to the github sandbox
+ * only and on stdin; at the end both sandboxes and every registered
+ * secret are gone, and no file the host wrote holds either token.
+ */
+START_TEST(test_run_with_a_repo_provisions_the_pair_and_splits_tokens)
+{
+	const char *run[] = {"run", "make a thing", "--no-tui", NULL};
+	char *state = sl_xasprintf("%s/state", dir);
+	struct tu_run r;
+	cJSON *all, *rec, *st;
+	int gh_stdin = 0;
+
+	write_run_config_with("happy1", "github:\n  repo: octo/demo\n");
+	setenv("GH_TOKEN", RUN_GH_TOKEN, 1);
+	sbxloop(&r, run);
+	unsetenv("GH_TOKEN");
+	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
+	ck_assert(!strstr(r.out, RUN_GH_TOKEN) &&
+		  !strstr(r.err, RUN_GH_TOKEN));
+	tu_run_free(&r);
+	ck_assert(call_names("create --name=sbxloop-", "-agent "));
+	ck_assert(call_names("create --name=sbxloop-", "-github "));
+	all = invocations();
+	cJSON_ArrayForEach (rec, all) {
+		char *j = argv_joined(rec);
+		const char *in = cJSON_GetStringValue(
+			cJSON_GetObjectItem(rec, "stdin"));
+
+		ck_assert_msg(!strstr(j, RUN_GH_TOKEN), "argv: %s", j);
+		/* the model token is registered for the agent sandbox only */
+		if (strstr(j, RUN_TOKEN))
+			ck_assert_msg(strstr(j, "-agent "), "argv: %s", j);
+		if (in && strstr(in, RUN_GH_TOKEN)) {
+			ck_assert_msg(sl_starts_with(j, "secret set ") &&
+					      strstr(j, "-github github"),
+				      "the GitHub token went to: %s", j);
+			gh_stdin++;
+		}
+		free(j);
+	}
+	cJSON_Delete(all);
+	ck_assert_int_eq(gh_stdin, 1);
+	ck_assert_int_eq(sandboxes_left(), 0);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 0);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(st, "service")), 0);
+	cJSON_Delete(st);
+	ck_assert(!tree_contains(state, RUN_GH_TOKEN));
+	ck_assert(!tree_contains(state, RUN_TOKEN));
+	free(state);
+}
+END_TEST
+
+/* A missing token stops the run before any sandbox exists. */
+START_TEST(test_run_missing_token_creates_nothing)
+{
+	const char *run[] = {"run", "make a thing", "--no-tui", NULL};
+	struct tu_run r;
+
+	write_run_config_with("happy1", "github:\n  repo: octo/demo\n");
+	unsetenv("GH_TOKEN");
+	unsetenv("GITHUB_TOKEN");
+	if (_i == 1) {
+		setenv("GH_TOKEN", RUN_GH_TOKEN, 1);
+		unsetenv("COPILOT_GITHUB_TOKEN");
+	}
+	sbxloop(&r, run);
+	unsetenv("GH_TOKEN");
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, _i ? "COPILOT_GITHUB_TOKEN" : "GH_TOKEN"),
+		      "%s", r.err);
+	tu_run_free(&r);
+	ck_assert_int_eq(count_calls("create "), 0);
+	ck_assert_int_eq(count_calls("secret set"), 0);
+	ck_assert_int_eq(sandboxes_left(), 0);
+}
+END_TEST
+
+START_TEST(test_run_provision_failure_rolls_back)
+{
+	const char *run[] = {"run", "make a thing", "--no-tui", NULL};
+	struct tu_run r;
+
+	write_run_config("happy1");
+	/* the worker probe breaks after the sandbox exists */
+	script("[{\"prefix\":\"exec -w /home/agent sbxloop-\","
+	       "\"returncode\":0},"
+	       "{\"prefix\":\"cp \",\"returncode\":1,"
+	       "\"stderr\":\"ERROR: copy failed: disk full\\n\"}]");
+	sbxloop(&r, run);
+	ck_assert_msg(r.status != 0, "%s%s", r.out, r.err);
+	ck_assert_msg(strstr(r.err, "disk full"), "%s", r.err);
+	tu_run_free(&r);
+	ck_assert_int_eq(sandboxes_left(), 0);
+	ck_assert_int_ge(count_calls("rm --force sbxloop-"), 1);
+}
+END_TEST
+
+/* The id of the one run in the state dir (caller frees). */
+static char *only_run_id(void)
+{
+	const char *status[] = {"status", NULL};
+	struct tu_run r;
+	char id[64] = "";
+	const char *nl;
+
+	sbxloop(&r, status);
+	ck_assert_int_eq(r.status, 0);
+	nl = strchr(r.out, '\n');
+	ck_assert_ptr_nonnull(nl);
+	ck_assert_int_eq(sscanf(nl + 1, "%63s", id), 1);
+	tu_run_free(&r);
+	return sl_xstrdup(id);
+}
+
+/*
+ * plugins.secrets is [sbx-proxy, plain-env]: when sbx refuses the
+ * registration, the run says so and goes on with plain-env.
+ */
+START_TEST(test_run_falls_back_to_the_next_strategy_when_registration_fails)
+{
+	const char *run[] = {"run", "make a thing", "--no-tui", NULL};
+	const char *logs[] = {"logs",           NULL,     "--type",
+			      "sandbox.secret", "--json", NULL};
+	struct tu_run r;
+	char *id;
+
+	write_run_config("happy1");
+	script("[{\"prefix\":\"secret set-custom\",\"returncode\":1,"
+	       "\"stderr\":\"ERROR: the proxy refused the host\\n\"}]");
+	sbxloop(&r, run);
+	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
+	ck_assert_msg(strstr(r.err, "secret strategy sbx-proxy failed to "
+				    "hand COPILOT_GITHUB_TOKEN") &&
+			      strstr(r.err, "the proxy refused the host") &&
+			      strstr(r.err, "trying plain-env"),
+		      "%s", r.err);
+	ck_assert(!strstr(r.err, RUN_TOKEN));
+	tu_run_free(&r);
+	ck_assert_int_eq(count_calls("secret set-custom "), 1);
+	id = only_run_id();
+	logs[1] = id;
+	sbxloop(&r, logs);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	ck_assert_msg(strstr(r.out, "sandbox.secret_env_fallback"), "%s",
+		      r.out);
+	/* the handover names both strategies; plain-env took the token */
+	ck_assert_msg(strstr(r.out, "\"strategy\":\"sbx-proxy\"") &&
+			      strstr(r.out, "\"next\":\"plain-env\"") &&
+			      strstr(r.out, "\"strategy\":\"plain-env\""),
+		      "%s", r.out);
+	tu_run_free(&r);
+	free(id);
+	ck_assert_int_eq(sandboxes_left(), 0);
+}
+END_TEST
+
+START_TEST(test_run_sigterm_leaves_no_sandbox_and_no_secret)
+{
+	const char *argv[] = {
+		tu_env("SBXLOOP_BIN"), "--config", cfg_path, "run",
+		"interrupt me",        "--no-tui", NULL};
+	double deadline;
+	pid_t pid;
+	int status, i;
+	cJSON *st;
+
+	write_run_config("kill_execute");
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR);
+
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		if (chdir(dir) < 0)
+			_exit(126);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	/* wait for the third job (decompose, plan, execute) to start */
+	deadline = sl_monotonic() + 30;
+	while (count_calls("exec -i ") < 3 && sl_monotonic() < deadline)
+		usleep(50000);
+	ck_assert_int_ge(count_calls("exec -i "), 3);
+	usleep(300000);
+	kill(pid, SIGTERM);
+	for (i = 0; i < 400 && waitpid(pid, &status, WNOHANG) == 0; i++)
+		usleep(50000);
+	ck_assert_msg(i < 400, "sbxloop did not exit after SIGTERM");
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+	ck_assert_int_eq(sandboxes_left(), 0);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 0);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(st, "service")), 0);
+	cJSON_Delete(st);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- suite */
+
+static Suite *sbx_commands_suite(void)
+{
+	Suite *s = suite_create("sbx commands");
+	TCase *tc = tcase_create("commands");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_prune_classifies_orphans_kept_and_live);
+	tcase_add_test(tc, test_sandbox_ls_and_rm);
+	tcase_add_test(tc, test_shell_runs_a_command_in_the_pair);
+	tcase_add_test(tc, test_doctor_reports_each_failure_row);
+	tcase_add_test(tc,
+		       test_shell_without_a_command_execs_the_providers_shell);
+	tcase_add_test(tc, test_secrets_walk_the_configured_strategies);
+	tcase_add_test(tc, test_secrets_list_and_clean_stale);
+	tcase_add_test(tc, test_secrets_list_and_clean_read_a_type_column);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("runs");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_run_completes_on_sbx_with_one_exec_per_job);
+	tcase_add_test(tc, test_run_provision_failure_rolls_back);
+	tcase_add_test(
+		tc,
+		test_run_with_a_repo_provisions_the_pair_and_splits_tokens);
+	tcase_add_loop_test(tc, test_run_missing_token_creates_nothing, 0, 2);
+	tcase_add_test(tc, test_run_sigterm_leaves_no_sandbox_and_no_secret);
+	tcase_add_test(
+		tc,
+		test_run_falls_back_to_the_next_strategy_when_registration_fails);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(sbx_commands_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
