@@ -24,18 +24,31 @@
 extern char **environ;
 
 /*
- * The file `name` names: a copy of `name` when it holds a '/', else the
- * first executable regular file `name` in `path` (NULL means
- * "/bin:/usr/bin"; an empty entry is the current directory). NULL with
- * errno ENOENT, EACCES (only non-executable files match) or ENOMEM.
+ * The file `name` names: a copy of `name` when it holds a '/' (checked
+ * here when absolute; a relative one is left to the exec, after the
+ * child's chdir), else the first executable regular file `name` in
+ * `path` (NULL means "/bin:/usr/bin"; an empty entry is the current
+ * directory). NULL with errno ENOENT, EACCES (only non-executable files
+ * match) or ENOMEM.
  */
 static char *find_program(const char *name, const char *path)
 {
 	const char *dir, *end;
 	int denied = 0;
 
-	if (strchr(name, '/'))
+	if (strchr(name, '/')) {
+		struct stat st;
+
+		if (name[0] == '/') {
+			if (stat(name, &st) < 0)
+				return NULL;
+			if (!S_ISREG(st.st_mode) || access(name, X_OK) < 0) {
+				errno = EACCES;
+				return NULL;
+			}
+		}
 		return strdup(name);
+	}
 	if (*name == '\0') {
 		errno = ENOENT;
 		return NULL;
