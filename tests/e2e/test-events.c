@@ -28,6 +28,7 @@
 #include "host/events.h"
 #include "host/redact.h"
 #include "common/util.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------ fixture */
 
@@ -184,18 +185,6 @@ static void set_run_state(const char *run_id, const char *state)
 
 /* ---------------------------------------------------- running sbxloop */
 
-struct result {
-	int status;
-	char *out;
-	char *err;
-};
-
-static void result_free(struct result *r)
-{
-	free(r->out);
-	free(r->err);
-}
-
 static char *slurp(const char *path)
 {
 	size_t len;
@@ -205,42 +194,19 @@ static char *slurp(const char *path)
 }
 
 /* Run sbxloop --config <cfg> args... and collect its output. */
-static struct result run_sbxloop(const char *const *args)
+static struct tu_run run_sbxloop(const char *const *args)
 {
-	const char *bin = getenv("SBXLOOP_BIN");
-	char *out_path = sl_xasprintf("%s/cmd.out", dir);
-	char *err_path = sl_xasprintf("%s/cmd.err", dir);
 	const char *argv[32];
-	struct result r;
+	struct tu_run r;
 	size_t n = 0;
-	pid_t pid;
-	int st;
 
-	ck_assert_msg(bin != NULL, "SBXLOOP_BIN is not set");
-	argv[n++] = bin;
+	argv[n++] = tu_env("SBXLOOP_BIN");
 	argv[n++] = "--config";
 	argv[n++] = cfg_path;
 	while (*args && n < 30)
 		argv[n++] = *args++;
 	argv[n] = NULL;
-	fflush(NULL);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		dup2(o, 1);
-		dup2(e, 2);
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	r.out = slurp(out_path);
-	r.err = slurp(err_path);
-	free(out_path);
-	free(err_path);
+	tu_exec(&r, NULL, NULL, argv);
 	return r;
 }
 
@@ -260,7 +226,7 @@ static int count_lines(const char *s)
 
 START_TEST(test_status_lists_runs_newest_first_clipped)
 {
-	struct result r;
+	struct tu_run r;
 	char long_outcome[200];
 	const char *pos_new, *pos_old;
 
@@ -281,13 +247,13 @@ START_TEST(test_status_lists_runs_newest_first_clipped)
 	ck_assert_ptr_nonnull(strstr(r.out, "1/2"));
 	ck_assert_ptr_null(strstr(r.out, "TAIL"));
 	ck_assert_ptr_nonnull(strstr(r.out, "completed"));
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
 START_TEST(test_status_of_one_run_shows_its_tasks)
 {
-	struct result r;
+	struct tu_run r;
 
 	make_run("r1", "running", "build a parser", 0);
 	make_tasks("r1");
@@ -298,13 +264,13 @@ START_TEST(test_status_of_one_run_shows_its_tasks)
 	ck_assert_ptr_nonnull(strstr(r.out, "write the parser"));
 	ck_assert_ptr_nonnull(strstr(r.out, "tests were missing"));
 	ck_assert_ptr_nonnull(strstr(r.out, "phase attempts recorded"));
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
 START_TEST(test_status_json_for_all_runs_and_for_one)
 {
-	struct result r;
+	struct tu_run r;
 	cJSON *root, *t;
 
 	make_run("r-a", "completed", "first", sl_now() - 100);
@@ -322,7 +288,7 @@ START_TEST(test_status_json_for_all_runs_and_for_one)
 				 cJSON_GetArrayItem(root, 0), "tasks_total")),
 			 2);
 	cJSON_Delete(root);
-	result_free(&r);
+	tu_run_free(&r);
 
 	r = RUN("status", "r-b", "--json");
 	ck_assert_int_eq(r.status, 0);
@@ -337,7 +303,7 @@ START_TEST(test_status_json_for_all_runs_and_for_one)
 		(int)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "revisions")),
 		2);
 	cJSON_Delete(root);
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
@@ -356,37 +322,37 @@ static void fill_typed_events(void)
 
 START_TEST(test_logs_type_prefix_is_literal)
 {
-	struct result r;
+	struct tu_run r;
 
 	fill_typed_events();
 	r = RUN("logs", "r1", "--type", "a_b");
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_int_eq(count_lines(r.out), 1);
 	ck_assert_ptr_nonnull(strstr(r.out, "a_b.one"));
-	result_free(&r);
+	tu_run_free(&r);
 
 	r = RUN("logs", "r1", "--type", "a%");
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_int_eq(count_lines(r.out), 1);
 	ck_assert_ptr_nonnull(strstr(r.out, "a%c.three"));
-	result_free(&r);
+	tu_run_free(&r);
 
 	r = RUN("logs", "r1");
 	ck_assert_int_eq(count_lines(r.out), 4);
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
 START_TEST(test_logs_task_filter_matches_data_task_id)
 {
-	struct result r;
+	struct tu_run r;
 
 	fill_typed_events();
 	r = RUN("logs", "r1", "--task", "t1");
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_int_eq(count_lines(r.out), 2);
 	ck_assert_ptr_null(strstr(r.out, "lookalike"));
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
@@ -421,7 +387,7 @@ static struct seqs stored_seqs(const char *run_id)
 
 START_TEST(test_logs_since_prints_only_later_events)
 {
-	struct result r;
+	struct tu_run r;
 	struct seqs s;
 	char since[32];
 
@@ -434,13 +400,13 @@ START_TEST(test_logs_since_prints_only_later_events)
 	ck_assert_int_eq(count_lines(r.out), 2);
 	ck_assert_ptr_nonnull(strstr(r.out, "a%c.three"));
 	ck_assert_ptr_nonnull(strstr(r.out, "abc.four"));
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
 START_TEST(test_logs_json_prints_sorted_compact_envelopes)
 {
-	struct result r;
+	struct tu_run r;
 	char *line, *save = NULL;
 	int n = 0;
 
@@ -461,13 +427,13 @@ START_TEST(test_logs_json_prints_sorted_compact_envelopes)
 		n++;
 	}
 	ck_assert_int_eq(n, 4);
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
 START_TEST(test_logs_dense_line_has_task_agent_summary_args_error)
 {
-	struct result r;
+	struct tu_run r;
 
 	make_run("r1", "running", "dense", 0);
 	sl_core_set_run(core, "r1");
@@ -489,7 +455,7 @@ START_TEST(test_logs_dense_line_has_task_agent_summary_args_error)
 	/* HH:MM:SS first, no colour through a pipe */
 	ck_assert(r.out[2] == ':' && r.out[5] == ':' && r.out[8] == ' ');
 	ck_assert_ptr_null(strchr(r.out, '\033'));
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
@@ -556,7 +522,7 @@ END_TEST
 
 START_TEST(test_logs_follow_gives_up_on_a_stale_run)
 {
-	struct result r;
+	struct tu_run r;
 
 	make_run("r1", "running", "stale", sl_now() - 7200);
 	r = RUN("logs", "r1", "--follow", "--stale-after", "1");
@@ -564,7 +530,7 @@ START_TEST(test_logs_follow_gives_up_on_a_stale_run)
 	ck_assert_ptr_nonnull(strstr(r.err, "warning: run r1 has shown no "
 					    "activity"));
 	ck_assert_ptr_nonnull(strstr(r.err, "--stale-after 0"));
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
@@ -572,23 +538,23 @@ END_TEST
 
 START_TEST(test_cancel_then_cancel_again_refuses)
 {
-	struct result r;
+	struct tu_run r;
 
 	make_run("r1", "running", "to cancel", 0);
 	r = RUN("cancel", "r1");
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_str_eq(r.out, "run r1 cancelled\n");
-	result_free(&r);
+	tu_run_free(&r);
 
 	r = RUN("status", "r1");
 	ck_assert_ptr_nonnull(strstr(r.out, "state: cancelled"));
-	result_free(&r);
+	tu_run_free(&r);
 
 	r = RUN("cancel", "r1");
 	ck_assert_int_eq(r.status, 2);
 	ck_assert_ptr_nonnull(strstr(
 		r.err, "run r1 is already cancelled; nothing to cancel"));
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
@@ -599,20 +565,20 @@ START_TEST(test_unknown_run_exits_2_on_every_command)
 
 	make_run("r1", "running", "known", 0);
 	for (i = 0; i < 3; i++) {
-		struct result r = RUN(cmds[i], "nope");
+		struct tu_run r = RUN(cmds[i], "nope");
 
 		ck_assert_msg(r.status == 2, "%s: exit %d: %s", cmds[i],
 			      r.status, r.err);
 		ck_assert_msg(strstr(r.err, "error: unknown run 'nope'"),
 			      "%s: %s", cmds[i], r.err);
-		result_free(&r);
+		tu_run_free(&r);
 	}
 }
 END_TEST
 
 START_TEST(test_corrupt_database_is_reported_with_its_path)
 {
-	struct result r;
+	struct tu_run r;
 	char *db = sl_xasprintf("%s/state/state.db", dir);
 	char *wal = sl_xasprintf("%s-wal", db);
 	FILE *f;
@@ -630,7 +596,7 @@ START_TEST(test_corrupt_database_is_reported_with_its_path)
 	ck_assert_int_eq(r.status, 2);
 	ck_assert_msg(strstr(r.err, db) != NULL, "%s", r.err);
 	ck_assert_msg(strstr(r.err, "not a database") != NULL, "%s", r.err);
-	result_free(&r);
+	tu_run_free(&r);
 	free(db);
 }
 END_TEST
@@ -654,7 +620,7 @@ START_TEST(test_secret_reaches_no_database_sink_or_output)
 {
 	struct sl_instance jsonl;
 	struct sbxloop_error err = {0, ""};
-	struct result r;
+	struct tu_run r;
 	char token[64], *data, *path;
 	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
 	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
@@ -688,14 +654,14 @@ START_TEST(test_secret_reaches_no_database_sink_or_output)
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_ptr_null(strstr(r.out, token));
 	ck_assert_ptr_nonnull(strstr(r.out, "***"));
-	result_free(&r);
+	tu_run_free(&r);
 	r = RUN("logs", "r1", "--json");
 	ck_assert_int_eq(count_lines(r.out), 3);
 	ck_assert_ptr_null(strstr(r.out, token));
-	result_free(&r);
+	tu_run_free(&r);
 	r = RUN("status", "r1", "--json");
 	ck_assert_ptr_null(strstr(r.out, token));
-	result_free(&r);
+	tu_run_free(&r);
 
 	sl_bus_close(bus);
 	bus = NULL;
@@ -764,7 +730,7 @@ START_TEST(test_worker_lines_are_relayed_enriched_or_wrapped)
 		"{\"sbxloop_result\":1,\"result\":{\"status\":\"ok\"}}";
 	static const char junk[] = "Cloning into 'repo'...";
 	cJSON *enrich = cJSON_CreateObject(), *result = NULL;
-	struct result r;
+	struct tu_run r;
 
 	cJSON_AddStringToObject(enrich, "agent", "planner");
 	cJSON_AddStringToObject(enrich, "role", "agent");
@@ -797,7 +763,7 @@ START_TEST(test_worker_lines_are_relayed_enriched_or_wrapped)
 	ck_assert_ptr_nonnull(strstr(
 		r.out, "{\"data\":{\"line\":\"Cloning into 'repo'...\"}"));
 	ck_assert_ptr_null(strstr(r.out, "sbxloop_result"));
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
@@ -809,7 +775,7 @@ END_TEST
 /* How many of run_id's stored events have `type` (logs --json). */
 static int count_type(const char *run_id, const char *type)
 {
-	struct result r = RUN("logs", run_id, "--json");
+	struct tu_run r = RUN("logs", run_id, "--json");
 	char *needle = sl_xasprintf("\"type\":\"%s\"", type);
 	const char *p = r.out;
 	int n = 0;
@@ -820,7 +786,7 @@ static int count_type(const char *run_id, const char *type)
 		p++;
 	}
 	free(needle);
-	result_free(&r);
+	tu_run_free(&r);
 	return n;
 }
 
@@ -869,7 +835,7 @@ END_TEST
 
 START_TEST(test_emit_sorts_data_keys_recursively)
 {
-	struct result r;
+	struct tu_run r;
 
 	make_run("r1", "running", "sorting", 0);
 	sl_core_set_run(core, "r1");
@@ -880,7 +846,7 @@ START_TEST(test_emit_sorts_data_keys_recursively)
 	ck_assert_msg(strstr(r.out, "{\"data\":{\"a\":{\"b\":[{\"c\":2,"
 				    "\"d\":1}],\"y\":2},\"z\":1}") != NULL,
 		      "%s", r.out);
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
@@ -957,7 +923,7 @@ END_TEST
 START_TEST(test_secret_registered_by_a_plugin_is_masked)
 {
 	const char *secret = "plugin-registered-value-81f3";
-	struct result r;
+	struct tu_run r;
 
 	core->host.secret_register(&core->host, secret);
 	make_run("r1", "running", "plugin secret", 0);
@@ -970,7 +936,7 @@ START_TEST(test_secret_registered_by_a_plugin_is_masked)
 	r = RUN("logs", "r1", "--json");
 	ck_assert_ptr_null(strstr(r.out, secret));
 	ck_assert_ptr_nonnull(strstr(r.out, "{\"data\":{\"name\":\"***\"}"));
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 

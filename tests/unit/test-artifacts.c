@@ -27,6 +27,7 @@
 #include "host/events.h"
 #include "common/proc.h"
 #include "common/util.h"
+#include "testutil.h"
 
 static char dir[256];
 static char cfg_path[512];
@@ -534,62 +535,20 @@ static void emit_for(const char *run_id, const char *type, const char *json)
 	ck_assert_int_eq(sl_bus_flush(core, &err), 0);
 }
 
-struct result {
-	int status;
-	char *out;
-	char *err;
-};
-
-static void result_free(struct result *r)
+/* Run sbxloop --config <cfg> args... and collect its output. */
+static struct tu_run run_sbxloop(const char *const *args)
 {
-	free(r->out);
-	free(r->err);
-}
-
-static char *slurp(const char *path)
-{
-	size_t len;
-	char *s = sl_read_file(path, &len, 64u << 20);
-
-	return s ? s : sl_xstrdup("");
-}
-
-static struct result run_sbxloop(const char *const *args)
-{
-	const char *bin = getenv("SBXLOOP_BIN");
-	char *out_path = sl_xasprintf("%s/cmd.out", dir);
-	char *err_path = sl_xasprintf("%s/cmd.err", dir);
 	const char *argv[32];
-	struct result r;
+	struct tu_run r;
 	size_t n = 0;
-	pid_t pid;
-	int st;
 
-	ck_assert_msg(bin != NULL, "SBXLOOP_BIN is not set");
-	argv[n++] = bin;
+	argv[n++] = tu_env("SBXLOOP_BIN");
 	argv[n++] = "--config";
 	argv[n++] = cfg_path;
 	while (*args && n < 30)
 		argv[n++] = *args++;
 	argv[n] = NULL;
-	fflush(NULL);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		dup2(o, 1);
-		dup2(e, 2);
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	r.out = slurp(out_path);
-	r.err = slurp(err_path);
-	free(out_path);
-	free(err_path);
+	tu_exec(&r, NULL, NULL, argv);
 	return r;
 }
 
@@ -610,7 +569,7 @@ static int dir_exists(const char *path)
 START_TEST(test_artifacts_lists_files_sizes_and_exclusions)
 {
 	char *ws = sl_xasprintf("%s/ws", dir);
-	struct result r;
+	struct tu_run r;
 
 	put(ws, "src/main.c", "int main(void) { return 0; }\n");
 	put(ws, "node_modules/a.js", "a");
@@ -622,11 +581,11 @@ START_TEST(test_artifacts_lists_files_sizes_and_exclusions)
 	ck_assert_ptr_nonnull(strstr(r.out, "  src/main.c  29 B\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "1 file(s) excluded "
 					    "(node_modules: 1)"));
-	result_free(&r);
+	tu_run_free(&r);
 	r = RUN("artifacts", "rabcdefgh", "--tree");
 	EXPECT(r, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "  src/\n    main.c\n"));
-	result_free(&r);
+	tu_run_free(&r);
 	free(ws);
 }
 END_TEST
@@ -635,25 +594,25 @@ START_TEST(test_artifacts_of_unmounted_run_reads_harvest)
 {
 	char *ws = sl_xasprintf("%s/ws", dir);
 	char *adir = sl_xasprintf("%s/runs/rbcdefghj/artifacts", state);
-	struct result r;
+	struct tu_run r;
 
 	make_run("rbcdefghj", "failed", 0, ws, 0, NULL);
 	r = RUN("artifacts", "rbcdefghj", "--path");
 	EXPECT(r, 0);
 	ck_assert_int_eq((int)strlen(r.out), (int)strlen(adir) + 1);
 	ck_assert_int_eq(strncmp(r.out, adir, strlen(adir)), 0);
-	result_free(&r);
+	tu_run_free(&r);
 	/* nothing harvested yet */
 	r = RUN("artifacts", "rbcdefghj");
 	EXPECT(r, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "no artifacts directory"));
-	result_free(&r);
+	tu_run_free(&r);
 	put(adir, "out.txt", "result");
 	r = RUN("artifacts", "rbcdefghj");
 	EXPECT(r, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "(harvested copy)"));
 	ck_assert_ptr_nonnull(strstr(r.out, "out.txt  6 B"));
-	result_free(&r);
+	tu_run_free(&r);
 	free(ws);
 	free(adir);
 }
@@ -661,25 +620,25 @@ END_TEST
 
 START_TEST(test_artifacts_refuses_runs_without_a_workspace)
 {
-	struct result r;
+	struct tu_run r;
 
 	make_run("rcdefghjk", "failed", 0, NULL, 0, NULL);
 	r = RUN("artifacts", "rcdefghjk");
 	EXPECT(r, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "never provisioned a workspace "
 					    "(state: failed)"));
-	result_free(&r);
+	tu_run_free(&r);
 	r = RUN("artifacts", "rzzzzzzzz");
 	EXPECT(r, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "unknown run"));
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
 START_TEST(test_gc_dry_run_removes_nothing)
 {
 	char *rd = sl_xasprintf("%s/runs/rdefghjkm", state);
-	struct result r;
+	struct tu_run r;
 
 	put(rd, "artifacts/a.txt", "a");
 	make_run("rdefghjkm", "completed", 30, NULL, 0, NULL);
@@ -689,7 +648,7 @@ START_TEST(test_gc_dry_run_removes_nothing)
 					    "14d"));
 	ck_assert_ptr_nonnull(strstr(r.out, "dry run: 1 run directory"));
 	ck_assert(dir_exists(rd));
-	result_free(&r);
+	tu_run_free(&r);
 	free(rd);
 }
 END_TEST
@@ -716,7 +675,7 @@ START_TEST(test_gc_removes_old_finished_runs_and_records_it)
 	struct sbxloop_event_query q;
 	struct sbxloop_error err = {0, ""};
 	struct gc_events g = {0, ""};
-	struct result r;
+	struct tu_run r;
 
 	put(ws, "a.txt", "aaaa");
 	make_run("refghjkmn", "completed", 20, ws, 0, NULL);
@@ -725,7 +684,7 @@ START_TEST(test_gc_removes_old_finished_runs_and_records_it)
 	EXPECT(r, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "removed 1 run directory"));
 	ck_assert(!dir_exists(old));
-	result_free(&r);
+	tu_run_free(&r);
 	core_up();
 	ops = store.ops;
 	memset(&q, 0, sizeof(q));
@@ -753,7 +712,7 @@ START_TEST(test_gc_never_removes_a_resumable_or_protected_run)
 					    "rhjkmnpqr", "rjkmnpqrs",
 					    "not-a-run", "rkmnpqrst"};
 	size_t i;
-	struct result r;
+	struct tu_run r;
 
 	for (i = 0; i < SL_ARRAY_SIZE(names); i++) {
 		char *d = sl_xasprintf("%s/runs/%s", state, names[i]);
@@ -788,26 +747,26 @@ START_TEST(test_gc_never_removes_a_resumable_or_protected_run)
 		ck_assert_msg(dir_exists(d), "%s was removed", names[i]);
 		free(d);
 	}
-	result_free(&r);
+	tu_run_free(&r);
 	/* even a zero window keeps the resumable run */
 	r = RUN("gc", "--older-than", "0");
 	EXPECT(r, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "run is running (resumable)"));
 	ck_assert_ptr_nonnull(strstr(r.out, "removed 1 run directory"));
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
 START_TEST(test_gc_rejects_a_bad_window)
 {
-	struct result r = RUN("gc", "--older-than", "-1");
+	struct tu_run r = RUN("gc", "--older-than", "-1");
 
 	EXPECT(r, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "--older-than"));
-	result_free(&r);
+	tu_run_free(&r);
 	r = RUN("gc", "--older-than", "nan");
 	EXPECT(r, 2);
-	result_free(&r);
+	tu_run_free(&r);
 }
 END_TEST
 
