@@ -31,7 +31,7 @@ extern char **environ;
  * directory). NULL with errno ENOENT, EACCES (only non-executable files
  * match) or ENOMEM.
  */
-static char *find_program(const char *name, const char *path)
+char *sl_launch_find(const char *name, const char *path)
 {
 	const char *dir, *end;
 	int denied = 0;
@@ -123,7 +123,7 @@ int sl_launch(const struct sl_launch *sp, pid_t *pid)
 	char *file;
 	int rc;
 
-	file = find_program(sp->argv[0], getenv("PATH"));
+	file = sl_launch_find(sp->argv[0], getenv("PATH"));
 	if (file == NULL)
 		return errno;
 	if ((rc = posix_spawnattr_init(&at)) != 0)

@@ -25,4 +25,11 @@ struct sl_launch {
  */
 int sl_launch(const struct sl_launch *sp, pid_t *pid);
 
+/*
+ * The file that running `name` with search path `path` would start (the
+ * PATH search of sl_launch; NULL `path` means "/bin:/usr/bin"). Caller
+ * frees; NULL with errno ENOENT, EACCES or ENOMEM.
+ */
+char *sl_launch_find(const char *name, const char *path);
+
 #endif

@@ -10,41 +10,25 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "worker.h"
+#include "stream.h"
 #include "common/json.h"
+#include "common/launch.h"
 
 #ifndef SBXLOOP_PKGDATADIR
 #define SBXLOOP_PKGDATADIR "/usr/local/share/sbxloop"
 #endif
 
 #define PRESET_MAX (256u * 1024)
-
-struct tool_name {
-	char *id;
-	char *name;
-	struct tool_name *next;
-};
-
-struct stream {
-	struct wk_ctx *ctx;
-	const struct wk_job *job;
-	const cJSON *rules;
-	char *text;       /* replaced or appended by rules, owned */
-	char *final_text; /* wins over text when set, owned */
-	char *error;      /* the CLI's own failure report, owned */
-	char *session_id;
-	char *model;
-	cJSON *usage;
-	cJSON *failures; /* tool -> count */
-	int calls;
-	int messages; /* agent.message events emitted */
-	struct tool_name *names;
-	struct wk_proc *proc; /* the agent, stopped at the tool ceiling */
-	int capped;           /* went past job->max_tool_calls */
-};
+/* what is kept of a CLI's stdout: the answer of a plain-text CLI */
+#define AGENT_STDOUT_TAIL (1024u * 1024)
 
 static char *preset_path(const char *name)
 {
@@ -56,277 +40,6 @@ static char *preset_path(const char *name)
 	if (!dir || !*dir)
 		dir = SBXLOOP_PKGDATADIR "/presets";
 	return wk_printf("%s/%s.json", dir, name);
-}
-
-/* Resolve a dotted path ("message.content", "items.0.id") under `node`. */
-static const cJSON *get_path(const cJSON *node, const char *path)
-{
-	char *copy = wk_strdup(path), *part, *save;
-	const cJSON *cur = node;
-
-	for (part = strtok_r(copy, ".", &save); part && cur;
-	     part = strtok_r(NULL, ".", &save)) {
-		if (cJSON_IsArray(cur)) {
-			char *end;
-			long i = strtol(part, &end, 10);
-
-			cur = *end ? NULL : cJSON_GetArrayItem(cur, (int)i);
-		} else {
-			cur = cJSON_GetObjectItemCaseSensitive(cur, part);
-		}
-	}
-	free(copy);
-	return cur;
-}
-
-static const char *get_string(const cJSON *node, const cJSON *spec)
-{
-	const cJSON *v;
-
-	if (!cJSON_IsString(spec))
-		return NULL;
-	v = get_path(node, spec->valuestring);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* Every member of `match` must equal the value at its path in `node`. */
-static int matches(const cJSON *node, const cJSON *match)
-{
-	const cJSON *m;
-
-	cJSON_ArrayForEach (m, match) {
-		const cJSON *v = get_path(node, m->string);
-
-		if (!v || !cJSON_Compare(v, m, 1))
-			return 0;
-	}
-	return 1;
-}
-
-/*
- * A field spec is "path", "!path" (boolean not), "path==value" (boolean
- * equality with a string) or "=text" (the literal text).
- */
-static cJSON *field_value(const cJSON *node, const char *spec)
-{
-	const char *eq = strstr(spec, "==");
-	const cJSON *v;
-
-	if (*spec == '=')
-		return cJSON_CreateString(spec + 1);
-	if (*spec == '!') {
-		v = get_path(node, spec + 1);
-		return cJSON_CreateBool(!v || cJSON_IsFalse(v) ||
-					cJSON_IsNull(v));
-	}
-	if (eq) {
-		char *path = strndup(spec, (size_t)(eq - spec));
-		int same;
-
-		if (!path)
-			abort();
-		v = get_path(node, path);
-		same = cJSON_IsString(v) && !strcmp(v->valuestring, eq + 2);
-		free(path);
-		return cJSON_CreateBool(same);
-	}
-	v = get_path(node, spec);
-	return v ? cJSON_Duplicate(v, 1) : NULL;
-}
-
-static void set_str(char **slot, const char *v)
-{
-	free(*slot);
-	*slot = wk_strdup(v);
-}
-
-static void remember_tool(struct stream *st, const char *id, const char *name)
-{
-	struct tool_name *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		abort();
-	t->id = wk_strdup(id);
-	t->name = wk_strdup(name);
-	t->next = st->names;
-	st->names = t;
-}
-
-static const char *tool_for(struct stream *st, const char *id)
-{
-	struct tool_name *t;
-
-	for (t = st->names; t && id; t = t->next)
-		if (!strcmp(t->id, id))
-			return t->name;
-	return NULL;
-}
-
-/* Shape a mapped tool or message event the way every consumer expects. */
-static void finish_event(struct stream *st, const char *type, cJSON *d)
-{
-	cJSON *v = cJSON_GetObjectItemCaseSensitive(d, "args");
-	const cJSON *id = cJSON_GetObjectItemCaseSensitive(d, "tool_call_id");
-	const cJSON *tool = cJSON_GetObjectItemCaseSensitive(d, "tool");
-
-	if (v && strncmp(type, "agent.tool_", 11) == 0) {
-		char *s = wk_tool_args_display(v);
-
-		cJSON_ReplaceItemInObjectCaseSensitive(d, "args",
-						       cJSON_CreateString(s));
-		free(s);
-	}
-	if (!strcmp(type, SBXLOOP_EV_AGENT_TOOL_START)) {
-		st->calls++;
-		if (cJSON_IsString(id) && cJSON_IsString(tool))
-			remember_tool(st, id->valuestring, tool->valuestring);
-		/* a CLI cannot be told no per call: past the ceiling it stops */
-		if (st->job->max_tool_calls && !st->capped &&
-		    st->calls > st->job->max_tool_calls) {
-			cJSON *c = cJSON_CreateObject();
-
-			st->capped = 1;
-			cJSON_AddNumberToObject(
-				c, "cap", (double)st->job->max_tool_calls);
-			cJSON_AddNumberToObject(c, "calls", st->calls);
-			cJSON_AddStringToObject(c, "tool",
-						cJSON_IsString(tool)
-							? tool->valuestring
-							: "?");
-			wk_emit(st->ctx, SBXLOOP_EV_AGENT_TOOL_CAP, c);
-			if (st->proc)
-				st->proc->stop = 1;
-		}
-	} else if (!strcmp(type, SBXLOOP_EV_AGENT_TOOL_END)) {
-		const cJSON *ok =
-			cJSON_GetObjectItemCaseSensitive(d, "success");
-		const char *name =
-			cJSON_IsString(tool)
-				? tool->valuestring
-				: tool_for(st, cJSON_IsString(id)
-						       ? id->valuestring
-						       : NULL);
-
-		if (!cJSON_IsString(tool))
-			cJSON_AddStringToObject(d, "tool", name ? name : "?");
-		if (!ok)
-			cJSON_AddTrueToObject(d, "success");
-		v = cJSON_GetObjectItemCaseSensitive(d, "output");
-		if (v) {
-			char *s = cJSON_IsString(v) ? wk_strdup(v->valuestring)
-						    : sl_json_print_sorted(v);
-
-			cJSON_ReplaceItemInObjectCaseSensitive(
-				d, "output",
-				cJSON_CreateString(wk_utf8_tail(
-					s, strlen(s), WK_TOOL_OUTPUT_MAX)));
-			free(s);
-		}
-		if (cJSON_IsFalse(ok)) {
-			const char *k = name ? name : "?";
-			cJSON *n = cJSON_GetObjectItemCaseSensitive(
-				st->failures, k);
-
-			if (n)
-				cJSON_SetNumberValue(n, n->valuedouble + 1);
-			else
-				cJSON_AddNumberToObject(st->failures, k, 1);
-		}
-	} else if (!strcmp(type, SBXLOOP_EV_AGENT_MESSAGE)) {
-		st->messages++;
-		if (!cJSON_GetObjectItemCaseSensitive(d, "model"))
-			cJSON_AddStringToObject(d, "model",
-						st->model ? st->model : "");
-	}
-}
-
-static void apply(struct stream *st, const cJSON *rule, const cJSON *root,
-		  const cJSON *node)
-{
-	const cJSON *v;
-	const char *s;
-
-	if ((s = get_string(root, cJSON_GetObjectItem(rule, "session_id"))))
-		set_str(&st->session_id, s);
-	if ((s = get_string(root, cJSON_GetObjectItem(rule, "model"))))
-		set_str(&st->model, s);
-	if ((s = get_string(node, cJSON_GetObjectItem(rule, "text"))))
-		set_str(&st->text, s);
-	if ((s = get_string(node, cJSON_GetObjectItem(rule, "append_text")))) {
-		char *t = wk_printf("%s%s", st->text ? st->text : "", s);
-
-		free(st->text);
-		st->text = t;
-	}
-	if ((s = get_string(node, cJSON_GetObjectItem(rule, "final_text"))))
-		set_str(&st->final_text, s);
-	if ((s = get_string(node, cJSON_GetObjectItem(rule, "error"))))
-		set_str(&st->error, *s ? s : "agent reported an error");
-	v = cJSON_GetObjectItem(rule, "usage");
-	if (cJSON_IsObject(v)) {
-		cJSON *sample = cJSON_CreateObject();
-		const cJSON *f;
-
-		cJSON_ArrayForEach (f, v) {
-			const cJSON *x =
-				cJSON_IsString(f)
-					? get_path(node, f->valuestring)
-					: NULL;
-
-			if (cJSON_IsNumber(x))
-				cJSON_AddNumberToObject(sample, f->string,
-							x->valuedouble);
-		}
-		if (st->model)
-			cJSON_AddStringToObject(sample, "model", st->model);
-		wk_usage_merge(&st->usage, sample);
-		wk_emit(st->ctx, SBXLOOP_EV_AGENT_USAGE, sample);
-	}
-	v = cJSON_GetObjectItem(rule, "event");
-	if (cJSON_IsString(v)) {
-		cJSON *d = cJSON_CreateObject();
-		const cJSON *f, *fields = cJSON_GetObjectItem(rule, "fields");
-
-		cJSON_ArrayForEach (f, fields) {
-			cJSON *x = cJSON_IsString(f)
-					   ? field_value(node, f->valuestring)
-					   : NULL;
-
-			if (x)
-				cJSON_AddItemToObject(d, f->string, x);
-		}
-		finish_event(st, v->valuestring, d);
-		wk_emit(st->ctx, v->valuestring, d);
-	}
-}
-
-static void on_line(void *arg, const char *line, size_t len)
-{
-	struct stream *st = arg;
-	cJSON *root = cJSON_ParseWithLength(line, len);
-	const cJSON *rule;
-
-	if (!cJSON_IsObject(root)) {
-		cJSON_Delete(root);
-		return; /* banners and progress noise are not protocol */
-	}
-	cJSON_ArrayForEach (rule, st->rules) {
-		const cJSON *each = cJSON_GetObjectItem(rule, "each");
-		const cJSON *item_match =
-			cJSON_GetObjectItem(rule, "item_match");
-		const cJSON *e;
-
-		if (!matches(root, cJSON_GetObjectItem(rule, "match")))
-			continue;
-		if (!cJSON_IsString(each)) {
-			apply(st, rule, root, root);
-			continue;
-		}
-		cJSON_ArrayForEach (e, get_path(root, each->valuestring))
-			if (matches(e, item_match))
-				apply(st, rule, root, e);
-	}
-	cJSON_Delete(root);
 }
 
 static int has_condition(const cJSON *argv, const char *cond)
@@ -477,25 +190,6 @@ static void free_argv(char **argv)
 	free(argv);
 }
 
-static void stream_free(struct stream *st)
-{
-	while (st->names) {
-		struct tool_name *t = st->names;
-
-		st->names = t->next;
-		free(t->id);
-		free(t->name);
-		free(t);
-	}
-	free(st->text);
-	free(st->final_text);
-	free(st->error);
-	free(st->session_id);
-	free(st->model);
-	cJSON_Delete(st->usage);
-	cJSON_Delete(st->failures);
-}
-
 static char *trim_end(char *s)
 {
 	size_t n = strlen(s);
@@ -505,152 +199,472 @@ static char *trim_end(char *s)
 	return s;
 }
 
-int wk_backend_command(struct wk_ctx *ctx, const struct wk_job *job,
+/* A case-insensitive substring test. */
+static int contains(const char *hay, const char *needle)
+{
+	return hay && needle && *needle && strcasestr(hay, needle);
+}
+
+/*
+ * The last `lines` non-empty lines of `text` (at most `max` bytes, whole
+ * UTF-8 characters), skipping JSON objects when `prose`: what a person
+ * reads of a CLI's failure. Caller frees; "" when there are none.
+ */
+static char *last_lines(const char *text, int lines, size_t max, int prose)
+{
+	const char *end = text ? text + strlen(text) : NULL, *p, *start;
+	char *out = wk_strdup("");
+
+	while (end && end > text && lines > 0) {
+		char *t;
+
+		while (end > text &&
+		       (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+			end--;
+		for (p = end; p > text && p[-1] != '\n'; p--)
+			;
+		start = p;
+		if (end > start && !(prose && *start == '{')) {
+			t = wk_printf("%.*s%s%s", (int)(end - start), start,
+				      *out ? "\n" : "", out);
+			free(out);
+			out = t;
+			lines--;
+		}
+		end = start;
+	}
+	if (strlen(out) > max) {
+		char *t = wk_strdup(wk_utf8_tail(out, strlen(out), max));
+
+		free(out);
+		out = t;
+	}
+	return out;
+}
+
+/*
+ * The first line of `text` that starts with "error" (any case), up to
+ * 600 bytes: how the CLIs' argument parsers and most of their failures
+ * begin. Caller frees; NULL if there is none.
+ */
+static char *error_line(const char *text)
+{
+	const char *p = text;
+
+	while (p && *p) {
+		size_t n = strcspn(p, "\n");
+
+		if (n >= 5 && !strncasecmp(p, "error", 5))
+			return wk_printf("%.*s", (int)(n > 600 ? 600 : n), p);
+		p += n + (p[n] == '\n');
+	}
+	return NULL;
+}
+
+/* The error type a failure report maps to by the preset's "errors". */
+static const char *classify(const cJSON *preset, const char *text)
+{
+	static const char *const rejected[] = {
+		"unknown option",        "unexpected argument",
+		"Unknown argument",      "Invalid command format",
+		"unrecognized argument", NULL};
+	const cJSON *e;
+	size_t i;
+
+	for (i = 0; rejected[i]; i++)
+		if (contains(text, rejected[i]))
+			return "AgentCliRejected";
+	cJSON_ArrayForEach (e, cJSON_GetObjectItem(preset, "errors"))
+		if (contains(text, sl_json_str(e, "contains", NULL)))
+			return sl_json_str(e, "type", "AgentError");
+	return "AgentError";
+}
+
+/* Whether the CLI said the session to resume does not exist. */
+static int session_unknown(const cJSON *preset, const char *text)
+{
+	const cJSON *m;
+
+	cJSON_ArrayForEach (m, cJSON_GetObjectItem(preset, "session_unknown"))
+		if (cJSON_IsString(m) && contains(text, m->valuestring))
+			return 1;
+	return 0;
+}
+
+/* What one attempt left: its exit, its output tails, its own report. */
+struct attempt {
+	struct wk_buf out, err;
+	struct wk_proc p;
+	char *report; /* the CLI's own words on what failed, owned */
+	char *all;    /* report, category, stderr: what classify reads */
+	char *detail; /* stderr tail and the last stdout lines, owned */
+};
+
+static void attempt_init(struct attempt *a)
+{
+	memset(a, 0, sizeof(*a));
+	wk_buf_init(&a->out, 0, AGENT_STDOUT_TAIL);
+	wk_buf_init(&a->err, 0, WK_SHELL_TAIL);
+}
+
+static void attempt_free(struct attempt *a)
+{
+	wk_buf_free(&a->out);
+	wk_buf_free(&a->err);
+	free(a->report);
+	free(a->all);
+	free(a->detail);
+	memset(a, 0, sizeof(*a));
+}
+
+/* Fill report, all and detail from the finished attempt. */
+static void attempt_summarize(struct attempt *a, const struct wk_stream *st)
+{
+	char *err = wk_buf_render(&a->err), *out = wk_buf_render(&a->out);
+	char *err_tail = last_lines(err, 20, WK_SHELL_TAIL, 0);
+	char *out_tail = last_lines(out, 20, 4096, 0);
+
+	if (st->error)
+		a->report = wk_strdup(st->error);
+	else if ((a->report = error_line(err)))
+		;
+	else if (!*(a->report = last_lines(err, 3, 600, 1))) {
+		free(a->report);
+		a->report = last_lines(out, 3, 600, 1);
+	}
+	a->all = wk_printf("%s\n%s\n%s", a->report,
+			   st->error_kind ? st->error_kind : "", err_tail);
+	a->detail =
+		wk_printf("%s%s%s%s", *err_tail ? "stderr:\n" : "", err_tail,
+			  *out_tail ? "\nlast output:\n" : "", out_tail);
+	free(err_tail);
+	free(out_tail);
+	free(err);
+	free(out);
+}
+
+static void resume_dropped(struct wk_ctx *ctx, const struct wk_job *job,
+			   const char *cli, const char *report)
+{
+	cJSON *d = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(d, "cli", cli);
+	cJSON_AddStringToObject(d, "session_id", job->resume_session_id);
+	cJSON_AddStringToObject(d, "reason", report);
+	wk_emit(ctx, SBXLOOP_EV_AGENT_RESUME_DROPPED, d);
+}
+
+/* The answer of a successful attempt, and its health. */
+static void succeed(struct wk_ctx *ctx, struct wk_stream *st,
+		    struct attempt *a, int stream_json, struct wk_result *res)
+{
+	if (stream_json)
+		res->output_text = wk_strdup(st->final_text ? st->final_text
+					     : st->text     ? st->text
+							    : "");
+	else
+		res->output_text = trim_end(wk_buf_render(&a->out));
+	if (*res->output_text && !st->messages) {
+		cJSON *d = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(d, "content", res->output_text);
+		cJSON_AddStringToObject(d, "model",
+					st->model ? st->model : "");
+		wk_emit(ctx, SBXLOOP_EV_AGENT_MESSAGE, d);
+	}
+	res->health = cJSON_CreateObject();
+	cJSON_AddObjectToObject(res->health, "permission_denials");
+	cJSON_AddItemToObject(res->health, "tool_failures", st->failures);
+	st->failures = NULL;
+	cJSON_AddObjectToObject(res->health, "tool_refusals");
+	cJSON_AddNumberToObject(res->health, "tool_calls", st->calls);
+	cJSON_AddNumberToObject(res->health, "tool_cap_denials", 0);
+	res->status = WK_OK;
+}
+
+/* A failed attempt as a typed error in the CLI's own words. */
+static void fail(const cJSON *preset, const struct wk_stream *st,
+		 struct attempt *a, const char *cli, struct wk_result *res)
+{
+	const char *type = classify(preset, a->all);
+	char how[64];
+
+	if (a->p.term_signal)
+		snprintf(how, sizeof(how), "killed by signal %d",
+			 a->p.term_signal);
+	else
+		snprintf(how, sizeof(how), "exit %d", a->p.exit_code);
+	if (!strcmp(type, "AgentCliRejected"))
+		wk_result_set_error(
+			res, WK_ERROR, type, a->detail,
+			"agent CLI '%s' rejected its arguments (%s): %s; the "
+			"'%s' preset was verified with %s %s up to %s (found: "
+			"%s); run 'sbxloop doctor'",
+			cli, how, a->report,
+			st->job->preset ? st->job->preset : cli, cli,
+			sl_json_str(st->version, "min", "?"),
+			sl_json_str(st->version, "below", "?"),
+			st->cli_version ? st->cli_version : "unknown");
+	else
+		wk_result_set_error(
+			res, WK_ERROR, type, a->detail,
+			"agent CLI '%s' failed (%s): %s%s", cli, how,
+			*a->report ? a->report : "it printed no reason",
+			!strcmp(type, "AgentAuthError")
+				? " (check the agent's model token and login: "
+				  "'sbxloop doctor', docs/agents.md)"
+				: "");
+	if (a->p.exit_code) {
+		res->has_exit_code = 1;
+		res->exit_code = a->p.exit_code;
+	}
+}
+
+/* Out of time or past the tool ceiling: say so, keep what it printed. */
+static void stopped(const struct wk_stream *st, struct attempt *a,
+		    const char *cli, struct wk_result *res)
+{
+	if (st->capped) {
+		wk_result_set_error(res, WK_ERROR, "ToolCallCeiling",
+				    a->detail,
+				    "the agent went past its tool-call "
+				    "ceiling of %ld (budgets.max_tool_calls_"
+				    "per_phase) and was stopped; raise the "
+				    "budget or split the task",
+				    st->job->max_tool_calls);
+		return;
+	}
+	wk_result_set_error(res, WK_TIMEOUT, "Timeout", a->detail,
+			    "job timed out after %.0f s running '%s'%s%s",
+			    st->job->timeout_s, cli,
+			    *a->report ? "; its last report: " : "",
+			    st->notice ? st->notice : a->report);
+}
+
+/* Best effort: a cache that cannot be written is probed again. */
+static void write_cache(const char *path, const char *key, const char *value)
+{
+	char *dir = wk_strdup(path), *slash, *tmp;
+	FILE *f;
+
+	slash = strrchr(dir, '/');
+	*slash = '\0';
+	slash = strrchr(dir, '/');
+	*slash = '\0';
+	(void)mkdir(dir, 0700); /* $HOME/.cache */
+	*slash = '/';
+	(void)mkdir(dir, 0700); /* $HOME/.cache/sbxloop */
+	tmp = wk_printf("%s.%ld", path, (long)getpid());
+	f = fopen(tmp, "w");
+	if (f && fprintf(f, "%s%s\n", key, value) > 0 && fclose(f) == 0)
+		(void)rename(tmp, path);
+	else if (f)
+		fclose(f);
+	(void)unlink(tmp);
+	free(tmp);
+	free(dir);
+}
+
+/*
+ * The CLI's version, from the preset's "version" argv, cached per
+ * binary (path, size, mtime) under $HOME/.cache/sbxloop so a job pays
+ * for the probe only when the CLI changed. Caller frees; NULL if unread.
+ */
+static char *cli_version(struct wk_ctx *ctx, const cJSON *spec, char **envp)
+{
+	const cJSON *argv_spec = cJSON_GetObjectItem(spec, "argv"), *a;
+	const char *home = getenv("HOME");
+	char *bin, *cache = NULL, *key = NULL, *text, *version = NULL;
+	char *argv[8] = {0};
+	struct wk_buf out;
+	struct wk_proc p = {0};
+	struct stat sb;
+	size_t len, n = 0;
+	int big;
+
+	a = cJSON_GetArrayItem(argv_spec, 0);
+	if (!cJSON_IsString(a) ||
+	    !(bin = sl_launch_find(a->valuestring, getenv("PATH"))))
+		return NULL;
+	if (stat(bin, &sb) == 0 && home && *home) {
+		cache = wk_printf("%s/.cache/sbxloop/cli-version-%s", home,
+				  a->valuestring);
+		key = wk_printf("%s %lld %lld\n", bin, (long long)sb.st_size,
+				(long long)sb.st_mtime);
+		text = wk_read_file(cache, 4096, &len, &big);
+		if (text && !strncmp(text, key, strlen(key)))
+			version = wk_strdup(trim_end(text + strlen(key)));
+		free(text);
+	}
+	if (!version) {
+		cJSON_ArrayForEach (a, argv_spec)
+			if (cJSON_IsString(a) && n < 7)
+				argv[n++] = a->valuestring;
+		wk_buf_init(&out, 0, 4096);
+		p.argv = argv;
+		p.cwd = ctx->cwd;
+		p.envp = envp;
+		p.timeout_s = 30;
+		p.out = &out;
+		p.merge_stderr = 1;
+		if (wk_proc_run(ctx, &p) == 0 && !p.exit_code &&
+		    !p.timed_out) {
+			char *o = wk_buf_render(&out), *d = o;
+
+			/* "2.1.332 (Claude Code)", "codex-cli 0.171.0" */
+			while (*d && (*d < '0' || *d > '9'))
+				d++;
+			version = wk_printf("%.*s",
+					    (int)strspn(d, "0123456789."), d);
+			free(o);
+			if (cache && *version)
+				write_cache(cache, key, version);
+		}
+		wk_buf_free(&out);
+	}
+	free(key);
+	free(cache);
+	free(bin);
+	return version;
+}
+
+static int load_preset(const struct wk_job *job, char **text, cJSON **preset,
 		       struct wk_result *res)
 {
 	const char *name = job->preset;
-	char *path = NULL, *text = NULL, **argv = NULL, **envp = NULL;
-	cJSON *preset = NULL;
-	const cJSON *tpl, *fmt;
-	struct stream st = {0};
-	struct wk_buf out, err;
-	struct wk_proc p = {0};
-	double deadline = wk_now() + job->timeout_s;
+	char *path;
 	size_t len;
-	int big, stream_json, resume, rc = -1;
+	int big, rc = 0;
 
-	wk_buf_init(&out, 0, 1024 * 1024);
-	wk_buf_init(&err, 0, WK_SHELL_TAIL);
 	if (!name || !*name)
 		name = getenv("SBXLOOP_AGENT_PRESET");
 	if (!name || !*name)
 		name = "copilot";
 	path = preset_path(name);
-	text = wk_read_file(path, PRESET_MAX, &len, &big);
-	preset = text ? cJSON_ParseWithLength(text, len) : NULL;
-	tpl = cJSON_GetObjectItem(preset, "argv");
-	fmt = cJSON_GetObjectItem(preset, "output");
-	if (!cJSON_IsArray(tpl) || !cJSON_GetArraySize(tpl) ||
-	    !cJSON_IsString(fmt)) {
+	*text = wk_read_file(path, PRESET_MAX, &len, &big);
+	*preset = *text ? cJSON_ParseWithLength(*text, len) : NULL;
+	if (!cJSON_IsArray(cJSON_GetObjectItem(*preset, "argv")) ||
+	    !cJSON_GetArraySize(cJSON_GetObjectItem(*preset, "argv")) ||
+	    !cJSON_IsString(cJSON_GetObjectItem(*preset, "output"))) {
 		wk_result_set_error(res, WK_ERROR, "BackendUnavailable", NULL,
 				    "cannot load agent preset '%s': %s", path,
-				    !text ? strerror(errno)
-					  : "needs 'argv' and 'output'");
-		goto out;
+				    !*text ? strerror(errno)
+					   : "needs 'argv' and 'output'");
+		rc = -1;
 	}
-	stream_json = !strcmp(fmt->valuestring, "stream-json");
+	free(path);
+	return rc;
+}
+
+static int run_attempt(struct wk_ctx *ctx, struct attempt *a, char **argv,
+		       char **envp, double deadline, struct wk_stream *st,
+		       int stream_json)
+{
+	a->p.argv = argv;
+	a->p.cwd = ctx->cwd;
+	a->p.envp = envp;
+	a->p.timeout_s = deadline - wk_now();
+	if (a->p.timeout_s <= 0)
+		a->p.timeout_s = 0.001;
+	a->p.out = &a->out;
+	a->p.err = &a->err;
+	if (stream_json) {
+		a->p.on_line = wk_stream_line;
+		a->p.arg = st;
+		st->proc = &a->p;
+	}
+	return wk_proc_run(ctx, &a->p);
+}
+
+int wk_backend_command(struct wk_ctx *ctx, const struct wk_job *job,
+		       struct wk_result *res)
+{
+	char *text = NULL, **argv = NULL, **envp = NULL, *version = NULL;
+	cJSON *preset = NULL;
+	const cJSON *tpl;
+	struct wk_stream st = {0};
+	struct attempt a;
+	double deadline = wk_now() + job->timeout_s;
+	int stream_json, resume, rc = -1;
+
+	attempt_init(&a);
+	if (load_preset(job, &text, &preset, res) < 0)
+		goto out;
+	tpl = cJSON_GetObjectItem(preset, "argv");
+	stream_json =
+		!strcmp(cJSON_GetObjectItem(preset, "output")->valuestring,
+			"stream-json");
 	resume = job->resume_session_id && *job->resume_session_id;
+	envp = wk_env_agent(cJSON_GetObjectItem(preset, "pass_env"),
+			    cJSON_GetObjectItem(preset, "env"));
+	st.ctx = ctx;
+	st.job = job;
+	st.rules = cJSON_GetObjectItem(preset, "rules");
+	st.version = cJSON_GetObjectItem(preset, "version");
+	st.failures = cJSON_CreateObject();
+	st.model = wk_strdup(job->model);
 retry:
 	argv = build_argv(tpl, job, ctx, resume);
 	if (!argv[0]) {
 		wk_result_set_error(res, WK_ERROR, "BackendUnavailable", NULL,
 				    "agent preset '%s' yields an empty "
 				    "command",
-				    path);
+				    job->preset ? job->preset : "copilot");
 		goto out;
 	}
-	if (!envp)
-		envp = wk_env_agent();
-	st.ctx = ctx;
-	st.job = job;
-	st.rules = cJSON_GetObjectItem(preset, "rules");
-	st.failures = cJSON_CreateObject();
-	st.model = wk_strdup(job->model);
-	p.argv = argv;
-	p.cwd = ctx->cwd;
-	p.envp = envp;
-	p.timeout_s = deadline - wk_now();
-	if (p.timeout_s <= 0)
-		p.timeout_s = 0.001;
-	p.out = &out;
-	p.err = &err;
-	if (stream_json) {
-		p.on_line = on_line;
-		p.arg = &st;
-		st.proc = &p;
+	st.cli = argv[0];
+	if (st.version && !st.version_checked) {
+		version = cli_version(ctx, st.version, envp);
+		if (version) {
+			free(st.cli_version);
+			st.cli_version = wk_strdup(version);
+		}
+		wk_stream_check_version(&st, version);
 	}
-	if (wk_proc_run(ctx, &p) < 0) {
-		wk_result_set_error(res, WK_ERROR, "BackendUnavailable", NULL,
-				    "cannot run agent command '%s': %s",
-				    argv[0], strerror(p.spawn_errno));
+	if (run_attempt(ctx, &a, argv, envp, deadline, &st, stream_json) < 0) {
+		wk_result_set_error(
+			res, WK_ERROR, "BackendUnavailable", NULL,
+			"cannot run agent command '%s': %s; install the CLI "
+			"in the agent sandbox (docs/agents.md)",
+			argv[0], strerror(a.p.spawn_errno));
 		goto out;
 	}
-	if (p.timed_out) {
-		wk_result_set_error(res, WK_TIMEOUT, "Timeout", NULL,
-				    "job timed out");
-		goto out;
+	attempt_summarize(&a, &st);
+	if (a.p.timed_out || st.capped) {
+		stopped(&st, &a, argv[0], res);
+		goto keep;
 	}
-	if (st.capped) {
-		wk_result_set_error(res, WK_ERROR, "ToolCallCeiling", NULL,
-				    "the agent went past its tool-call "
-				    "ceiling of %ld (budgets.max_tool_calls_"
-				    "per_phase) and was stopped; raise the "
-				    "budget or split the task",
-				    st.job->max_tool_calls);
-		goto out;
-	}
-	if ((p.exit_code || st.error) && resume && deadline > wk_now()) {
-		/* a session that cannot be resumed: start a fresh one */
+	if ((a.p.exit_code || a.p.term_signal || st.error) && resume &&
+	    session_unknown(preset, a.all) && deadline > wk_now()) {
+		/* only an unknown session starts afresh; usage carries over */
+		resume_dropped(ctx, job, argv[0], a.report);
 		resume = 0;
-		stream_free(&st);
-		memset(&st, 0, sizeof(st));
-		wk_buf_free(&out);
-		wk_buf_free(&err);
-		wk_buf_init(&out, 0, 1024 * 1024);
-		wk_buf_init(&err, 0, WK_SHELL_TAIL);
+		wk_stream_reset_attempt(&st);
+		attempt_free(&a);
+		attempt_init(&a);
 		free_argv(argv);
 		argv = NULL;
 		goto retry;
 	}
-	if (stream_json) {
-		res->output_text = wk_strdup(st.final_text ? st.final_text
-					     : st.text     ? st.text
-							   : "");
-	} else {
-		res->output_text = trim_end(wk_buf_render(&out));
+	if (a.p.exit_code || a.p.term_signal || st.error) {
+		fail(preset, &st, &a, argv[0], res);
+		goto keep;
 	}
-	if (p.exit_code || st.error) {
-		char *e = wk_buf_render(&err);
-
-		wk_result_set_error(res, WK_ERROR, "AgentError",
-				    *e ? e : res->output_text,
-				    "agent command '%s' failed: %s", argv[0],
-				    st.error ? st.error : "nonzero exit");
-		if (p.exit_code) {
-			res->has_exit_code = 1;
-			res->exit_code = p.exit_code;
-		}
-		free(e);
-		goto out;
-	}
-	if (*res->output_text && !st.messages) {
-		cJSON *d = cJSON_CreateObject();
-
-		cJSON_AddStringToObject(d, "content", res->output_text);
-		cJSON_AddStringToObject(d, "model", st.model ? st.model : "");
-		wk_emit(ctx, SBXLOOP_EV_AGENT_MESSAGE, d);
-	}
+	succeed(ctx, &st, &a, stream_json, res);
+	rc = 0;
+keep:
+	/* a failed or stopped session still reports its id and usage */
 	res->session_id = st.session_id;
 	st.session_id = NULL;
 	res->usage = st.usage;
 	st.usage = NULL;
-	res->health = cJSON_CreateObject();
-	cJSON_AddObjectToObject(res->health, "permission_denials");
-	cJSON_AddItemToObject(res->health, "tool_failures", st.failures);
-	st.failures = NULL;
-	cJSON_AddObjectToObject(res->health, "tool_refusals");
-	cJSON_AddNumberToObject(res->health, "tool_calls", st.calls);
-	cJSON_AddNumberToObject(res->health, "tool_cap_denials", 0);
-	res->status = WK_OK;
-	rc = 0;
 out:
-	stream_free(&st);
-	wk_buf_free(&out);
-	wk_buf_free(&err);
+	wk_stream_free(&st);
+	attempt_free(&a);
 	free_argv(argv);
 	wk_env_free(envp);
 	cJSON_Delete(preset);
+	free(version);
 	free(text);
-	free(path);
 	return rc;
 }

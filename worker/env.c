@@ -158,20 +158,48 @@ static int allowed(const char *entry)
 	return 0;
 }
 
-/* The environment agent subprocesses see: only allowlisted variables. */
-char **wk_env_agent(void)
+static int listed(const char *entry, const cJSON *names)
+{
+	size_t n = strcspn(entry, "=");
+	const cJSON *v;
+
+	/* an array lists names; an object's members are named by key */
+	cJSON_ArrayForEach (v, names) {
+		const char *name = cJSON_IsObject(names) ? v->string
+				   : cJSON_IsString(v)   ? v->valuestring
+							 : NULL;
+
+		if (name && strlen(name) == n && !strncmp(entry, name, n))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The environment agent subprocesses see: only allowlisted variables,
+ * plus those `pass` names (a JSON array of strings, a preset's
+ * "pass_env", may be NULL), with each member of `set` (a JSON object of
+ * strings, a preset's "env", may be NULL) set to its value.
+ */
+char **wk_env_agent(const cJSON *pass, const cJSON *set)
 {
 	size_t n = 0, i, k = 0;
+	const cJSON *v;
 	char **envp;
 
 	while (environ[n])
 		n++;
-	envp = calloc(n + 1, sizeof(*envp));
+	envp = calloc(n + (size_t)cJSON_GetArraySize(set) + 1, sizeof(*envp));
 	if (!envp)
 		abort();
 	for (i = 0; i < n; i++)
-		if (allowed(environ[i]))
+		if ((allowed(environ[i]) || listed(environ[i], pass)) &&
+		    !listed(environ[i], set))
 			envp[k++] = wk_strdup(environ[i]);
+	cJSON_ArrayForEach (v, set)
+		if (cJSON_IsString(v) && v->string)
+			envp[k++] =
+				wk_printf("%s=%s", v->string, v->valuestring);
 	return envp;
 }
 

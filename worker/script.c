@@ -200,7 +200,7 @@ static int run_commands(struct wk_ctx *ctx, const struct wk_job *job,
 			int *denied, struct wk_result *res)
 {
 	const cJSON *c;
-	char **envp = wk_env_agent();
+	char **envp = wk_env_agent(NULL, NULL);
 	int i = 0, rc = 0;
 
 	cJSON_ArrayForEach (c, cmds) {

@@ -117,7 +117,8 @@ extern volatile int wk_stop_signal;
 
 /* env.c */
 void wk_env_load_file(const char *path);
-char **wk_env_agent(void); /* caller frees with wk_env_free */
+/* caller frees with wk_env_free; both may be NULL (env.c) */
+char **wk_env_agent(const cJSON *pass, const cJSON *set);
 void wk_env_free(char **envp);
 
 /* proc.c: bounded capture buffer and the one subprocess helper */

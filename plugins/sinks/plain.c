@@ -526,6 +526,29 @@ static void add_transcript(struct plain *p, const struct sbxloop_event *ev,
 		     cJSON_IsNumber(cap) ? cap->valuedouble : 0.0);
 	} else if (!strcmp(t, SBXLOOP_EV_AGENT_TOOL_END)) {
 		add_tool_end(p, ev, data, style);
+	} else if (!strcmp(t, SBXLOOP_EV_AGENT_NOTICE)) {
+		*style = C_YELLOW;
+		add_clock(p, ev->ts);
+		s = field_str(data, "message");
+		addf(p, "  %s says: %s", field_str(data, "cli") ?: "agent",
+		     s ? s : "");
+	} else if (!strcmp(t, SBXLOOP_EV_AGENT_RESUME_DROPPED)) {
+		*style = C_YELLOW;
+		add_clock(p, ev->ts);
+		s = field_str(data, "reason");
+		addf(p, "  %s does not know session %s; a new one starts: %s",
+		     field_str(data, "cli") ?: "agent",
+		     field_str(data, "session_id") ?: "?", s ? s : "");
+	} else if (!strcmp(t, SBXLOOP_EV_AGENT_CLI_VERSION)) {
+		*style = C_BOLD C_YELLOW;
+		add_clock(p, ev->ts);
+		addf(p,
+		     "  warning: %s %s is outside the versions its preset "
+		     "was verified with (%s up to %s)",
+		     field_str(data, "cli") ?: "agent",
+		     field_str(data, "version") ?: "(unknown version)",
+		     field_str(data, "verified_min") ?: "?",
+		     field_str(data, "verified_below") ?: "?");
 	} else if (!strcmp(t, SBXLOOP_EV_CHAT_MESSAGE)) {
 		*style = C_GREEN;
 		add_clock(p, ev->ts);

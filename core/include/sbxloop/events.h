@@ -79,6 +79,13 @@
 #define SBXLOOP_EV_AGENT_TOOL_CAP "agent.tool_cap"
 #define SBXLOOP_EV_AGENT_TOOL_REQUEST "agent.tool_request"
 #define SBXLOOP_EV_AGENT_TOOL_RESPONSE "agent.tool_response"
+/* an agent CLI's warning or retry notice (it keeps going) */
+#define SBXLOOP_EV_AGENT_NOTICE "agent.notice"
+/* a resume the CLI did not know, started afresh */
+#define SBXLOOP_EV_AGENT_RESUME_DROPPED "agent.resume_dropped"
+/* an agent CLI outside the version range its preset was verified
+ * against */
+#define SBXLOOP_EV_AGENT_CLI_VERSION "agent.cli_version"
 #define SBXLOOP_EV_GH_OP_START "gh.op_start"
 #define SBXLOOP_EV_GH_OP_PROGRESS "gh.op_progress"
 #define SBXLOOP_EV_GH_OP_END "gh.op_end"
