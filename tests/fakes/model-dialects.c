@@ -201,6 +201,19 @@ static char *patch_text(const char *path, const char *content)
 	return out;
 }
 
+static char *patch_command(const char *path, const char *content)
+{
+	struct buf b = {0};
+	char *patch = patch_text(path, content), *out;
+
+	buf_printf(&b, "apply_patch <<'MODEL_SERVER_EOF'\n%s"
+		       "MODEL_SERVER_EOF\n", patch);
+	free(patch);
+	out = xstrdup(b.p);
+	buf_free(&b);
+	return out;
+}
+
 static int pick_tool(const cJSON *arr, enum intent intent,
 		     const struct tool **tool, const cJSON **decl)
 {
@@ -231,14 +244,18 @@ static int make_toolcall(const struct call *c, const struct step *s,
 	memset(tc, 0, sizeof(*tc));
 	if (s->tool == TOOL_WRITE)
 		path = resolve_path(c, s->path);
-	if (s->tool == TOOL_WRITE && !pick_tool(arr, TOOL_WRITE, &t, &decl))
-		cmd = write_command(path, s->content);
-	else if (s->tool == TOOL_SHELL)
-		cmd = xstrdup(s->command);
-	if (cmd && !pick_tool(arr, TOOL_SHELL, &t, &decl)) {
-		free(path);
-		free(cmd);
-		return 0;
+	if (s->tool == TOOL_SHELL ||
+	    !pick_tool(arr, TOOL_WRITE, &t, &decl)) {
+		if (!pick_tool(arr, TOOL_SHELL, &t, &decl)) {
+			free(path);
+			return 0;
+		}
+		if (s->tool == TOOL_SHELL)
+			cmd = xstrdup(s->command);
+		else if (t->style == ARGS_COMMAND)
+			cmd = write_command(path, s->content);
+		else /* codex runs an apply_patch heredoc as its patch tool */
+			cmd = patch_command(s->path, s->content);
 	}
 	tc->name = t->name;
 	tc->args = cJSON_CreateObject();
