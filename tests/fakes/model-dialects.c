@@ -712,6 +712,11 @@ static void gemini_turn(const struct call *c, const char *text,
 	size_t half = text ? strlen(text) / 2 : 0;
 	cJSON *parts;
 
+	/* Streamed text comes in two chunks, split after a space (a single
+	 * word stays whole unless the stream is to be cut in it). */
+	while (half > 0 && !cut && text[half - 1] != ' ')
+		half--;
+
 	if (!c->stream) {
 		parts = text ? gemini_text_parts(text, strlen(text))
 			     : cJSON_CreateArray();
