@@ -848,6 +848,8 @@ static const struct errkind errkinds[] = {
 	 "overloaded"},
 };
 
+/* An error body in API's shape; r->retry_after, when set, also goes in
+ * the body where the API puts it (Gemini's RetryInfo). */
 void dialect_error(enum api api, int status, const char *msg,
 		   struct reply *r)
 {
@@ -878,6 +880,18 @@ void dialect_error(enum api api, int status, const char *msg,
 		cJSON_AddNumberToObject(e, "code", status);
 		cJSON_AddStringToObject(e, "message", msg);
 		cJSON_AddStringToObject(e, "status", k->gemini);
+		if (r->retry_after > 0) { /* as google.rpc.RetryInfo */
+			cJSON *d = cJSON_AddArrayToObject(e, "details");
+			cJSON *ri = cJSON_CreateObject();
+			char delay[32];
+
+			snprintf(delay, sizeof(delay), "%ds", r->retry_after);
+			cJSON_AddStringToObject(
+				ri, "@type",
+				"type.googleapis.com/google.rpc.RetryInfo");
+			cJSON_AddStringToObject(ri, "retryDelay", delay);
+			cJSON_AddItemToArray(d, ri);
+		}
 	} else {
 		e = cJSON_AddObjectToObject(o, "error");
 		cJSON_AddStringToObject(e, "message", msg);

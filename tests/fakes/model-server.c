@@ -47,6 +47,7 @@
  *   {"fault": "http", "status": 401|429|500|..., ["body": MSG or JSON],
  *    ["retry_after": S], ["times": N]}
  *   {"fault": "cut", ["text": T]}          the stream stops mid-reply
+ *                                          (a whole JSON body: halfway)
  * Tool intents become the tool the CLI declared (Write/Bash, write_file/
  * run_shell_command, create/bash, exec_command...) with its argument
  * names; a relative path is taken from the CLI's announced working
@@ -536,7 +537,7 @@ static int send_reply(int fd, const struct reply *r, int keep_alive)
 		else
 			buf_puts(&h, "\r\n");
 	} else {
-		buf_printf(&h, "Content-Length: %zu\r\n\r\n", n);
+		buf_printf(&h, "Content-Length: %zu\r\n\r\n", r->body.n);
 	}
 	if (!keep_alive || r->cut)
 		keep_alive = 0;
@@ -675,10 +676,12 @@ static void answer(const struct request *rq, struct reply *r)
 		log_request(rq, body, api, "turn", i);
 		s = i >= 0 ? &steps[i] : NULL;
 		if (s && s->fault) {
-			dialect_error(api, s->fault, s->fault_body, r);
 			r->retry_after = s->retry_after;
+			dialect_error(api, s->fault, s->fault_body, r);
 		} else if (s) {
 			dialect_turn(&c, s, s->cut, r);
+			if (s->cut && !r->sse) /* a whole body, cut halfway */
+				r->cut = r->body.n / 2;
 		} else {
 			struct step fin = {.text = final_text};
 			dialect_turn(&c, &fin, 0, r);
