@@ -16,13 +16,13 @@
 
 /* A concrete tool for an intent: its name and how its arguments look. */
 enum argstyle {
-	ARGS_FILE_PATH,  /* {file_path, content} */
-	ARGS_PATH_TEXT,  /* {path, file_text} */
-	ARGS_PATCH,      /* apply_patch: {input: patch} or custom input */
-	ARGS_COMMAND,    /* {command, description} */
-	ARGS_CMD,        /* {cmd} */
-	ARGS_CMD_PLAIN,  /* {command} */
-	ARGS_ARGV,       /* {command: ["bash", "-lc", cmd]} */
+	ARGS_FILE_PATH, /* {file_path, content} */
+	ARGS_PATH_TEXT, /* {path, file_text} */
+	ARGS_PATCH,     /* apply_patch: {input: patch} or custom input */
+	ARGS_COMMAND,   /* {command, description} */
+	ARGS_CMD,       /* {cmd} */
+	ARGS_CMD_PLAIN, /* {command} */
+	ARGS_ARGV,      /* {command: ["bash", "-lc", cmd]} */
 };
 
 struct tool {
@@ -48,9 +48,9 @@ static const struct tool tools[] = {
 /* A tool call decided for one reply. */
 struct toolcall {
 	const char *name;
-	cJSON *args;      /* function arguments, or NULL for a custom tool */
-	char *input;      /* a custom (freeform) tool's input */
-	char *args_json;  /* args, printed */
+	cJSON *args;     /* function arguments, or NULL for a custom tool */
+	char *input;     /* a custom (freeform) tool's input */
+	char *args_json; /* args, printed */
 };
 
 static char *xstrdup(const char *s)
@@ -77,8 +77,7 @@ static const cJSON *find_tool(const cJSON *arr, const char *name)
 {
 	const cJSON *t, *n, *sub;
 
-	cJSON_ArrayForEach(t, arr)
-	{
+	cJSON_ArrayForEach (t, arr) {
 		n = cJSON_GetObjectItemCaseSensitive(t, "name");
 		if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
 			return t;
@@ -98,8 +97,7 @@ int call_has_tools(const struct call *c)
 
 	if (c->api != API_GEMINI)
 		return arr && cJSON_GetArraySize(arr) > 0;
-	cJSON_ArrayForEach(t, arr)
-	{
+	cJSON_ArrayForEach (t, arr) {
 		fd = cJSON_GetObjectItemCaseSensitive(t,
 						      "functionDeclarations");
 		if (cJSON_GetArraySize(fd) > 0)
@@ -113,9 +111,9 @@ int call_has_tools(const struct call *c)
 static char *sniff_cwd(const struct call *c)
 {
 	static const char *const marks[] = {
-		"Primary working directory: ", /* claude */
-		"<cwd>",                       /* codex */
-		"Current working directory: ", /* copilot */
+		"Primary working directory: ",     /* claude */
+		"<cwd>",                           /* codex */
+		"Current working directory: ",     /* copilot */
 		"Workspace Directories:**\\n  - ", /* gemini */
 	};
 	const char *p;
@@ -206,8 +204,10 @@ static char *patch_command(const char *path, const char *content)
 	struct buf b = {0};
 	char *patch = patch_text(path, content), *out;
 
-	buf_printf(&b, "apply_patch <<'MODEL_SERVER_EOF'\n%s"
-		       "MODEL_SERVER_EOF\n", patch);
+	buf_printf(&b,
+		   "apply_patch <<'MODEL_SERVER_EOF'\n%s"
+		   "MODEL_SERVER_EOF\n",
+		   patch);
 	free(patch);
 	out = xstrdup(b.p);
 	buf_free(&b);
@@ -244,8 +244,7 @@ static int make_toolcall(const struct call *c, const struct step *s,
 	memset(tc, 0, sizeof(*tc));
 	if (s->tool == TOOL_WRITE)
 		path = resolve_path(c, s->path);
-	if (s->tool == TOOL_SHELL ||
-	    !pick_tool(arr, TOOL_WRITE, &t, &decl)) {
+	if (s->tool == TOOL_SHELL || !pick_tool(arr, TOOL_WRITE, &t, &decl)) {
 		if (!pick_tool(arr, TOOL_SHELL, &t, &decl)) {
 			free(path);
 			return 0;
@@ -434,8 +433,8 @@ static void anthropic_turn(const struct call *c, const char *text,
 			cJSON_AddStringToObject(blk, "type", "tool_use");
 			cJSON_AddStringToObject(blk, "id", id);
 			cJSON_AddStringToObject(blk, "name", tc->name);
-			cJSON_AddItemToObject(
-				blk, "input", cJSON_Duplicate(tc->args, 1));
+			cJSON_AddItemToObject(blk, "input",
+					      cJSON_Duplicate(tc->args, 1));
 			cJSON_AddItemToArray(content, blk);
 		}
 		json_body(r, m);
@@ -546,8 +545,8 @@ static cJSON *openai_item(const struct call *c, const char *text,
 		return it;
 	}
 	snprintf(id, sizeof(id), "call_mock_%lu", c->seq);
-	cJSON_AddStringToObject(it, "type", tc->args ? "function_call"
-						     : "custom_tool_call");
+	cJSON_AddStringToObject(
+		it, "type", tc->args ? "function_call" : "custom_tool_call");
 	cJSON_AddStringToObject(it, "status",
 				done ? "completed" : "in_progress");
 	cJSON_AddStringToObject(it, "call_id", id);
@@ -573,8 +572,8 @@ static cJSON *openai_item_event(const char *type, int *seq, const char *id,
 	return e;
 }
 
-static void openai_stream_item(const struct call *c, struct reply *r,
-			       int *seq, int idx, const char *text,
+static void openai_stream_item(const struct call *c, struct reply *r, int *seq,
+			       int idx, const char *text,
 			       const struct toolcall *tc, int cut)
 {
 	const char *val = tc ? (tc->args ? tc->args_json : tc->input) : text;
@@ -584,9 +583,9 @@ static void openai_stream_item(const struct call *c, struct reply *r,
 
 	snprintf(id, sizeof(id), "%s_mock_%lu", tc ? "fc" : "msg", c->seq);
 	snprintf(delta, sizeof(delta), "response.%s.delta",
-		 !tc ? "output_text"
-		     : tc->args ? "function_call_arguments"
-				: "custom_tool_call_input");
+		 !tc        ? "output_text"
+		 : tc->args ? "function_call_arguments"
+			    : "custom_tool_call_input");
 	snprintf(done, sizeof(done), "%.*s.done",
 		 (int)(strlen(delta) - strlen(".delta")), delta);
 	e = openai_event("response.output_item.added", seq);
@@ -728,8 +727,8 @@ static void gemini_turn(const struct call *c, const char *text,
 	r->sse = 1;
 	if (text && half) {
 		sse_event(r, NULL,
-			  gemini_chunk(c, gemini_text_parts(text, half),
-				       NULL, out / 2));
+			  gemini_chunk(c, gemini_text_parts(text, half), NULL,
+				       out / 2));
 		mark_cut(r, cut);
 	}
 	parts = text ? gemini_text_parts(text + half, strlen(text + half))
@@ -779,8 +778,7 @@ static cJSON *schema_value(const cJSON *schema, int depth)
 		return cJSON_CreateString("model-server");
 	o = cJSON_CreateObject();
 	props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
-	cJSON_ArrayForEach(p, props)
-	{
+	cJSON_ArrayForEach (p, props) {
 		cJSON_AddItemToObject(o, p->string,
 				      schema_value(p, depth + 1));
 	}
@@ -795,8 +793,8 @@ void dialect_side(const struct call *c, struct reply *r)
 
 	gc = cJSON_GetObjectItemCaseSensitive(c->req, "generationConfig");
 	if (gc) {
-		schema = cJSON_GetObjectItemCaseSensitive(gc,
-							  "responseJsonSchema");
+		schema = cJSON_GetObjectItemCaseSensitive(
+			gc, "responseJsonSchema");
 		if (!schema)
 			schema = cJSON_GetObjectItemCaseSensitive(
 				gc, "responseSchema");
@@ -817,9 +815,9 @@ void dialect_count_tokens(const struct call *c, struct reply *r)
 	cJSON *o = cJSON_CreateObject();
 
 	r->status = 200;
-	cJSON_AddNumberToObject(o, c->api == API_GEMINI ? "totalTokens"
-						       : "input_tokens",
-				tokens(c->raw));
+	cJSON_AddNumberToObject(
+		o, c->api == API_GEMINI ? "totalTokens" : "input_tokens",
+		tokens(c->raw));
 	json_body(r, o);
 }
 
@@ -850,8 +848,7 @@ static const struct errkind errkinds[] = {
 
 /* An error body in API's shape; r->retry_after, when set, also goes in
  * the body where the API puts it (Gemini's RetryInfo). */
-void dialect_error(enum api api, int status, const char *msg,
-		   struct reply *r)
+void dialect_error(enum api api, int status, const char *msg, struct reply *r)
 {
 	const struct errkind *k = &errkinds[5];
 	cJSON *o = cJSON_CreateObject(), *e;

@@ -88,9 +88,9 @@ struct conn {
 
 struct request {
 	char method[16];
-	char *target;      /* path and query */
-	char *path;        /* path alone */
-	cJSON *headers;    /* lowercased names; redacted */
+	char *target;   /* path and query */
+	char *path;     /* path alone */
+	cJSON *headers; /* lowercased names; redacted */
 	char *body;
 	size_t body_len;
 	int keep_alive;
@@ -182,8 +182,7 @@ static void buf_consume(struct buf *b, size_t n)
 
 /* ---- scenario ---------------------------------------------------------- */
 
-static char *dup_field(const cJSON *o, const char *key, size_t i,
-		       int required)
+static char *dup_field(const cJSON *o, const char *key, size_t i, int required)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 	char *s;
@@ -233,8 +232,8 @@ static void load_step(const cJSON *o, size_t i, struct step *s)
 			die("step %zu: status %d is not an error", i + 1,
 			    s->fault);
 		s->fault_body = dup_field(o, "body", i, 0);
-		s->retry_after = int_field(o, "retry_after",
-					   s->fault == 429 ? 1 : 0);
+		s->retry_after =
+			int_field(o, "retry_after", s->fault == 429 ? 1 : 0);
 	} else if (fault && !strcmp(fault, "cut")) {
 		s->cut = 1;
 		if (!s->text && !s->tool) {
@@ -330,8 +329,9 @@ static void request_free(struct request *rq)
 static int is_secret_header(const char *name)
 {
 	static const char *const names[] = {
-		"authorization", "proxy-authorization", "x-api-key",
-		"x-goog-api-key", "api-key", "cookie"};
+		"authorization", "proxy-authorization",
+		"x-api-key",     "x-goog-api-key",
+		"api-key",       "cookie"};
 	size_t i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -405,8 +405,8 @@ static int parse_request(const struct buf *in, struct request *rq,
 	rq->target = calloc(1, (size_t)(eol - in->p) + 1);
 	if (!first || !rq->target)
 		die("out of memory");
-	fields = sscanf(first, "%15[A-Z] %s %15s", rq->method, rq->target,
-			ver);
+	fields =
+		sscanf(first, "%15[A-Z] %s %15s", rq->method, rq->target, ver);
 	free(first);
 	if (fields != 3 || strncmp(ver, "HTTP/1.", 7))
 		return -1;
@@ -485,17 +485,28 @@ static int parse_request(const struct buf *in, struct request *rq,
 static const char *reason(int status)
 {
 	switch (status) {
-	case 200: return "OK";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 413: return "Payload Too Large";
-	case 415: return "Unsupported Media Type";
-	case 429: return "Too Many Requests";
-	case 500: return "Internal Server Error";
-	case 503: return "Service Unavailable";
-	default: return "Error";
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 413:
+		return "Payload Too Large";
+	case 415:
+		return "Unsupported Media Type";
+	case 429:
+		return "Too Many Requests";
+	case 500:
+		return "Internal Server Error";
+	case 503:
+		return "Service Unavailable";
+	default:
+		return "Error";
 	}
 }
 
@@ -640,8 +651,10 @@ static void answer(const struct request *rq, struct reply *r)
 	    !cJSON_IsObject(body)) {
 		log_request(rq, body, api, "other", -1);
 		if (rq->encoding)
-			dialect_error(api, 415, "compressed bodies are not "
-						"supported", r);
+			dialect_error(api, 415,
+				      "compressed bodies are not "
+				      "supported",
+				      r);
 		else if (api == API_NONE && !strcmp(rq->method, "GET") &&
 			 strstr(rq->path, "/models"))
 			model_list(r);
@@ -668,7 +681,8 @@ static void answer(const struct request *rq, struct reply *r)
 		log_request(rq, body, api, "count", -1);
 		dialect_count_tokens(&c, r);
 	} else if (!call_has_tools(&c) ||
-		   (api == API_GEMINI && !strstr(rq->path, "enerateContent"))) {
+		   (api == API_GEMINI &&
+		    !strstr(rq->path, "enerateContent"))) {
 		log_request(rq, body, api, "side", -1);
 		dialect_side(&c, r);
 	} else {
@@ -841,8 +855,7 @@ int main(int argc, char **argv)
 			continue;
 		if (n < 0)
 			die("poll: %s", strerror(errno));
-		if (pfd[1].revents &&
-		    (read(0, chunk, sizeof(chunk)) <= 0))
+		if (pfd[1].revents && (read(0, chunk, sizeof(chunk)) <= 0))
 			break;
 		for (i = nconn - 1; i >= 0; i--) {
 			if (!pfd[i + 2].revents)

@@ -34,11 +34,11 @@ struct step {
 	char *text;
 	enum intent tool;
 	char *path, *content, *command;
-	int fault;          /* HTTP status of an http fault, else 0 */
-	char *fault_body;   /* its message, or a whole JSON body */
-	int retry_after;    /* seconds, for a 429 */
-	int cut;            /* close the stream mid-reply */
-	int times;          /* requests it answers; 0 for all of them */
+	int fault;        /* HTTP status of an http fault, else 0 */
+	char *fault_body; /* its message, or a whole JSON body */
+	int retry_after;  /* seconds, for a 429 */
+	int cut;          /* close the stream mid-reply */
+	int times;        /* requests it answers; 0 for all of them */
 };
 
 /* What the HTTP side needs to know to answer one model request. */
@@ -66,8 +66,7 @@ struct reply {
 int call_has_tools(const struct call *c);
 void dialect_turn(const struct call *c, const struct step *s, int cut,
 		  struct reply *r);
-void dialect_error(enum api api, int status, const char *msg,
-		   struct reply *r);
+void dialect_error(enum api api, int status, const char *msg, struct reply *r);
 void dialect_side(const struct call *c, struct reply *r);
 void dialect_count_tokens(const struct call *c, struct reply *r);
 
