@@ -12,11 +12,12 @@
 # With SAMPLES=DIR it also runs the 429, 500 and cut faults and keeps
 # every run's stdout/stderr/exit status in DIR/<cli>-<case>.* for the
 # output parsers' fixtures (SAMPLE_CASES picks the faults, REAL_CLI_ONLY
-# the CLIs; gemini retries a 500 for minutes). Scratch space is made under $REAL_CLI_TMP
-# (default /var/tmp): codex refuses to install its sandbox helper when
-# CODEX_HOME is under /tmp, and its workspace-write sandbox then fails.
-# Claude retries even a 401 ten times with backoff (minutes), so it runs
-# with CLAUDE_CODE_MAX_RETRIES=1; codex's provider has no retries.
+# the CLIs; gemini retries a 429 or 500 for minutes). Scratch space is
+# made under $REAL_CLI_TMP (default /var/tmp): codex refuses to install
+# its sandbox helper when CODEX_HOME is under /tmp, and its
+# workspace-write sandbox then fails every command. Claude retries even
+# a 401 ten times with backoff (minutes), so it runs with
+# CLAUDE_CODE_MAX_RETRIES=1; codex's provider has no retries.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -67,7 +68,10 @@ EOF
 	401) echo '{"steps": [{"fault": "http", "status": 401, "times": 0}]}' ;;
 	429) echo '{"steps": [{"fault": "http", "status": 429, "times": 0}]}' ;;
 	500) echo '{"steps": [{"fault": "http", "status": 500, "times": 0}]}' ;;
-	cut) echo '{"steps": [{"fault": "cut", "text": "this answer is cut off mid-sentence", "times": 0}]}' ;;
+	cut)
+		echo '{"steps": [{"fault": "cut", "times": 0,' \
+			'"text": "this answer is cut off mid-sentence"}]}'
+		;;
 	esac
 }
 
@@ -140,7 +144,9 @@ EOF
 		echo '{"security":{"auth":{"selectedType":"gemini-api-key"}}}' \
 			>"$d/home/.gemini/settings.json"
 		shift
-		set -- "$@" GEMINI_API_KEY=$key \
+		# TMPDIR: where it leaves gemini-client-error-*.json reports
+		mkdir -p "$d/tmp"
+		set -- "$@" GEMINI_API_KEY=$key TMPDIR="$d/tmp" \
 			GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$port" \
 			"$cli" -p "$prompt" --output-format stream-json \
 			--approval-mode yolo --skip-trust
