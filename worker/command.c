@@ -242,21 +242,37 @@ static char *last_lines(const char *text, int lines, size_t max, int prose)
 	return out;
 }
 
+/* What the CLIs' argument parsers (commander, clap, yargs) say. */
+static const char *const rejected[] = {
+	"unknown option",         "unexpected argument",   "Unknown argument",
+	"Invalid command format", "unrecognized argument", NULL};
+
 /*
- * The first line of `text` that starts with "error" (any case), up to
- * 600 bytes: how the CLIs' argument parsers and most of their failures
- * begin. Caller frees; NULL if there is none.
+ * The first line of `text` that names a rejected argument, else the
+ * first that starts with "error" (any case), up to 600 bytes: how the
+ * CLIs' failures begin. Caller frees; NULL if there is none.
  */
 static char *error_line(const char *text)
 {
-	const char *p = text;
+	const char *p;
+	size_t i;
+	int pass;
 
-	while (p && *p) {
-		size_t n = strcspn(p, "\n");
+	for (pass = 0; pass < 2; pass++) {
+		for (p = text; p && *p;) {
+			size_t n = strcspn(p, "\n");
+			char *line =
+				wk_printf("%.*s", (int)(n > 600 ? 600 : n), p);
 
-		if (n >= 5 && !strncasecmp(p, "error", 5))
-			return wk_printf("%.*s", (int)(n > 600 ? 600 : n), p);
-		p += n + (p[n] == '\n');
+			for (i = 0; pass == 0 && rejected[i]; i++)
+				if (contains(line, rejected[i]))
+					return line;
+			if (pass == 1 && n >= 5 &&
+			    !strncasecmp(line, "error", 5))
+				return line;
+			free(line);
+			p += n + (p[n] == '\n');
+		}
 	}
 	return NULL;
 }
@@ -264,10 +280,6 @@ static char *error_line(const char *text)
 /* The error type a failure report maps to by the preset's "errors". */
 static const char *classify(const cJSON *preset, const char *text)
 {
-	static const char *const rejected[] = {
-		"unknown option",        "unexpected argument",
-		"Unknown argument",      "Invalid command format",
-		"unrecognized argument", NULL};
 	const cJSON *e;
 	size_t i;
 
@@ -333,7 +345,7 @@ static void attempt_summarize(struct attempt *a, const struct wk_stream *st)
 		a->report = last_lines(out, 3, 600, 1);
 	}
 	a->all = wk_printf("%s\n%s\n%s", a->report,
-			   st->error_kind ? st->error_kind : "", err_tail);
+			   st->error_kind ? st->error_kind : "", err);
 	a->detail =
 		wk_printf("%s%s%s%s", *err_tail ? "stderr:\n" : "", err_tail,
 			  *out_tail ? "\nlast output:\n" : "", out_tail);
@@ -505,14 +517,15 @@ static char *cli_version(struct wk_ctx *ctx, const cJSON *spec, char **envp)
 		p.cwd = ctx->cwd;
 		p.envp = envp;
 		p.timeout_s = 30;
-		p.out = &out;
-		p.merge_stderr = 1;
+		p.out = &out; /* stdout only: warnings may hold numbers */
 		if (wk_proc_run(ctx, &p) == 0 && !p.exit_code &&
 		    !p.timed_out) {
 			char *o = wk_buf_render(&out), *d = o;
 
-			/* "2.1.332 (Claude Code)", "codex-cli 0.171.0" */
-			while (*d && (*d < '0' || *d > '9'))
+			/* "2.1.332 (Claude Code)", "codex-cli 0.171.0": the
+			 * first number with a dot in it */
+			while (*d && !(*d >= '0' && *d <= '9' &&
+				       d[strspn(d, "0123456789")] == '.'))
 				d++;
 			version = wk_printf("%.*s",
 					    (int)strspn(d, "0123456789."), d);
@@ -601,6 +614,7 @@ int wk_backend_command(struct wk_ctx *ctx, const struct wk_job *job,
 	st.job = job;
 	st.rules = cJSON_GetObjectItem(preset, "rules");
 	st.version = cJSON_GetObjectItem(preset, "version");
+	st.fatal = cJSON_GetObjectItem(preset, "fatal_notices");
 	st.failures = cJSON_CreateObject();
 	st.model = wk_strdup(job->model);
 retry:
@@ -632,6 +646,15 @@ retry:
 	attempt_summarize(&a, &st);
 	if (a.p.timed_out || st.capped) {
 		stopped(&st, &a, argv[0], res);
+		goto keep;
+	}
+	if (st.fatal_type) {
+		wk_result_set_error(
+			res, WK_ERROR, st.fatal_type, a.detail,
+			"agent CLI '%s' was stopped: it kept reporting '%s'; "
+			"check that the sandbox may reach the model service "
+			"(egress policy, proxy) and the token (sbxloop doctor)",
+			argv[0], st.notice ? st.notice : "?");
 		goto keep;
 	}
 	if ((a.p.exit_code || a.p.term_signal || st.error) && resume &&

@@ -346,20 +346,52 @@ static int finish_event(struct wk_stream *st, const char *type, cJSON *d,
 	return 0;
 }
 
+/*
+ * A notice the preset calls fatal after N repeats ("waiting for
+ * network": codex would wait for the whole job timeout) stops the agent.
+ */
+static void check_fatal(struct wk_stream *st, const char *notice)
+{
+	const cJSON *f;
+	int i = 0;
+
+	cJSON_ArrayForEach (f, st->fatal) {
+		const char *pat = sl_json_str(f, "contains", NULL);
+		const cJSON *after = cJSON_GetObjectItem(f, "after");
+
+		if (i >= 8)
+			break;
+		if (pat && strstr(notice, pat) &&
+		    ++st->fatal_seen[i] >=
+			    (cJSON_IsNumber(after) ? after->valueint : 1) &&
+		    !st->fatal_type) {
+			st->fatal_type = sl_json_str(f, "type", "AgentError");
+			if (st->proc)
+				st->proc->stop = 1;
+		}
+		i++;
+	}
+}
+
 static void apply_usage(struct wk_stream *st, const cJSON *spec,
 			const cJSON *node)
 {
 	cJSON *sample = cJSON_CreateObject();
 	const cJSON *f;
+	int counters = 0;
 
 	cJSON_ArrayForEach (f, spec) {
 		const cJSON *x = cJSON_IsString(f)
 					 ? get_path(node, f->valuestring)
 					 : NULL;
 
-		if (cJSON_IsNumber(x))
+		if (cJSON_IsNumber(x) && ++counters)
 			cJSON_AddNumberToObject(sample, f->string,
 						x->valuedouble);
+	}
+	if (!counters) { /* this line carried no usage */
+		cJSON_Delete(sample);
+		return;
 	}
 	if (st->model)
 		cJSON_AddStringToObject(sample, "model", st->model);
@@ -425,6 +457,7 @@ static void apply(struct wk_stream *st, const cJSON *rule, const cJSON *root,
 		cJSON_AddStringToObject(d, "message", s);
 		cJSON_AddStringToObject(d, "cli", st->cli ? st->cli : "?");
 		wk_emit(st->ctx, SBXLOOP_EV_AGENT_NOTICE, d);
+		check_fatal(st, s);
 	}
 	v = cJSON_GetObjectItem(rule, "usage");
 	if (cJSON_IsObject(v))
@@ -473,6 +506,8 @@ void wk_stream_reset_attempt(struct wk_stream *st)
 	st->text = st->final_text = st->error = st->error_kind = NULL;
 	st->notice = NULL;
 	st->messages = 0;
+	st->fatal_type = NULL;
+	memset(st->fatal_seen, 0, sizeof(st->fatal_seen));
 }
 
 void wk_stream_free(struct wk_stream *st)

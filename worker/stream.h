@@ -18,6 +18,7 @@ struct wk_stream {
 	const struct wk_job *job;
 	const cJSON *rules;   /* borrowed from the preset */
 	const cJSON *version; /* the preset's verified range, borrowed */
+	const cJSON *fatal;   /* the preset's "fatal_notices", borrowed */
 	const char *cli;      /* argv[0], borrowed */
 	char *text;           /* replaced or appended by rules, owned */
 	char *final_text;     /* wins over text when set, owned */
@@ -32,6 +33,8 @@ struct wk_stream {
 	int calls;
 	int messages; /* agent.message events emitted */
 	int version_checked;
+	int fatal_seen[8];      /* per fatal_notices entry */
+	const char *fatal_type; /* a notice repeated past its limit */
 	struct wk_tool_name *names;
 	struct wk_proc *proc; /* the agent, stopped at the tool ceiling */
 	int capped;           /* went past job->max_tool_calls */

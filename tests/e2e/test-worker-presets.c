@@ -378,6 +378,37 @@ START_TEST(test_codex_reconnect_notices_do_not_fail_a_turn)
 }
 END_TEST
 
+/* Codex waits for the network for ever; the worker does not. */
+START_TEST(test_codex_waiting_for_the_network_is_stopped)
+{
+	struct run r;
+	char job[1024];
+
+	put("codex.jsonl",
+	    "{\"type\":\"thread.started\",\"thread_id\":\"th-4\"}\n"
+	    "{\"type\":\"error\",\"message\":\"Reconnecting... waiting "
+	    "for network (Connection failed)\"}\n"
+	    "{\"type\":\"error\",\"message\":\"Reconnecting... waiting "
+	    "for network (Connection failed)\"}\n"
+	    "{\"type\":\"error\",\"message\":\"Reconnecting... waiting "
+	    "for network (Connection failed)\"}\n");
+	setenv("SBXLOOP_FAKE_AGENT_REPLAY", path_in("codex.jsonl"), 1);
+	setenv("SBXLOOP_FAKE_AGENT_HANG", "60", 1);
+	command_job(job, sizeof(job), "codex", "");
+	run_worker(&r, job, NULL);
+	unsetenv("SBXLOOP_FAKE_AGENT_REPLAY");
+	unsetenv("SBXLOOP_FAKE_AGENT_HANG");
+	ck_assert_str_eq(rstr(&r, "status"), "error");
+	ck_assert_str_eq(errfield(&r, "type"), "AgentNetworkError");
+	ck_assert_ptr_nonnull(
+		strstr(errfield(&r, "message"), "waiting for network"));
+	ck_assert_str_eq(rstr(&r, "session_id"), "th-4");
+	ck_assert_int_eq(count_events(&r, "agent.notice", NULL), 3);
+	ck_assert_msg(r.elapsed < 30, "took %.1f s", r.elapsed);
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_gemini_preset_joins_message_deltas)
 {
 	struct run r;
@@ -588,6 +619,95 @@ START_TEST(test_a_timed_out_agent_keeps_what_it_printed)
 }
 END_TEST
 
+/*
+ * Real output (tests/fakes/replay/, captured from the pinned CLIs driven
+ * by tests/fakes/model-server): a tool-using success and the 401, 429,
+ * 500 and cut-stream faults, replayed with the exit status each CLI gave.
+ */
+struct replay_case {
+	const char *file;
+	const char *exit; /* the real CLI's exit status */
+	const char *type; /* NULL: success */
+};
+
+static const struct replay_case replays[] = {
+	{"claude-success", "0", NULL},
+	{"claude-401", "1", "AgentAuthError"},
+	{"claude-429", "1", "AgentRateLimited"},
+	{"claude-500", "1", "AgentServiceError"},
+	{"claude-cut", "1", "AgentServiceError"},
+	{"codex-success", "0", NULL},
+	{"codex-401", "1", "AgentAuthError"},
+	{"codex-429", "1", "AgentRateLimited"},
+	{"codex-500", "1", "AgentServiceError"},
+	{"codex-cut", "1", "AgentServiceError"},
+	{"gemini-success", "0", NULL},
+	{"gemini-401", "145", "AgentAuthError"},
+	{"gemini-429", "173", "AgentRateLimited"},
+	{"gemini-500", "244", "AgentServiceError"},
+	{"gemini-cut", "1", "AgentServiceError"},
+	{"copilot-success", "0", NULL},
+	{"copilot-401", "1", "AgentAuthError"},
+	{"copilot-429", "1", "AgentRateLimited"},
+	{"copilot-500", "1", "AgentServiceError"},
+	{"copilot-cut", "1", "AgentServiceError"},
+};
+
+START_TEST(test_real_cli_output_is_read_right)
+{
+	const struct replay_case *c = &replays[_i];
+	char job[1024], file[700], preset[16];
+	const char *src = getenv("SBXLOOP_SRCDIR");
+	struct run r;
+	const cJSON *u;
+
+	snprintf(preset, sizeof(preset), "%.*s", (int)strcspn(c->file, "-"),
+		 c->file);
+	snprintf(file, sizeof(file), "%s/tests/fakes/replay/%s.jsonl",
+		 src ? src : ".", c->file);
+	setenv("SBXLOOP_FAKE_AGENT_REPLAY", file, 1);
+	if (strcmp(c->exit, "0") != 0)
+		setenv("SBXLOOP_FAKE_AGENT_EXIT", c->exit, 1);
+	command_job(job, sizeof(job), preset, "");
+	run_worker(&r, job, NULL);
+	unsetenv("SBXLOOP_FAKE_AGENT_REPLAY");
+	unsetenv("SBXLOOP_FAKE_AGENT_EXIT");
+	ck_assert_ptr_nonnull(rstr(&r, "session_id"));
+	if (!c->type) {
+		ck_assert_msg(!strcmp(rstr(&r, "status"), "ok"), "%s: %s: %s",
+			      c->file, errfield(&r, "type"),
+			      errfield(&r, "message"));
+		ck_assert_str_eq(rstr(&r, "output_text"), "DONE-MARKER");
+		/* the file tool and the shell tool, started and ended */
+		ck_assert_int_ge(count_events(&r, "agent.tool_start", NULL),
+				 2);
+		ck_assert_int_ge(count_events(&r, "agent.tool_end", NULL), 2);
+		ck_assert_int_eq(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(r.result, "health"),
+				"tool_calls")
+				->valueint,
+			count_events(&r, "agent.tool_start", NULL));
+		/* copilot 1.0.102 prints no usage here (copilot-cli#4107) */
+		u = cJSON_GetObjectItem(r.result, "usage");
+		ck_assert_msg(!strcmp(preset, "copilot") ||
+				      cJSON_IsNumber(cJSON_GetObjectItem(
+					      u, "output_tokens")),
+			      "%s: no usage", c->file);
+	} else {
+		ck_assert_msg(!strcmp(errfield(&r, "type"), c->type),
+			      "%s: %s, want %s: %s", c->file,
+			      errfield(&r, "type"), c->type,
+			      errfield(&r, "message"));
+		/* the message is the CLI's words, not "nonzero exit" */
+		ck_assert_ptr_null(
+			strstr(errfield(&r, "message"), "nonzero exit"));
+		ck_assert_ptr_nonnull(strstr(errfield(&r, "message"), preset));
+	}
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_agent_command_failure_is_error_result)
 {
 	struct run r;
@@ -659,6 +779,7 @@ static Suite *worker_presets_suite(void)
 	tcase_add_test(tc, test_claude_preset_maps_stream_json);
 	tcase_add_test(tc, test_codex_preset_maps_exec_json_and_resume);
 	tcase_add_test(tc, test_codex_reconnect_notices_do_not_fail_a_turn);
+	tcase_add_test(tc, test_codex_waiting_for_the_network_is_stopped);
 	tcase_add_test(tc, test_gemini_preset_joins_message_deltas);
 	tcase_add_test(tc, test_error_results_fail_with_the_clis_own_text);
 	tcase_add_test(tc,
@@ -667,6 +788,8 @@ static Suite *worker_presets_suite(void)
 	tcase_add_test(tc, test_unknown_session_falls_back_to_a_new_one);
 	tcase_add_test(tc, test_a_failed_resume_is_not_retried_fresh);
 	tcase_add_test(tc, test_a_timed_out_agent_keeps_what_it_printed);
+	tcase_add_loop_test(tc, test_real_cli_output_is_read_right, 0,
+			    (int)(sizeof(replays) / sizeof(replays[0])));
 	tcase_add_test(tc, test_agent_command_failure_is_error_result);
 	tcase_add_test(tc, test_agent_sees_only_allowlisted_environment);
 	suite_add_tcase(s, tc);

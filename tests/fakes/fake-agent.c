@@ -21,7 +21,8 @@
  * stream), SBXLOOP_FAKE_AGENT_STDERR a line for stderr. With SBXLOOP_FAKE_AGENT_NO_RESUME set, a resume request fails
  * with that CLI's own "unknown session" message. As claude,
  * SBXLOOP_FAKE_AGENT_TOOLS=N makes N more tool calls after the first and
- * SBXLOOP_FAKE_AGENT_HANG=S then sleeps S seconds before answering.
+ * SBXLOOP_FAKE_AGENT_HANG=S then sleeps S seconds before answering (any
+ * CLI: after a replay).
  */
 #include "config.h"
 
@@ -146,7 +147,7 @@ static void copilot(const char *reply)
 	      "\"m1\",\"content\":",
 	      stdout);
 	print_json_string(reply);
-	puts(",\"outputTokens\":5}}");
+	puts("}}");
 	puts("{\"type\":\"assistant.usage\",\"data\":{\"model\":"
 	     "\"copilot-test\",\"inputTokens\":12,\"outputTokens\":5,"
 	     "\"cacheReadTokens\":1,\"cacheWriteTokens\":0}}");
@@ -252,9 +253,13 @@ int main(int argc, char **argv)
 			return no_resume(name, argv[i + 1]);
 	}
 	puts("not json: a banner line the worker must ignore");
-	if (getenv("SBXLOOP_FAKE_AGENT_REPLAY"))
+	if (getenv("SBXLOOP_FAKE_AGENT_REPLAY")) {
 		replay(getenv("SBXLOOP_FAKE_AGENT_REPLAY"));
-	else if (!strcmp(name, "claude"))
+		fflush(stdout);
+		if (getenv("SBXLOOP_FAKE_AGENT_HANG"))
+			sleep((unsigned)atoi(
+				getenv("SBXLOOP_FAKE_AGENT_HANG")));
+	} else if (!strcmp(name, "claude"))
 		claude(reply);
 	else if (!strcmp(name, "codex"))
 		codex(reply);
