@@ -527,8 +527,10 @@ static char *cli_version(struct wk_ctx *ctx, const cJSON *spec, char **envp)
 			while (*d && !(*d >= '0' && *d <= '9' &&
 				       d[strspn(d, "0123456789")] == '.'))
 				d++;
-			version = wk_printf("%.*s",
-					    (int)strspn(d, "0123456789."), d);
+			n = strspn(d, "0123456789.");
+			while (n && d[n - 1] == '.') /* "1.0.102." */
+				n--;
+			version = wk_printf("%.*s", (int)n, d);
 			free(o);
 			if (cache && *version)
 				write_cache(cache, key, version);
@@ -688,6 +690,77 @@ out:
 	wk_env_free(envp);
 	cJSON_Delete(preset);
 	free(version);
+	free(text);
+	return rc;
+}
+
+/*
+ * `sbxloop-worker check-agent [PRESET]`: the preset's CLI on this
+ * machine against the version range the preset was verified with, as
+ * one JSON line {preset, cli, path, version, verified_min,
+ * verified_below, status, message} (status: ok, outside, unknown,
+ * missing). Exit 0 when ok, 1 otherwise, 2 for a preset that does not
+ * load. `sbxloop doctor` runs it where the agent runs on this host.
+ */
+int wk_check_agent(const char *name)
+{
+	struct wk_job job = {0};
+	struct wk_result res = {0};
+	struct wk_ctx ctx = {0};
+	char *text = NULL, *version = NULL, *path = NULL, **envp = NULL;
+	cJSON *preset = NULL, *o = NULL;
+	const cJSON *range, *bin;
+	const char *status = "ok";
+	char *line;
+	int rc = 0, in;
+
+	job.preset = name;
+	if (load_preset(&job, &text, &preset, &res) < 0) {
+		fprintf(stderr, "error: %s\n", res.error_message);
+		wk_result_free(&res);
+		free(text);
+		return 2;
+	}
+	ctx.events_fd = -1;
+	ctx.parent = getppid();
+	snprintf(ctx.cwd, sizeof(ctx.cwd), ".");
+	range = cJSON_GetObjectItem(preset, "version");
+	bin = cJSON_GetArrayItem(cJSON_GetObjectItem(preset, "argv"), 0);
+	envp = wk_env_agent(cJSON_GetObjectItem(preset, "pass_env"),
+			    cJSON_GetObjectItem(preset, "env"));
+	if (cJSON_IsString(bin))
+		path = sl_launch_find(bin->valuestring, getenv("PATH"));
+	if (path && range)
+		version = cli_version(&ctx, range, envp);
+	in = version ? wk_version_in_range(version, range) : -1;
+	if (!path)
+		status = "missing";
+	else if (!range)
+		status = "ok";
+	else if (in < 0)
+		status = "unknown";
+	else if (!in)
+		status = "outside";
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "preset", sl_json_str(preset, "name", ""));
+	cJSON_AddStringToObject(o, "cli",
+				cJSON_IsString(bin) ? bin->valuestring : "");
+	cJSON_AddStringToObject(o, "path", path ? path : "");
+	cJSON_AddStringToObject(o, "version", version ? version : "");
+	cJSON_AddStringToObject(o, "verified_min",
+				sl_json_str(range, "min", ""));
+	cJSON_AddStringToObject(o, "verified_below",
+				sl_json_str(range, "below", ""));
+	cJSON_AddStringToObject(o, "status", status);
+	line = sl_json_print_sorted(o);
+	puts(line);
+	free(line);
+	rc = strcmp(status, "ok") ? 1 : 0;
+	cJSON_Delete(o);
+	cJSON_Delete(preset);
+	wk_env_free(envp);
+	free(version);
+	free(path);
 	free(text);
 	return rc;
 }

@@ -42,6 +42,7 @@ static void usage(FILE *f)
 	      "[--env-file PATH]\n"
 	      "                          [--disk-warn P] [--disk-abort P] "
 	      "[--mem-warn P] [--mem-abort P]\n"
+	      "   or: sbxloop-worker check-agent [PRESET]\n"
 	      "   or: sbxloop-worker version\n",
 	      f);
 }
@@ -428,6 +429,8 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 2 && !strcmp(argv[1], "run"))
 		return cmd_run(argc, argv);
+	if (argc >= 2 && argc <= 3 && !strcmp(argv[1], "check-agent"))
+		return wk_check_agent(argc == 3 ? argv[2] : NULL);
 	if (argc >= 2 &&
 	    (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))) {
 		usage(stdout);

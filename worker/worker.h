@@ -166,6 +166,7 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 		      struct wk_result *res);
 int wk_backend_command(struct wk_ctx *ctx, const struct wk_job *job,
 		       struct wk_result *res);
+int wk_check_agent(const char *preset); /* check-agent: an exit status */
 
 /* agent.c helpers shared with the backends */
 char *wk_tool_args_display(const cJSON *args);

@@ -17,6 +17,7 @@
 
 #include "cli/cli.h"
 #include "common/agents.h"
+#include "common/json.h"
 #include "phases/worker_client.h"
 #include "common/proc.h"
 #include "common/util.h"
@@ -157,6 +158,72 @@ out:
 	free(path);
 }
 
+/*
+ * The agent CLI against the versions its preset was verified with: run
+ * here through `sbxloop-worker check-agent` when the agent runs on this
+ * host (the local provider); elsewhere the worker checks it inside the
+ * sandbox at each job and says so (agent.cli_version).
+ */
+static void check_agent_cli(struct doctor *d, struct sl_core *core)
+{
+	const char *preset = sl_config_str(core->cfg, "agent.preset");
+	const char *sandbox = sl_config_str(core->cfg, "plugins.sandbox");
+	char *path = sl_worker_path(core);
+	const char *argv[] = {path, "check-agent", preset, NULL};
+	struct sbxloop_proc_spec spec;
+	struct sbxloop_proc_result res;
+	struct sbxloop_error err = {0, ""};
+	const char *st, *cli, *ver, *lo, *hi;
+	cJSON *o = NULL;
+
+	if (strcmp(sl_config_str(core->cfg, "agent.backend"), "command")) {
+		row(d, "agent CLI", "ok", "none (agent.backend is '%s')",
+		    sl_config_str(core->cfg, "agent.backend"));
+		goto out;
+	}
+	if (!sandbox || strcmp(sandbox, "local")) {
+		row(d, "agent CLI", "ok",
+		    "'%s' runs in the '%s' sandbox: the worker checks its "
+		    "version there at each job (agent.cli_version)",
+		    preset, sandbox ? sandbox : "?");
+		goto out;
+	}
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.argv = argv;
+	spec.timeout_s = 60;
+	memset(&res, 0, sizeof(res));
+	if (access(path, X_OK) < 0 || sl_proc_run(&spec, &res, &err) ||
+	    !(o = cJSON_Parse(res.out ? res.out : ""))) {
+		row(d, "agent CLI", "FAIL",
+		    "cannot check preset '%s' with '%s check-agent'%s%s",
+		    preset, path, res.err && *res.err ? ": " : "",
+		    res.err ? res.err : "");
+		goto clear;
+	}
+	st = sl_json_str(o, "status", "");
+	cli = sl_json_str(o, "cli", "?");
+	ver = sl_json_str(o, "version", "");
+	lo = sl_json_str(o, "verified_min", "?");
+	hi = sl_json_str(o, "verified_below", "?");
+	if (!strcmp(st, "ok"))
+		row(d, "agent CLI", "ok", "%s %s (verified %s up to %s)", cli,
+		    ver, lo, hi);
+	else if (!strcmp(st, "missing"))
+		row(d, "agent CLI", "FAIL",
+		    "'%s' is not on PATH: install it (docs/agents.md)", cli);
+	else
+		row(d, "agent CLI", "warn",
+		    "%s %s is outside the versions preset '%s' was verified "
+		    "with (%s up to %s): flags or output may differ",
+		    cli, *ver ? ver : "(unreadable version)", preset, lo, hi);
+clear:
+	cJSON_Delete(o);
+	sl_proc_result_clear(&res);
+out:
+	free(path);
+}
+
 static void check_state_dir(struct doctor *d, struct sl_core *core)
 {
 	const char *dir = sl_core_state_dir(core);
@@ -226,5 +293,6 @@ int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv)
 	}
 	check_state_dir(&d, cli->core);
 	check_worker(&d, cli->core);
+	check_agent_cli(&d, cli->core);
 	return d.hard_failures ? SL_EXIT_FAIL : SL_EXIT_OK;
 }

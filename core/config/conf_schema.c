@@ -297,10 +297,12 @@ static const char *const tool_variables[] = {
 	"SBXLOOP_WORKER_FSYNC",
 	"SBXLOOP_WORKER_FSYNC_EVENTS",
 	/* make check, the benchmarks and the test fakes */
+	"SBXLOOP_AGENT_CLI_DIR",
 	"SBXLOOP_BIN",
 	"SBXLOOP_BUILDDIR",
 	"SBXLOOP_FAKE_AGENT_*",
 	"SBXLOOP_KEEP_TEST_DIRS",
+	"SBXLOOP_REQUIRE_AGENT_CLIS",
 	"SBXLOOP_SRCDIR",
 	"SBXLOOP_TEST_*",
 };

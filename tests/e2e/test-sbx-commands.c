@@ -351,6 +351,63 @@ START_TEST(test_doctor_reports_each_failure_row)
 }
 END_TEST
 
+/*
+ * Where the agent runs on this host (the local provider) doctor checks
+ * its CLI against the versions the preset was verified with.
+ */
+START_TEST(test_doctor_checks_the_local_agent_cli)
+{
+	const char *doc[] = {"doctor", NULL};
+	char *bin = sl_xasprintf("%s/agentbin", dir);
+	char *link = sl_xasprintf("%s/claude", bin);
+	char *fake = sl_xasprintf("%s/tests/fakes/fake-agent",
+				  tu_env("SBXLOOP_BUILDDIR"));
+	char *presets =
+		sl_xasprintf("%s/worker/presets", tu_env("SBXLOOP_SRCDIR"));
+	char *path = sl_xasprintf("%s:%s", bin, getenv("PATH"));
+	char *old_path = strdup(getenv("PATH")), *cache;
+	struct tu_run r;
+
+	mkdir(bin, 0755);
+	ck_assert_int_eq(symlink(fake, link), 0);
+	setenv("SBXLOOP_PRESET_DIR", presets, 1);
+	setenv("PATH", path, 1);
+	setenv("HOME", dir, 1);
+	tu_write(cfg_path, "state_dir: state\nplugins:\n  sandbox: local\n"
+			   "agent:\n  backend: command\n  preset: claude\n"
+			   "local:\n  isolation: none\n");
+	sbxloop(&r, doc);
+	ck_assert_msg(verdict_is(r.out, "agent CLI", "ok"), "%s", r.out);
+	ck_assert(strstr(r.out, "claude 2.1.332 (verified 2.1.332"));
+	tu_run_free(&r);
+
+	/* another version of the same file: the probe's cache goes */
+	cache = sl_xasprintf("%s/.cache/sbxloop", dir);
+	tu_rmtree(cache);
+	free(cache);
+	setenv("SBXLOOP_FAKE_AGENT_VERSION", "3.0.1", 1);
+	sbxloop(&r, doc);
+	unsetenv("SBXLOOP_FAKE_AGENT_VERSION");
+	ck_assert_msg(verdict_is(r.out, "agent CLI", "warn"), "%s", r.out);
+	ck_assert(strstr(r.out, "claude 3.0.1 is outside"));
+	tu_run_free(&r);
+
+	unlink(link);
+	sbxloop(&r, doc);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_msg(verdict_is(r.out, "agent CLI", "FAIL"), "%s", r.out);
+	ck_assert(strstr(r.out, "'claude' is not on PATH"));
+	tu_run_free(&r);
+	setenv("PATH", old_path, 1);
+	free(old_path);
+	free(path);
+	free(presets);
+	free(fake);
+	free(link);
+	free(bin);
+}
+END_TEST
+
 START_TEST(test_secrets_list_and_clean_stale)
 {
 	const char *list[] = {"secrets", "list", NULL};
@@ -816,6 +873,7 @@ static Suite *sbx_commands_suite(void)
 	tcase_add_test(tc, test_sandbox_ls_and_rm);
 	tcase_add_test(tc, test_shell_runs_a_command_in_the_pair);
 	tcase_add_test(tc, test_doctor_reports_each_failure_row);
+	tcase_add_test(tc, test_doctor_checks_the_local_agent_cli);
 	tcase_add_test(tc,
 		       test_shell_without_a_command_execs_the_providers_shell);
 	tcase_add_test(tc, test_secrets_walk_the_configured_strategies);
