@@ -178,28 +178,49 @@ static void clip_strings(cJSON *item, size_t keep)
 	}
 }
 
+/*
+ * The envelope, written directly in sorted key order (data, job_id,
+ * run_id, ts, type, v): only `data` goes through cJSON, so an event
+ * costs one print of its own data (the parse of an agent's stream is
+ * mostly this).
+ */
 static char *encode(struct wk_ctx *ctx, const char *type, cJSON *data)
 {
-	cJSON *ev = cJSON_CreateObject();
 	const struct wk_job *job = ctx->job;
-	double ts = wk_round(wk_now(), 1000.0);
+	char *body, *job_id, *run_id, *type_q, *line;
 
-	cJSON_AddNumberToObject(ev, "v", 1);
-	cJSON_AddNumberToObject(ev, "ts", ts);
-	cJSON_AddStringToObject(ev, "run_id", job ? job->run_id : "");
-	if (job)
-		cJSON_AddStringToObject(ev, "job_id", job->job_id);
-	else
-		cJSON_AddNullToObject(ev, "job_id");
-	cJSON_AddStringToObject(ev, "type", type);
 	sl_json_sort(data);
-	cJSON_AddItemReferenceToObject(ev, "data", data);
+	body = cJSON_PrintUnformatted(data);
+	job_id = sl_json_quote(job ? job->job_id : NULL);
+	run_id = sl_json_quote(job ? job->run_id : "");
+	type_q = sl_json_quote(type);
+	if (!body || !job_id || !run_id || !type_q)
+		abort();
 	{
-		char *s = sl_json_print_sorted(ev);
+		char ts[48];
+		const char *parts[] = {
+			"{\"data\":",   body,   ",\"job_id\":", job_id,
+			",\"run_id\":", run_id, ",\"ts\":",     ts,
+			",\"type\":",   type_q, ",\"v\":1}"};
+		size_t i, n = 0, len[11];
 
-		cJSON_Delete(ev);
-		return s;
+		snprintf(ts, sizeof(ts), "%.3f", wk_round(wk_now(), 1000.0));
+		for (i = 0; i < 11; i++)
+			n += len[i] = strlen(parts[i]);
+		line = malloc(n + 2); /* room for the newline wk_emit adds */
+		if (!line)
+			abort();
+		for (n = 0, i = 0; i < 11; i++) {
+			memcpy(line + n, parts[i], len[i]);
+			n += len[i];
+		}
+		line[n] = '\0';
 	}
+	free(body);
+	free(job_id);
+	free(run_id);
+	free(type_q);
+	return line;
 }
 
 /*

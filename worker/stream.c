@@ -24,24 +24,46 @@ struct wk_tool_name {
 	struct wk_tool_name *next;
 };
 
-/* Resolve a dotted path ("message.content", "items.0.id") under `node`. */
+/*
+ * One rule of a preset, its members found once: a line is checked
+ * against every rule, so looking them up by name per line would cost
+ * more than the parse.
+ */
+struct wk_rule {
+	const cJSON *match, *each, *item_match;
+	const cJSON *session_id, *model, *version, *text, *append_text;
+	const cJSON *final_text, *error, *error_kind, *notice, *usage;
+	const cJSON *event, *fields;
+	int once_per_id;
+};
+
+/*
+ * Resolve a dotted path ("message.content", "items.0.id") under `node`,
+ * without allocating: it runs for every rule on every line.
+ */
 static const cJSON *get_path(const cJSON *node, const char *path)
 {
-	char *copy = wk_strdup(path), *part, *save;
 	const cJSON *cur = node;
+	char part[128];
 
-	for (part = strtok_r(copy, ".", &save); part && cur;
-	     part = strtok_r(NULL, ".", &save)) {
+	while (cur && *path) {
+		size_t n = strcspn(path, ".");
+
+		if (n >= sizeof(part))
+			return NULL;
+		memcpy(part, path, n);
+		part[n] = '\0';
 		if (cJSON_IsArray(cur)) {
 			char *end;
 			long i = strtol(part, &end, 10);
 
-			cur = *end ? NULL : cJSON_GetArrayItem(cur, (int)i);
+			cur = *end || !n ? NULL
+					 : cJSON_GetArrayItem(cur, (int)i);
 		} else {
 			cur = cJSON_GetObjectItemCaseSensitive(cur, part);
 		}
+		path += n + (path[n] == '.');
 	}
-	free(copy);
 	return cur;
 }
 
@@ -399,11 +421,11 @@ static void apply_usage(struct wk_stream *st, const cJSON *spec,
 	wk_emit(st->ctx, SBXLOOP_EV_AGENT_USAGE, sample);
 }
 
-static void apply_event(struct wk_stream *st, const cJSON *rule,
+static void apply_event(struct wk_stream *st, const struct wk_rule *rule,
 			const char *type, const cJSON *node)
 {
 	cJSON *d = cJSON_CreateObject();
-	const cJSON *f, *fields = cJSON_GetObjectItem(rule, "fields");
+	const cJSON *f, *fields = rule->fields;
 
 	cJSON_ArrayForEach (f, fields) {
 		cJSON *x = cJSON_IsString(f)
@@ -413,44 +435,41 @@ static void apply_event(struct wk_stream *st, const cJSON *rule,
 		if (x)
 			cJSON_AddItemToObject(d, f->string, x);
 	}
-	if (finish_event(st, type, d,
-			 cJSON_IsTrue(cJSON_GetObjectItem(
-				 rule, "once_per_id"))) < 0) {
+	if (finish_event(st, type, d, rule->once_per_id) < 0) {
 		cJSON_Delete(d);
 		return;
 	}
 	wk_emit(st->ctx, type, d);
 }
 
-static void apply(struct wk_stream *st, const cJSON *rule, const cJSON *root,
-		  const cJSON *node)
+static void apply(struct wk_stream *st, const struct wk_rule *rule,
+		  const cJSON *root, const cJSON *node)
 {
-	const cJSON *v;
 	const char *s;
 
-	if ((s = get_string(root, cJSON_GetObjectItem(rule, "session_id"))))
+	if ((s = get_string(root, rule->session_id)))
 		set_str(&st->session_id, s);
-	if ((s = get_string(root, cJSON_GetObjectItem(rule, "model"))))
+	if ((s = get_string(root, rule->model)))
 		set_str(&st->model, s);
-	if ((s = get_string(root, cJSON_GetObjectItem(rule, "version")))) {
+	if ((s = get_string(root, rule->version))) {
 		set_str(&st->cli_version, s);
 		wk_stream_check_version(st, s);
 	}
-	if ((s = get_string(node, cJSON_GetObjectItem(rule, "text"))))
+	if ((s = get_string(node, rule->text)))
 		set_str(&st->text, s);
-	if ((s = get_string(node, cJSON_GetObjectItem(rule, "append_text")))) {
+	if ((s = get_string(node, rule->append_text))) {
 		char *t = wk_printf("%s%s", st->text ? st->text : "", s);
 
 		free(st->text);
 		st->text = t;
 	}
-	if ((s = get_string(node, cJSON_GetObjectItem(rule, "final_text"))))
+	if ((s = get_string(node, rule->final_text)))
 		set_str(&st->final_text, s);
-	if ((v = cJSON_GetObjectItem(rule, "error")))
-		record_error(st, v, node);
-	if ((s = get_string(node, cJSON_GetObjectItem(rule, "error_kind"))))
+	if (rule->error)
+		record_error(st, rule->error, node);
+	if ((s = get_string(node, rule->error_kind)))
 		set_str(&st->error_kind, s);
-	if ((s = get_string(node, cJSON_GetObjectItem(rule, "notice")))) {
+	if ((s = get_string(node, rule->notice))) {
 		cJSON *d = cJSON_CreateObject();
 
 		set_str(&st->notice, s);
@@ -459,38 +478,70 @@ static void apply(struct wk_stream *st, const cJSON *rule, const cJSON *root,
 		wk_emit(st->ctx, SBXLOOP_EV_AGENT_NOTICE, d);
 		check_fatal(st, s);
 	}
-	v = cJSON_GetObjectItem(rule, "usage");
-	if (cJSON_IsObject(v))
-		apply_usage(st, v, node);
-	v = cJSON_GetObjectItem(rule, "event");
-	if (cJSON_IsString(v))
-		apply_event(st, rule, v->valuestring, node);
+	if (cJSON_IsObject(rule->usage))
+		apply_usage(st, rule->usage, node);
+	if (cJSON_IsString(rule->event))
+		apply_event(st, rule, rule->event->valuestring, node);
+}
+
+/* Find each rule's members once (one pass over each rule object). */
+static void compile(struct wk_stream *st)
+{
+	static const char *const keys[] = {
+		"match",      "each",   "item_match",  "session_id", "model",
+		"version",    "text",   "append_text", "final_text", "error",
+		"error_kind", "notice", "usage",       "event",      "fields"};
+	const cJSON *r, *m;
+	size_t n = 0, k;
+
+	st->n_compiled = (size_t)cJSON_GetArraySize(st->rules);
+	st->compiled = calloc(st->n_compiled + 1, sizeof(*st->compiled));
+	if (!st->compiled)
+		abort();
+	cJSON_ArrayForEach (r, st->rules) {
+		struct wk_rule *c = &st->compiled[n++];
+		const cJSON **slot[] = {
+			&c->match,      &c->each,        &c->item_match,
+			&c->session_id, &c->model,       &c->version,
+			&c->text,       &c->append_text, &c->final_text,
+			&c->error,      &c->error_kind,  &c->notice,
+			&c->usage,      &c->event,       &c->fields};
+
+		cJSON_ArrayForEach (m, r) {
+			if (!strcmp(m->string, "once_per_id"))
+				c->once_per_id = cJSON_IsTrue(m);
+			for (k = 0; k < sizeof(keys) / sizeof(*keys); k++)
+				if (!strcmp(m->string, keys[k]))
+					*slot[k] = m;
+		}
+	}
 }
 
 void wk_stream_line(void *arg, const char *line, size_t len)
 {
 	struct wk_stream *st = arg;
 	cJSON *root = cJSON_ParseWithLength(line, len);
-	const cJSON *rule;
+	size_t i;
 
 	if (!cJSON_IsObject(root)) {
 		cJSON_Delete(root);
 		return; /* banners and progress noise are not protocol */
 	}
-	cJSON_ArrayForEach (rule, st->rules) {
-		const cJSON *each = cJSON_GetObjectItem(rule, "each");
-		const cJSON *item_match =
-			cJSON_GetObjectItem(rule, "item_match");
-		const cJSON *e;
+	if (!st->compiled)
+		compile(st);
+	for (i = 0; i < st->n_compiled; i++) {
+		const struct wk_rule *rule = &st->compiled[i];
+		const cJSON *e, *list;
 
-		if (!matches(root, cJSON_GetObjectItem(rule, "match")))
+		if (!matches(root, rule->match))
 			continue;
-		if (!cJSON_IsString(each)) {
+		if (!cJSON_IsString(rule->each)) {
 			apply(st, rule, root, root);
 			continue;
 		}
-		cJSON_ArrayForEach (e, get_path(root, each->valuestring))
-			if (matches(e, item_match))
+		list = get_path(root, rule->each->valuestring);
+		cJSON_ArrayForEach (e, list)
+			if (matches(e, rule->item_match))
 				apply(st, rule, root, e);
 	}
 	cJSON_Delete(root);
@@ -524,6 +575,7 @@ void wk_stream_free(struct wk_stream *st)
 	free(st->session_id);
 	free(st->model);
 	free(st->cli_version);
+	free(st->compiled);
 	cJSON_Delete(st->usage);
 	cJSON_Delete(st->failures);
 	memset(st, 0, sizeof(*st));

@@ -12,11 +12,14 @@
 #include "worker.h"
 
 struct wk_tool_name;
+struct wk_rule;
 
 struct wk_stream {
 	struct wk_ctx *ctx;
 	const struct wk_job *job;
-	const cJSON *rules;   /* borrowed from the preset */
+	const cJSON *rules;       /* borrowed from the preset */
+	struct wk_rule *compiled; /* the rules' members, found once, owned */
+	size_t n_compiled;
 	const cJSON *version; /* the preset's verified range, borrowed */
 	const cJSON *fatal;   /* the preset's "fatal_notices", borrowed */
 	const char *cli;      /* argv[0], borrowed */
