@@ -80,6 +80,29 @@ double bench_proc_cpu_ms(pid_t pid)
 	return c.user_ms + c.sys_ms;
 }
 
+double bench_proc_runtime_ms(pid_t pid)
+{
+	char path[64], buf[256], *end;
+	unsigned long long ns;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	errno = 0;
+	ns = strtoull(buf, &end, 10);
+	if (errno || end == buf || (*end != ' ' && *end != '\n'))
+		return -1;
+	return (double)ns / 1e6;
+}
+
 double bench_tv_ms(const struct timeval *tv)
 {
 	return (double)tv->tv_sec * 1000.0 + (double)tv->tv_usec / 1000.0;

@@ -28,6 +28,14 @@ int bench_proc_cpu(pid_t pid, struct bench_cpu *out);
 /* bench_proc_cpu's user + system in ms, or -1. */
 double bench_proc_cpu_ms(pid_t pid);
 
+/*
+ * The process's own time on a CPU in ms, to the nanosecond (the first
+ * field of /proc/PID/schedstat: user and system together, not split,
+ * not its children), readable while it is a zombie; -1 when it cannot
+ * be read. For runs too short for stat's 10 ms ticks.
+ */
+double bench_proc_runtime_ms(pid_t pid);
+
 double bench_tv_ms(const struct timeval *tv);
 
 #endif

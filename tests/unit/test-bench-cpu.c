@@ -87,6 +87,38 @@ START_TEST(test_child_cpu_from_proc_matches_getrusage_user_and_system)
 }
 END_TEST
 
+/*
+ * schedstat's runtime is to the nanosecond, so a short child (a worker
+ * job spends a few ms of its own) reads as what it spent, not as 0 or a
+ * whole 10 ms tick.
+ */
+START_TEST(test_child_runtime_from_schedstat_matches_getrusage)
+{
+	struct rusage ru;
+	siginfo_t si;
+	double runtime, ru_ms;
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		burn(12, 3);
+	memset(&si, 0, sizeof(si));
+	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 &&
+	       errno == EINTR)
+		;
+	runtime = bench_proc_runtime_ms(pid);
+	ck_assert_int_eq(wait4(pid, &status, 0, &ru), pid);
+	ru_ms = bench_tv_ms(&ru.ru_utime) + bench_tv_ms(&ru.ru_stime);
+	ck_assert_msg(ru_ms >= 15, "child burnt %.3f ms", ru_ms);
+	/* getrusage reports the same runtime, split by sampled ticks */
+	ck_assert_msg(runtime > ru_ms - 0.5 && runtime < ru_ms + 0.5,
+		      "schedstat %.3f ms, getrusage %.3f ms", runtime, ru_ms);
+	/* and it is gone once reaped */
+	ck_assert(bench_proc_runtime_ms(pid) < 0);
+}
+END_TEST
+
 START_TEST(test_stat_fields_count_after_the_last_paren_of_the_name)
 {
 	/* comm "a) (b c" as the kernel prints it; utime 13, stime 57 */
@@ -108,6 +140,8 @@ static Suite *bench_cpu_suite(void)
 	TCase *tc = tcase_create("cpu");
 
 	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc,
+		       test_child_runtime_from_schedstat_matches_getrusage);
 	tcase_add_test(
 		tc,
 		test_child_cpu_from_proc_matches_getrusage_user_and_system);
