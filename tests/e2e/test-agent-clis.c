@@ -9,7 +9,7 @@
  * installed versions must sit inside each preset's verified range.
  *
  * SBXLOOP_AGENT_CLI_DIR names the npm prefix (tests/agents after
- * `npm ci`). Without it the suite is skipped, unless
+ * tests/agents/install). Without it the suite is skipped, unless
  * SBXLOOP_REQUIRE_AGENT_CLIS=1 (CI), which makes a missing CLI a failure.
  */
 #include "config.h"
@@ -206,9 +206,8 @@ int main(void)
 		if (prefix && access(p, X_OK) == 0)
 			continue;
 		fprintf(stderr,
-			"test-agent-clis: %s not installed in %s; run 'npm ci "
-			"--prefix tests/agents' and set "
-			"SBXLOOP_AGENT_CLI_DIR\n",
+			"test-agent-clis: %s not installed in %s; run "
+			"tests/agents/install (or set SBXLOOP_AGENT_CLI_DIR)\n",
 			clis[i].preset, prefix ? cli_bin : "(unset)");
 		return required ? 1 : 77;
 	}
