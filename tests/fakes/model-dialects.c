@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "model-server.h"
 
@@ -283,6 +284,26 @@ static char *patch_command(const char *path, const char *content)
 
 /* The declared tool for INTENT; with FORCE, the CLI's own name for it
  * when it declares none (only in --from-script mode). */
+/* What gemini 0.61's policy engine counts as a build file (its
+ * isBuildFile(), in part: make, cmake and bazel). */
+static int is_build_file(const char *path)
+{
+	static const char *const names[] = {
+		"Makefile",   "makefile",     "GNUmakefile", "CMakeLists.txt",
+		"BUILD",      "BUILD.bazel",  "WORKSPACE",   "MODULE.bazel",
+		"Dockerfile", "Containerfile"};
+	const char *base = strrchr(path, '/'), *dot;
+	size_t i;
+
+	base = base ? base + 1 : path;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(base, names[i]))
+			return 1;
+	dot = strrchr(base, '.');
+	return dot && (!strcasecmp(dot, ".mk") || !strcasecmp(dot, ".cmake") ||
+		       !strcasecmp(dot, ".bzl") || !strcasecmp(dot, ".bazel"));
+}
+
 static int pick_tool(const struct call *c, enum intent intent, int force,
 		     const struct tool **tool, const cJSON **decl)
 {
@@ -322,7 +343,13 @@ static int make_toolcall(const struct call *c, const struct step *s,
 	memset(tc, 0, sizeof(*tc));
 	if (s->tool == TOOL_WRITE)
 		path = resolve_path(c, s->path);
-	if (s->tool == TOOL_WRITE && pick_tool(c, TOOL_WRITE, 0, &t, &decl)) {
+	/* copilot's `create` refuses an existing file: the server runs on
+	 * the CLI's host, so it looks, and rewrites one with a command;
+	 * gemini refuses build files to its file tools, headless even in
+	 * yolo mode, so a model writes those with a command too */
+	if (s->tool == TOOL_WRITE && pick_tool(c, TOOL_WRITE, 0, &t, &decl) &&
+	    (t->style != ARGS_PATH_TEXT || access(path, F_OK) != 0) &&
+	    (c->api != API_GEMINI || !is_build_file(path))) {
 		shell = 0;
 	} else if (pick_tool(c, TOOL_SHELL, 0, &t, &decl)) {
 		shell = 1;
