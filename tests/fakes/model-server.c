@@ -63,7 +63,9 @@
  * the answer: `json` printed (after `text`, when both are given) or
  * `text`; a `fail` becomes an HTTP fault on every request from then on
  * (401 for fail_type AgentAuthError, 429 for AgentRateLimited, else 500).
- * The cursor is this process's: the CLI processes of consecutive jobs
+ * A reply's `sleep_s` holds its first answer that long (after the
+ * request is logged), so a test can look at the workspace while the
+ * CLI waits. The cursor is this process's: the CLI processes of consecutive jobs
  * call the same server. A turn whose request ends with a new prompt
  * (not with tool results) starts the next reply; one that ends with
  * tool results takes the current reply's next step, and repeats its
@@ -89,6 +91,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <unistd.h>
@@ -119,13 +122,16 @@ static struct step *steps;
 static size_t nsteps, next_step;
 static int step_uses;
 /* --from-script: reply R's steps are steps[group[R].first ...] */
-static struct group {
+struct group {
 	size_t first, n;
-} * groups;
+	double hold; /* sleep_s: seconds its first answer waits */
+};
+static struct group *groups;
 static size_t ngroups;
 static long cur_group = -1;
 static size_t cur_sub;
 static int script_mode;
+static double hold_now; /* the wait owed before the next answer */
 static char *final_text;
 static FILE *log_file;
 static const char *workdir;
@@ -412,6 +418,8 @@ static void load_reply(const cJSON *r, size_t i, size_t *cap)
 	if (!cJSON_IsObject(r))
 		die("reply %zu: not an object", i + 1);
 	groups[i].first = nsteps;
+	f = cJSON_GetObjectItemCaseSensitive(r, "sleep_s");
+	groups[i].hold = cJSON_IsNumber(f) ? f->valuedouble : 0;
 	cJSON_ArrayForEach (f, files) {
 		if (!cJSON_IsString(f))
 			die("reply %zu: file '%s' is not a string", i + 1,
@@ -476,6 +484,8 @@ static long take_script_step(int continues)
 	if (!continues || cur_group < 0) {
 		cur_group++;
 		cur_sub = 0;
+		if ((size_t)cur_group < ngroups)
+			hold_now = groups[cur_group].hold;
 	}
 	if ((size_t)cur_group >= ngroups)
 		return -1;
@@ -882,6 +892,17 @@ static void answer(const struct request *rq, struct reply *r)
 	} else {
 		i = take_step(call_continues(&c));
 		log_request(rq, body, api, "turn", i);
+		if (hold_now > 0) { /* logged first: a test may look now */
+			struct timespec ts = {
+				(time_t)hold_now,
+				(long)((hold_now - (double)(time_t)hold_now) *
+				       1e9)};
+
+			while (nanosleep(&ts, &ts) < 0 && errno == EINTR &&
+			       !stop)
+				;
+			hold_now = 0;
+		}
 		s = i >= 0 ? &steps[i] : NULL;
 		if (s && s->fault) {
 			r->retry_after = s->retry_after;
