@@ -29,11 +29,11 @@ demo_agent_find() {
 
 demo_agent_setup() {
 	demo_agent=$1
-	demo_dir=$2
 	cli=$(demo_agent_find "$1")
 	if [ -z "$cli" ]; then
-		echo "agent: $1 not found (npm ci --ignore-scripts --prefix" \
-			"tests/agents, then SBXLOOP_AGENT_CLI_DIR=.../tests/agents)" >&2
+		echo "agent: $1 not found (npm ci --ignore-scripts" \
+			"--prefix tests/agents, then" \
+			"SBXLOOP_AGENT_CLI_DIR=.../tests/agents)" >&2
 		return 1
 	fi
 	# the CLIs' own node first: gemini needs node >= 20
@@ -51,7 +51,10 @@ demo_agent_setup() {
 		mv "$2/sbxloop.yaml.tmp" "$2/sbxloop.yaml"
 	# the model token sbxloop checks and provisions (fake)
 	case $1 in
-	claude) ANTHROPIC_API_KEY=$demo_agent_key && export ANTHROPIC_API_KEY ;;
+	claude)
+		ANTHROPIC_API_KEY=$demo_agent_key
+		export ANTHROPIC_API_KEY
+		;;
 	codex) OPENAI_API_KEY=$demo_agent_key && export OPENAI_API_KEY ;;
 	gemini) GEMINI_API_KEY=$demo_agent_key && export GEMINI_API_KEY ;;
 	copilot)
@@ -96,8 +99,11 @@ EOF
 		# A system settings file under a world-writable directory
 		# (/var/tmp) is skipped as insecure: this is gemini's home.
 		mkdir -p "$d/gemini-home/.gemini"
-		echo '{"security":{"auth":{"selectedType":"gemini-api-key"}}}' \
-			>"$d/gemini-home/.gemini/settings.json"
+		# general.maxAttempts: its model calls' attempts (at most 10)
+		cat >"$d/gemini-home/.gemini/settings.json" <<EOF
+{"security": {"auth": {"selectedType": "gemini-api-key"}},
+ "general": {"maxAttempts": $((${DEMO_AGENT_RETRIES:-0} + 1))}}
+EOF
 		cat >"$d/env.sh" <<EOF
 GOOGLE_GEMINI_BASE_URL=$url
 GEMINI_CLI_HOME=$d/gemini-home
