@@ -65,14 +65,14 @@
  * (401 for fail_type AgentAuthError, 429 for AgentRateLimited, else 500).
  * A reply's `sleep_s` holds its first answer that long (after the
  * request is logged), so a test can look at the workspace while the
- * CLI waits. The cursor is this process's: the CLI processes of consecutive jobs
- * call the same server. A turn whose request ends with a new prompt
- * (not with tool results) starts the next reply; one that ends with
- * tool results takes the current reply's next step, and repeats its
- * answer once they are used up. So a resumed session (a revision) takes
- * a fresh reply, and side requests take none. In this mode a tool the
- * CLI does not declare (a read-only critic's) is called anyway by the
- * CLI's own name for it, so the CLI itself must refuse it.
+ * CLI waits. The cursor is this process's: the CLI processes of
+ * consecutive jobs call the same server. A turn whose request ends with
+ * a new prompt (not with tool results) starts the next reply; one that
+ * ends with tool results takes the current reply's next step, and
+ * repeats its answer once they are used up. So a resumed session (a
+ * revision) takes a fresh reply, and side requests take none. In this
+ * mode a tool the CLI does not declare (a read-only critic's) is called
+ * anyway by the CLI's own name for it, so the CLI itself must refuse it.
  *
  * With --log DIR each request is appended to DIR/requests.jsonl as
  * {"seq","method","path","api","kind","step","reply","headers","body"}
