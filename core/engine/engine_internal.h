@@ -129,6 +129,8 @@ int sl_engine_emit(struct sl_engine *e, const char *type, cJSON *data);
 /* Store the run's state (+ reason, may be NULL), then run.state. */
 int sl_engine_set_run_state(struct sl_engine *e, const char *state,
 			    const char *reason, struct sbxloop_error *err);
+/* Note on the run row why it stopped (`reason` alone, state kept). */
+void sl_engine_note_stop(struct sl_engine *e, const char *why);
 /* Store the task in `state`, then task.state (task.end for skipped). */
 int sl_engine_set_task_state(struct sl_engine *e, struct task *t,
 			     enum sl_task_state state,

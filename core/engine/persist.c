@@ -12,6 +12,7 @@
 
 #include "engine/engine_internal.h"
 #include "host/events.h"
+#include "host/redact.h"
 #include "common/util.h"
 
 static void task_clear(struct task *t)
@@ -62,6 +63,30 @@ int sl_engine_set_run_state(struct sl_engine *e, const char *state,
 		cJSON_AddStringToObject(d, "reason", reason);
 	sl_engine_emit(e, SBXLOOP_EV_RUN_STATE, d);
 	return 0;
+}
+
+/*
+ * Say on the run row why the run stopped without changing its state: an
+ * infrastructure error leaves the run where it was, to be resumed, and
+ * `sbxloop status` would otherwise show a stopped run as, say,
+ * decomposing with no word of why. The next state change clears it.
+ * Best effort: the store may be what failed.
+ */
+void sl_engine_note_stop(struct sl_engine *e, const char *why)
+{
+	struct sbxloop_run_update u;
+	struct sbxloop_error ignored = {0, ""};
+	char *shown = sl_redact(why ? why : "");
+	char *reason = sl_xasprintf("stopped: %s", shown);
+
+	memset(&u, 0, sizeof(u));
+	u.struct_size = sizeof(u);
+	u.run_id = e->run_id;
+	u.fields = SBXLOOP_RUN_REASON;
+	u.reason = reason;
+	e->st->run_update(e->sctx, &u, NULL, 0, &ignored);
+	free(reason);
+	free(shown);
 }
 
 static int task_persist(struct sl_engine *e, const struct task *t,

@@ -331,6 +331,8 @@ fail:
 	if (rc != SBXLOOP_ECANCELLED || !e->cancel)
 		sl_engine_keep_on_failure(e);
 	sl_engine_teardown(e);
+	if (rc != SBXLOOP_ECANCELLED && strcmp(e->state, SBXLOOP_RUN_FAILED))
+		sl_engine_note_stop(e, err->message);
 	{
 		struct sbxloop_error ferr = {0, ""};
 

@@ -4,8 +4,32 @@
 # Uses a build tree when there is one (BUILD_DIR, $SBXLOOP_BUILDDIR or
 # the checkout itself), else the installed sbxloop. The demo runs in
 # SCRATCH_DIR (default: a new directory under $TMPDIR).
-# Usage: examples/demo/run-demo.sh [BUILD_DIR] [SCRATCH_DIR]
+#
+# With --agent NAME (claude, codex, gemini or copilot) the real agent
+# CLI does the work instead of the script backend: the build tree's
+# tests/fakes/model-server serves the same scenario.json as that CLI's
+# model API on loopback (--from-script), and sbxloop runs the CLI with
+# agent.backend: command and agent.preset: NAME, pointed at the server
+# with a fake key. The CLI comes from $SBXLOOP_AGENT_CLI_DIR/node_modules
+# (see tests/agents/package.json) or PATH. The local sandbox then runs
+# it bare (isolation none): under bubblewrap it could neither see a CLI
+# installed outside /usr and /opt nor reach the host's loopback.
+# Usage: examples/demo/run-demo.sh [--agent NAME] [BUILD_DIR] [SCRATCH_DIR]
 set -eu
+
+agent=
+if [ $# -ge 2 ] && [ "$1" = --agent ]; then
+	agent=$2
+	shift 2
+fi
+case $agent in
+'' | claude | codex | gemini | copilot) ;;
+*)
+	echo "run-demo: unknown agent '$agent' (claude, codex, gemini or" \
+		"copilot)" >&2
+	exit 2
+	;;
+esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -14,14 +38,18 @@ if [ $# -ge 1 ] && [ -x "$1/sbxloop" ]; then
 	build=$(cd "$1" && pwd)
 	shift
 fi
+# codex's sandbox helper fails when CODEX_HOME is under /tmp
 scratch=${1:-${TMPDIR:-/tmp}/sbxloop-demo.$$}
+[ -z "$agent" ] || scratch=${1:-/var/tmp/sbxloop-demo.$$}
 
 if [ -x "$build/sbxloop" ] && [ -x "$build/worker/sbxloop-worker" ]; then
 	sbxloop="$build/sbxloop"
 	SBXLOOP_WORKER="$build/worker/sbxloop-worker"
 	SBXLOOP_PROMPTS_DIR="$top/prompts"
 	SBXLOOP_PLUGIN_PATH="$build/plugins"
-	export SBXLOOP_WORKER SBXLOOP_PROMPTS_DIR SBXLOOP_PLUGIN_PATH
+	SBXLOOP_PRESET_DIR="$top/worker/presets"
+	export SBXLOOP_WORKER SBXLOOP_PROMPTS_DIR SBXLOOP_PLUGIN_PATH \
+		SBXLOOP_PRESET_DIR
 else
 	sbxloop=$(command -v sbxloop) || {
 		echo "run-demo: build sbxloop first (make) or install it" >&2
@@ -35,10 +63,30 @@ rm -f "$scratch/scenario.json.cursor"
 cd "$scratch"
 echo "== demo directory: $scratch"
 
+spid=
+if [ -n "$agent" ]; then
+	server=${MODEL_SERVER:-$build/tests/fakes/model-server}
+	[ -x "$server" ] || {
+		echo "run-demo: no model server at $server (make" \
+			"tests/fakes/model-server, or set MODEL_SERVER)" >&2
+		exit 2
+	}
+	# shellcheck source=agent.sh
+	. "$here/agent.sh"
+	demo_agent_setup "$agent" "$scratch" || exit 2
+	trap 'demo_agent_stop' EXIT
+	trap 'exit 130' INT TERM
+	demo_agent_start "$server" "$scratch" \
+		--from-script "$scratch/scenario.json" || exit 2
+	echo "== agent: $agent $cli_version ($cli), model server on" \
+		"127.0.0.1:$port"
+fi
+
 # Confine the agent with bubblewrap where this machine allows it (user
 # namespaces on); else run it bare, as sbxloop.yaml says. DEMO_ISOLATION
 # forces either.
 isolation=${DEMO_ISOLATION:-}
+[ -z "$agent" ] || isolation=${DEMO_ISOLATION:-none}
 if [ -z "$isolation" ]; then
 	isolation=none
 	if command -v bwrap >/dev/null 2>&1 &&

@@ -169,7 +169,7 @@ END_TEST
 
 START_TEST(test_invalid_json_twice_stops_the_run_resumable)
 {
-	char *run;
+	char *run, *reason;
 
 	scenario("invalid_twice", NULL);
 	ck_assert_int_eq(sbxloop("run", "hopeless", "--no-tui"), 2);
@@ -178,6 +178,12 @@ START_TEST(test_invalid_json_twice_stops_the_run_resumable)
 	assert_run_state(run, "decomposing");
 	ck_assert_int_eq(rt_task_count(run), 0);
 	assert_file_has("err.txt", "sbxloop resume");
+	/* the run row says why it stopped, its state left to resume */
+	reason = run_reason(run, 0);
+	ck_assert_str_eq(reason, "stopped: decompose produced invalid "
+				 "output twice: the response has an unknown "
+				 "key 'extra'");
+	free(reason);
 	free(run);
 }
 END_TEST

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "model-server.h"
 
@@ -43,6 +44,18 @@ static const struct tool tools[] = {
 	{TOOL_SHELL, "exec_command", ARGS_CMD},
 	{TOOL_SHELL, "shell_command", ARGS_CMD_PLAIN},
 	{TOOL_SHELL, "shell", ARGS_ARGV},
+};
+
+/* The tool a CLI that declares none for an intent would have called
+ * (claude's, gemini's, copilot's), for --from-script's critics. Codex
+ * always declares its shell tool and patches through it. */
+static const struct tool forced[][2] = {
+	[API_ANTHROPIC] = {{TOOL_WRITE, "Write", ARGS_FILE_PATH},
+			   {TOOL_SHELL, "Bash", ARGS_COMMAND}},
+	[API_OPENAI] = {{TOOL_WRITE, "create", ARGS_PATH_TEXT},
+			{TOOL_SHELL, "bash", ARGS_COMMAND}},
+	[API_GEMINI] = {{TOOL_WRITE, "write_file", ARGS_FILE_PATH},
+			{TOOL_SHELL, "run_shell_command", ARGS_COMMAND}},
 };
 
 /* A tool call decided for one reply. */
@@ -89,6 +102,61 @@ static const cJSON *find_tool(const cJSON *arr, const char *name)
 			return sub;
 	}
 	return NULL;
+}
+
+/* The last element of the request's conversation that is neither a
+ * system nor a developer message (claude appends "system" reminders
+ * after tool results), or NULL. */
+static const cJSON *last_of(const struct call *c, const char *key)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(c->req, key), *r;
+	int i;
+
+	for (i = cJSON_GetArraySize(a) - 1; i >= 0; i--) {
+		r = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(a, i),
+						     "role");
+		if (!cJSON_IsString(r) ||
+		    (strcmp(r->valuestring, "system") &&
+		     strcmp(r->valuestring, "developer")))
+			return cJSON_GetArrayItem(a, i);
+	}
+	return NULL;
+}
+
+static int has_part(const cJSON *arr, const char *key, const char *type)
+{
+	const cJSON *p, *t;
+
+	cJSON_ArrayForEach (p, arr) {
+		t = cJSON_GetObjectItemCaseSensitive(p, key);
+		if (type ? cJSON_IsString(t) && !strcmp(t->valuestring, type)
+			 : t != NULL)
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether the request carries tool results last (the model's turn goes
+ * on) rather than a new prompt. */
+int call_continues(const struct call *c)
+{
+	const cJSON *last, *t;
+
+	if (c->api == API_ANTHROPIC) {
+		last = last_of(c, "messages");
+		return has_part(
+			cJSON_GetObjectItemCaseSensitive(last, "content"),
+			"type", "tool_result");
+	}
+	if (c->api == API_GEMINI) {
+		last = last_of(c, "contents");
+		return has_part(
+			cJSON_GetObjectItemCaseSensitive(last, "parts"),
+			"functionResponse", NULL);
+	}
+	last = last_of(c, "input");
+	t = cJSON_GetObjectItemCaseSensitive(last, "type");
+	return cJSON_IsString(t) && strstr(t->valuestring, "_output");
 }
 
 int call_has_tools(const struct call *c)
@@ -214,11 +282,41 @@ static char *patch_command(const char *path, const char *content)
 	return out;
 }
 
-static int pick_tool(const cJSON *arr, enum intent intent,
-		     const struct tool **tool, const cJSON **decl)
+/* The declared tool for INTENT; with FORCE, the CLI's own name for it
+ * when it declares none (only in --from-script mode). */
+/* What gemini 0.61's policy engine counts as a build file (its
+ * isBuildFile(), in part: make, cmake and bazel). */
+static int is_build_file(const char *path)
 {
+	static const char *const names[] = {
+		"Makefile",   "makefile",     "GNUmakefile", "CMakeLists.txt",
+		"BUILD",      "BUILD.bazel",  "WORKSPACE",   "MODULE.bazel",
+		"Dockerfile", "Containerfile"};
+	const char *base = strrchr(path, '/'), *dot;
 	size_t i;
 
+	base = base ? base + 1 : path;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(base, names[i]))
+			return 1;
+	dot = strrchr(base, '.');
+	return dot && (!strcasecmp(dot, ".mk") || !strcasecmp(dot, ".cmake") ||
+		       !strcasecmp(dot, ".bzl") || !strcasecmp(dot, ".bazel"));
+}
+
+static int pick_tool(const struct call *c, enum intent intent, int force,
+		     const struct tool **tool, const cJSON **decl)
+{
+	const cJSON *arr = tools_array(c);
+	size_t i;
+
+	if (force) {
+		if (!c->force_tools || c->api == API_NONE)
+			return 0;
+		*tool = &forced[c->api][intent == TOOL_WRITE ? 0 : 1];
+		*decl = NULL;
+		return 1;
+	}
 	for (i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
 		if (tools[i].intent != intent)
 			continue;
@@ -236,19 +334,32 @@ static int pick_tool(const cJSON *arr, enum intent intent,
 static int make_toolcall(const struct call *c, const struct step *s,
 			 struct toolcall *tc)
 {
-	const cJSON *arr = tools_array(c), *decl = NULL, *type;
+	const cJSON *decl = NULL, *type;
 	const struct tool *t = NULL;
 	char *path = NULL, *cmd = NULL;
 	cJSON *argv;
+	int shell;
 
 	memset(tc, 0, sizeof(*tc));
 	if (s->tool == TOOL_WRITE)
 		path = resolve_path(c, s->path);
-	if (s->tool == TOOL_SHELL || !pick_tool(arr, TOOL_WRITE, &t, &decl)) {
-		if (!pick_tool(arr, TOOL_SHELL, &t, &decl)) {
-			free(path);
-			return 0;
-		}
+	/* copilot's `create` refuses an existing file: the server runs on
+	 * the CLI's host, so it looks, and rewrites one with a command;
+	 * gemini refuses build files to its file tools, headless even in
+	 * yolo mode, so a model writes those with a command too */
+	if (s->tool == TOOL_WRITE && pick_tool(c, TOOL_WRITE, 0, &t, &decl) &&
+	    (t->style != ARGS_PATH_TEXT || access(path, F_OK) != 0) &&
+	    (c->api != API_GEMINI || !is_build_file(path))) {
+		shell = 0;
+	} else if (pick_tool(c, TOOL_SHELL, 0, &t, &decl)) {
+		shell = 1;
+	} else if (pick_tool(c, s->tool, 1, &t, &decl)) {
+		shell = s->tool == TOOL_SHELL;
+	} else {
+		free(path);
+		return 0;
+	}
+	if (shell) {
 		if (s->tool == TOOL_SHELL)
 			cmd = xstrdup(s->command);
 		else if (t->style == ARGS_COMMAND)

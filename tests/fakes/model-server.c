@@ -30,8 +30,8 @@
  * auth type in settings.json; COPILOT_PROVIDER_BASE_URL with
  * COPILOT_PROVIDER_WIRE_API=responses).
  *
- * Usage: model-server --scenario FILE --port-file PATH [--log DIR]
- *                     [--workdir DIR]
+ * Usage: model-server (--scenario FILE | --from-script FILE)
+ *                     --port-file PATH [--log DIR] [--workdir DIR]
  * It listens on 127.0.0.1, an ephemeral port, writes the port to PATH
  * (atomically, once listening) and serves until SIGTERM/SIGINT, or until
  * its stdin closes when stdin is a pipe or socket.
@@ -55,8 +55,28 @@
  * 0: every request from then on). When the steps run out, every turn is
  * answered with the "final" text.
  *
+ * With --from-script FILE (or a --scenario FILE that is a script) it
+ * serves a scenario of the worker's `script` backend (a JSON array of
+ * replies, one per agent job; docs/worker-protocol.md), so one file
+ * drives both backends. Each reply becomes a group of steps: one
+ * write_file per entry of `files`, one shell per command of `run`, then
+ * the answer: `json` printed (after `text`, when both are given) or
+ * `text`; a `fail` becomes an HTTP fault on every request from then on
+ * (401 for fail_type AgentAuthError, 429 for AgentRateLimited, else 500).
+ * A reply's `sleep_s` holds its first answer that long (after the
+ * request is logged), so a test can look at the workspace while the
+ * CLI waits. The cursor is this process's: the CLI processes of
+ * consecutive jobs call the same server. A turn whose request ends with
+ * a new prompt (not with tool results) starts the next reply; one that
+ * ends with tool results takes the current reply's next step, and
+ * repeats its answer once they are used up. So a resumed session (a
+ * revision) takes a fresh reply, and side requests take none. In this
+ * mode a tool the CLI does not declare (a read-only critic's) is called
+ * anyway by the CLI's own name for it, so the CLI itself must refuse it.
+ *
  * With --log DIR each request is appended to DIR/requests.jsonl as
- * {"seq","method","path","api","kind","step","headers","body"}, with
+ * {"seq","method","path","api","kind","step","reply","headers","body"}
+ * ("reply": the script reply, 0-based, in --from-script mode), with
  * credential headers written as "<redacted>".
  */
 #include "config.h"
@@ -71,6 +91,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <unistd.h>
@@ -100,6 +121,17 @@ struct request {
 static struct step *steps;
 static size_t nsteps, next_step;
 static int step_uses;
+/* --from-script: reply R's steps are steps[group[R].first ...] */
+struct group {
+	size_t first, n;
+	double hold; /* sleep_s: seconds its first answer waits */
+};
+static struct group *groups;
+static size_t ngroups;
+static long cur_group = -1;
+static size_t cur_sub;
+static int script_mode;
+static double hold_now; /* the wait owed before the next answer */
 static char *final_text;
 static FILE *log_file;
 static const char *workdir;
@@ -251,7 +283,29 @@ static void load_step(const cJSON *o, size_t i, struct step *s)
 	free(fault);
 }
 
-static void load_scenario(const char *file)
+static void load_script(const cJSON *arr);
+
+/* A script-backend scenario: an array of replies, none of them a step. */
+static int is_script(const cJSON *root)
+{
+	static const char *const keys[] = {"json", "files", "run", "fail"};
+	const cJSON *r;
+	size_t i;
+	int hit = 0;
+
+	if (!cJSON_IsArray(root))
+		return 0;
+	cJSON_ArrayForEach (r, root) {
+		if (cJSON_HasObjectItem(r, "tool") ||
+		    cJSON_HasObjectItem(r, "fault"))
+			return 0;
+		for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			hit |= cJSON_HasObjectItem(r, keys[i]);
+	}
+	return hit;
+}
+
+static void load_scenario(const char *file, int from_script)
 {
 	FILE *f = fopen(file, "r");
 	struct buf b = {0};
@@ -268,6 +322,18 @@ static void load_scenario(const char *file)
 	buf_free(&b);
 	if (!root)
 		die("'%s' is not JSON", file);
+	if (from_script || is_script(root)) {
+		if (!cJSON_IsArray(root))
+			die("'%s' is not a script (an array of replies)",
+			    file);
+		script_mode = 1;
+		final_text = strdup("done");
+		if (!final_text)
+			die("out of memory");
+		load_script(root);
+		cJSON_Delete(root);
+		return;
+	}
 	arr = cJSON_IsArray(root)
 		      ? root
 		      : cJSON_GetObjectItemCaseSensitive(root, "steps");
@@ -296,14 +362,149 @@ static void free_scenario(void)
 		free(steps[i].fault_body);
 	}
 	free(steps);
+	free(groups);
 	free(final_text);
 }
 
+static char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p)
+		die("out of memory");
+	return p;
+}
+
+static struct step *new_step(size_t *cap)
+{
+	struct step *p;
+
+	if (nsteps == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		p = realloc(steps, *cap * sizeof(*steps));
+		if (!p)
+			die("out of memory");
+		steps = p;
+	}
+	memset(&steps[nsteps], 0, sizeof(*steps));
+	return &steps[nsteps++];
+}
+
+static int fault_status(const cJSON *type)
+{
+	const char *t = cJSON_IsString(type) ? type->valuestring : "";
+
+	if (!strcmp(t, "AgentAuthError"))
+		return 401;
+	if (!strcmp(t, "AgentRateLimited"))
+		return 429;
+	return 500;
+}
+
+/* One script reply R (number I) as steps: its writes, its commands,
+ * then its answer or its fault. */
+static void load_reply(const cJSON *r, size_t i, size_t *cap)
+{
+	const cJSON *files = cJSON_GetObjectItemCaseSensitive(r, "files");
+	const cJSON *run = cJSON_GetObjectItemCaseSensitive(r, "run");
+	const cJSON *json = cJSON_GetObjectItemCaseSensitive(r, "json");
+	const cJSON *text = cJSON_GetObjectItemCaseSensitive(r, "text");
+	const cJSON *fail = cJSON_GetObjectItemCaseSensitive(r, "fail");
+	const cJSON *f;
+	struct step *s;
+	struct buf b = {0};
+	char *js;
+
+	if (!cJSON_IsObject(r))
+		die("reply %zu: not an object", i + 1);
+	groups[i].first = nsteps;
+	f = cJSON_GetObjectItemCaseSensitive(r, "sleep_s");
+	groups[i].hold = cJSON_IsNumber(f) ? f->valuedouble : 0;
+	cJSON_ArrayForEach (f, files) {
+		if (!cJSON_IsString(f))
+			die("reply %zu: file '%s' is not a string", i + 1,
+			    f->string);
+		s = new_step(cap);
+		s->tool = TOOL_WRITE;
+		s->path = xstrdup(f->string);
+		s->content = xstrdup(f->valuestring);
+		s->times = 1;
+	}
+	cJSON_ArrayForEach (f, run) {
+		if (!cJSON_IsString(f))
+			die("reply %zu: a run command is not a string", i + 1);
+		s = new_step(cap);
+		s->tool = TOOL_SHELL;
+		s->command = xstrdup(f->valuestring);
+		s->times = 1;
+	}
+	s = new_step(cap);
+	s->times = 1;
+	if (cJSON_IsString(fail)) {
+		s->fault = fault_status(
+			cJSON_GetObjectItemCaseSensitive(r, "fail_type"));
+		s->fault_body = xstrdup(fail->valuestring);
+		s->retry_after = s->fault == 429 ? 1 : 0;
+		s->times = 0;
+	} else {
+		if (cJSON_IsString(text))
+			buf_puts(&b, text->valuestring);
+		if (cJSON_IsObject(json) || cJSON_IsArray(json)) {
+			js = cJSON_PrintUnformatted(json);
+			if (!js)
+				die("out of memory");
+			buf_printf(&b, "%s%s", b.n ? "\n\n" : "", js);
+			free(js);
+		}
+		s->text = xstrdup(b.n ? b.p : final_text);
+		buf_free(&b);
+	}
+	groups[i].n = nsteps - groups[i].first;
+}
+
+static void load_script(const cJSON *arr)
+{
+	size_t cap = 0, i;
+
+	ngroups = (size_t)cJSON_GetArraySize(arr);
+	groups = calloc(ngroups ? ngroups : 1, sizeof(*groups));
+	if (!groups)
+		die("out of memory");
+	for (i = 0; i < ngroups; i++)
+		load_reply(cJSON_GetArrayItem(arr, (int)i), i, &cap);
+}
+
+/* In --from-script mode: a new prompt starts the next reply, tool
+ * results continue the current one (its answer repeats at the end). */
+static long take_script_step(int continues)
+{
+	const struct group *g;
+	long i;
+
+	if (!continues || cur_group < 0) {
+		cur_group++;
+		cur_sub = 0;
+		if ((size_t)cur_group < ngroups)
+			hold_now = groups[cur_group].hold;
+	}
+	if ((size_t)cur_group >= ngroups)
+		return -1;
+	g = &groups[cur_group];
+	if (cur_sub >= g->n)
+		return (long)(g->first + g->n - 1);
+	i = (long)(g->first + cur_sub);
+	if (steps[i].times != 0) /* a fault with times 0 stays */
+		cur_sub++;
+	return i;
+}
+
 /* The step for the next turn: its index, or -1 for the final answer. */
-static long take_step(void)
+static long take_step(int continues)
 {
 	long i;
 
+	if (script_mode)
+		return take_script_step(continues);
 	if (next_step >= nsteps)
 		return -1;
 	i = (long)next_step;
@@ -593,6 +794,8 @@ static void log_request(const struct request *rq, const cJSON *body,
 		cJSON_AddNumberToObject(o, "step", (double)step);
 	else
 		cJSON_AddNullToObject(o, "step");
+	if (script_mode && !strcmp(kind, "turn"))
+		cJSON_AddNumberToObject(o, "reply", (double)cur_group);
 	cJSON_AddItemToObject(o, "headers", cJSON_Duplicate(rq->headers, 1));
 	if (body)
 		cJSON_AddItemToObject(o, "body", cJSON_Duplicate(body, 1));
@@ -676,6 +879,7 @@ static void answer(const struct request *rq, struct reply *r)
 				     : cJSON_IsTrue(st);
 	c.workdir = workdir;
 	c.seq = seq;
+	c.force_tools = script_mode;
 	if (strstr(rq->path, "count_tokens") ||
 	    strstr(rq->path, ":countTokens")) {
 		log_request(rq, body, api, "count", -1);
@@ -686,8 +890,19 @@ static void answer(const struct request *rq, struct reply *r)
 		log_request(rq, body, api, "side", -1);
 		dialect_side(&c, r);
 	} else {
-		i = take_step();
+		i = take_step(call_continues(&c));
 		log_request(rq, body, api, "turn", i);
+		if (hold_now > 0) { /* logged first: a test may look now */
+			struct timespec ts = {
+				(time_t)hold_now,
+				(long)((hold_now - (double)(time_t)hold_now) *
+				       1e9)};
+
+			while (nanosleep(&ts, &ts) < 0 && errno == EINTR &&
+			       !stop)
+				;
+			hold_now = 0;
+		}
 		s = i >= 0 ? &steps[i] : NULL;
 		if (s && s->fault) {
 			r->retry_after = s->retry_after;
@@ -780,14 +995,15 @@ static int listen_loopback(int *port)
 
 static void usage(void)
 {
-	fputs("usage: model-server --scenario FILE --port-file PATH "
-	      "[--log DIR] [--workdir DIR]\n",
+	fputs("usage: model-server (--scenario FILE | --from-script FILE) "
+	      "--port-file PATH [--log DIR] [--workdir DIR]\n",
 	      stderr);
 	exit(2);
 }
 
 static void parse_args(int argc, char **argv, const char **scenario,
-		       const char **port_file, const char **log_dir)
+		       const char **port_file, const char **log_dir,
+		       int *from_script)
 {
 	int i;
 
@@ -798,7 +1014,10 @@ static void parse_args(int argc, char **argv, const char **scenario,
 			usage();
 		if (!strcmp(a, "--scenario"))
 			*scenario = argv[++i];
-		else if (!strcmp(a, "--port-file"))
+		else if (!strcmp(a, "--from-script")) {
+			*scenario = argv[++i];
+			*from_script = 1;
+		} else if (!strcmp(a, "--port-file"))
 			*port_file = argv[++i];
 		else if (!strcmp(a, "--log"))
 			*log_dir = argv[++i];
@@ -818,12 +1037,12 @@ int main(int argc, char **argv)
 	struct conn conns[MAX_CONNS];
 	struct sigaction sa = {0};
 	struct stat st;
-	int lfd, port, nconn = 0, watch_stdin, i, n;
+	int lfd, port, nconn = 0, watch_stdin, i, n, from_script = 0;
 	char chunk[65536];
 	ssize_t got;
 
-	parse_args(argc, argv, &scenario, &port_file, &log_dir);
-	load_scenario(scenario);
+	parse_args(argc, argv, &scenario, &port_file, &log_dir, &from_script);
+	load_scenario(scenario, from_script);
 	if (log_dir) {
 		struct buf p = {0};
 

@@ -50,6 +50,7 @@ struct call {
 	int stream;          /* SSE wanted */
 	const char *workdir; /* --workdir, or NULL */
 	unsigned long seq;   /* request number, for ids */
+	int force_tools;     /* call undeclared tools by the CLI's name */
 };
 
 /* A reply the HTTP side writes: SSE bodies go out chunked, and a cut
@@ -64,6 +65,7 @@ struct reply {
 
 /* model-dialects.c */
 int call_has_tools(const struct call *c);
+int call_continues(const struct call *c);
 void dialect_turn(const struct call *c, const struct step *s, int cut,
 		  struct reply *r);
 void dialect_error(enum api api, int status, const char *msg, struct reply *r);
