@@ -385,7 +385,8 @@ static void succeed(struct wk_ctx *ctx, struct wk_stream *st,
 		wk_emit(ctx, SBXLOOP_EV_AGENT_MESSAGE, d);
 	}
 	res->health = cJSON_CreateObject();
-	cJSON_AddObjectToObject(res->health, "permission_denials");
+	cJSON_AddItemToObject(res->health, "permission_denials", st->denials);
+	st->denials = NULL;
 	cJSON_AddItemToObject(res->health, "tool_failures", st->failures);
 	st->failures = NULL;
 	cJSON_AddObjectToObject(res->health, "tool_refusals");
@@ -617,7 +618,9 @@ int wk_backend_command(struct wk_ctx *ctx, const struct wk_job *job,
 	st.rules = cJSON_GetObjectItem(preset, "rules");
 	st.version = cJSON_GetObjectItem(preset, "version");
 	st.fatal = cJSON_GetObjectItem(preset, "fatal_notices");
+	st.refusals = cJSON_GetObjectItem(preset, "refusals");
 	st.failures = cJSON_CreateObject();
+	st.denials = cJSON_CreateObject();
 	st.model = wk_strdup(job->model);
 retry:
 	argv = build_argv(tpl, job, ctx, resume);

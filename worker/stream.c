@@ -295,6 +295,26 @@ static void count_tool_call(struct wk_stream *st, const cJSON *tool)
 		st->proc->stop = 1;
 }
 
+/*
+ * Whether a failed call was the CLI refusing it (a tool a critic does not
+ * have, a denied permission) rather than the tool failing: the preset's
+ * "refusals" texts in its output or error. A refusal is the read-only
+ * mode working, counted in health.permission_denials, not a failure.
+ */
+static int refused(const struct wk_stream *st, const cJSON *d)
+{
+	const char *out = sl_json_str(d, "output", "");
+	const char *err = sl_json_str(d, "error", "");
+	const cJSON *r;
+
+	cJSON_ArrayForEach (r, st->refusals)
+		if (cJSON_IsString(r) && *r->valuestring &&
+		    (strstr(out, r->valuestring) ||
+		     strstr(err, r->valuestring)))
+			return 1;
+	return 0;
+}
+
 static void finish_tool_end(struct wk_stream *st, cJSON *d, const cJSON *id,
 			    const cJSON *tool)
 {
@@ -323,12 +343,15 @@ static void finish_tool_end(struct wk_stream *st, cJSON *d, const cJSON *id,
 	}
 	if (cJSON_IsFalse(ok)) {
 		const char *k = name ? name : "?";
-		cJSON *n = cJSON_GetObjectItemCaseSensitive(st->failures, k);
+		cJSON *tally = refused(st, d) ? st->denials : st->failures;
+		cJSON *n = cJSON_GetObjectItemCaseSensitive(tally, k);
 
+		if (tally == st->denials)
+			cJSON_AddTrueToObject(d, "refused");
 		if (n)
 			cJSON_SetNumberValue(n, n->valuedouble + 1);
 		else
-			cJSON_AddNumberToObject(st->failures, k, 1);
+			cJSON_AddNumberToObject(tally, k, 1);
 	}
 }
 
@@ -578,5 +601,6 @@ void wk_stream_free(struct wk_stream *st)
 	free(st->compiled);
 	cJSON_Delete(st->usage);
 	cJSON_Delete(st->failures);
+	cJSON_Delete(st->denials);
 	memset(st, 0, sizeof(*st));
 }

@@ -20,19 +20,21 @@ struct wk_stream {
 	const cJSON *rules;       /* borrowed from the preset */
 	struct wk_rule *compiled; /* the rules' members, found once, owned */
 	size_t n_compiled;
-	const cJSON *version; /* the preset's verified range, borrowed */
-	const cJSON *fatal;   /* the preset's "fatal_notices", borrowed */
-	const char *cli;      /* argv[0], borrowed */
-	char *text;           /* replaced or appended by rules, owned */
-	char *final_text;     /* wins over text when set, owned */
-	char *error;          /* the CLI's own failure report, owned */
-	char *error_kind;     /* the CLI's error category, owned */
-	char *notice;         /* its last warning or retry notice, owned */
+	const cJSON *version;  /* the preset's verified range, borrowed */
+	const cJSON *fatal;    /* the preset's "fatal_notices", borrowed */
+	const cJSON *refusals; /* the preset's "refusals", borrowed */
+	const char *cli;       /* argv[0], borrowed */
+	char *text;            /* replaced or appended by rules, owned */
+	char *final_text;      /* wins over text when set, owned */
+	char *error;           /* the CLI's own failure report, owned */
+	char *error_kind;      /* the CLI's error category, owned */
+	char *notice;          /* its last warning or retry notice, owned */
 	char *session_id;
 	char *model;
 	char *cli_version; /* as the stream reported it, owned */
 	cJSON *usage;      /* merged over every attempt, owned */
 	cJSON *failures;   /* tool -> count, owned */
+	cJSON *denials;    /* tool -> count of refused calls, owned */
 	int calls;
 	int messages; /* agent.message events emitted */
 	int version_checked;

@@ -501,6 +501,77 @@ START_TEST(test_error_results_fail_with_the_clis_own_text)
 END_TEST
 
 /* A rejected flag is our preset against a different CLI: say so. */
+/*
+ * A critic's write refused by the CLI is the read-only mode working:
+ * counted as a permission denial, not a tool failure (which the critic
+ * guard would read as degraded tooling). Lines as the real CLIs print
+ * them for a refused Write / write / shell call.
+ */
+START_TEST(test_a_refused_call_is_a_permission_denial)
+{
+	static const char *const lines[][2] = {
+		{"claude",
+		 "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":"
+		 "\"tool_use\",\"id\":\"tu1\",\"name\":\"Write\",\"input\":{"
+		 "\"file_path\":\"x\"}}]}}\n"
+		 "{\"type\":\"user\",\"message\":{\"content\":[{\"type\":"
+		 "\"tool_result\",\"tool_use_id\":\"tu1\",\"content\":\"<tool_"
+		 "use_error>Error: No such tool available: Write. Write is "
+		 "disabled for this session, in subagents as well as here."
+		 "</tool_use_error>\",\"is_error\":true}]}}\n"
+		 "{\"type\":\"result\",\"is_error\":false,\"result\":\"clean\","
+		 "\"session_id\":\"c\"}\n"},
+		{"copilot",
+		 "{\"type\":\"tool.execution_start\",\"data\":{\"toolCallId\":"
+		 "\"t1\",\"toolName\":\"create\",\"arguments\":{}}}\n"
+		 "{\"type\":\"tool.execution_complete\",\"data\":{\"toolCallId\":"
+		 "\"t1\",\"success\":false,\"error\":{\"message\":\"Permission "
+		 "to run this tool was denied due to the following rules: "
+		 "`write`\"}}}\n"
+		 "{\"type\":\"assistant.message\",\"data\":{\"messageId\":\"m\","
+		 "\"content\":\"clean\"}}\n"
+		 "{\"type\":\"result\",\"sessionId\":\"p\",\"exitCode\":0}\n"},
+		{"gemini",
+		 "{\"type\":\"init\",\"session_id\":\"g\"}\n"
+		 "{\"type\":\"tool_use\",\"tool_name\":\"run_shell_command\","
+		 "\"tool_id\":\"t1\",\"parameters\":{\"command\":\"touch x\"}}\n"
+		 "{\"type\":\"tool_result\",\"tool_id\":\"t1\",\"status\":"
+		 "\"error\",\"error\":{\"type\":\"tool_not_registered\","
+		 "\"message\":\"Tool \\\"run_shell_command\\\" not found\"}}\n"
+		 "{\"type\":\"message\",\"role\":\"assistant\",\"content\":"
+		 "\"clean\",\"delta\":true}\n"
+		 "{\"type\":\"result\",\"status\":\"success\",\"stats\":{}}\n"},
+	};
+	struct run r;
+	char job[1024];
+	const cJSON *h, *d;
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		put("refused.jsonl", "%s", lines[i][1]);
+		setenv("SBXLOOP_FAKE_AGENT_REPLAY", path_in("refused.jsonl"),
+		       1);
+		command_job(job, sizeof(job), lines[i][0],
+			    ",\"permission_mode\":\"read_only\"");
+		run_worker(&r, job, NULL);
+		ck_assert_msg(!strcmp(rstr(&r, "status"), "ok"), "%s: %s",
+			      lines[i][0], errfield(&r, "message"));
+		h = cJSON_GetObjectItem(r.result, "health");
+		ck_assert_msg(cJSON_GetObjectItem(h, "tool_failures")->child ==
+				      NULL,
+			      "%s: counted as a tool failure", lines[i][0]);
+		ck_assert_msg(
+			cJSON_GetObjectItem(h, "permission_denials")->child !=
+				NULL,
+			"%s: no permission denial", lines[i][0]);
+		ck_assert_int_eq(count_events(&r, "agent.tool_end", &d), 1);
+		ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(d, "refused")));
+		run_free(&r);
+	}
+	unsetenv("SBXLOOP_FAKE_AGENT_REPLAY");
+}
+END_TEST
+
 START_TEST(test_a_rejected_flag_names_the_preset_and_the_version)
 {
 	struct run r;
@@ -782,6 +853,7 @@ static Suite *worker_presets_suite(void)
 	tcase_add_test(tc, test_codex_waiting_for_the_network_is_stopped);
 	tcase_add_test(tc, test_gemini_preset_joins_message_deltas);
 	tcase_add_test(tc, test_error_results_fail_with_the_clis_own_text);
+	tcase_add_test(tc, test_a_refused_call_is_a_permission_denial);
 	tcase_add_test(tc,
 		       test_a_rejected_flag_names_the_preset_and_the_version);
 	tcase_add_test(tc, test_a_cli_outside_its_verified_range_is_reported);
