@@ -31,8 +31,7 @@ demo_agent_setup() {
 	demo_agent=$1
 	cli=$(demo_agent_find "$1")
 	if [ -z "$cli" ]; then
-		echo "agent: $1 not found (npm ci --ignore-scripts" \
-			"--prefix tests/agents, then" \
+		echo "agent: $1 not found (run tests/agents/install, then" \
 			"SBXLOOP_AGENT_CLI_DIR=.../tests/agents)" >&2
 		return 1
 	fi
