@@ -252,14 +252,41 @@ void wk_emit(struct wk_ctx *ctx, const char *type, cJSON *data)
 		size_t n = strlen(line);
 
 		line[n] = '\n';
-		if (ctx->events_fd >= 0) {
-			write_all(ctx->events_fd, line, n + 1);
-			if (ctx->fsync)
-				fsync(ctx->events_fd);
+		if (ctx->holding && !ctx->fsync) {
+			if (ctx->held_len + n + 1 > ctx->held_cap) {
+				ctx->held_cap = (ctx->held_len + n + 1) * 2;
+				ctx->held = realloc(ctx->held, ctx->held_cap);
+				if (!ctx->held)
+					abort();
+			}
+			memcpy(ctx->held + ctx->held_len, line, n + 1);
+			ctx->held_len += n + 1;
+		} else {
+			if (ctx->events_fd >= 0) {
+				write_all(ctx->events_fd, line, n + 1);
+				if (ctx->fsync)
+					fsync(ctx->events_fd);
+			}
+			write_all(1, line, n + 1);
 		}
-		write_all(1, line, n + 1);
 	}
 	free(line);
+}
+
+void wk_events_hold(struct wk_ctx *ctx)
+{
+	ctx->holding = 1;
+}
+
+void wk_events_flush(struct wk_ctx *ctx)
+{
+	ctx->holding = 0;
+	if (!ctx->held_len)
+		return;
+	if (ctx->events_fd >= 0)
+		write_all(ctx->events_fd, ctx->held, ctx->held_len);
+	write_all(1, ctx->held, ctx->held_len);
+	ctx->held_len = 0;
 }
 
 /*
@@ -268,6 +295,10 @@ void wk_emit(struct wk_ctx *ctx, const char *type, cJSON *data)
  */
 void wk_events_close(struct wk_ctx *ctx)
 {
+	wk_events_flush(ctx);
+	free(ctx->held);
+	ctx->held = NULL;
+	ctx->held_cap = 0;
 	if (ctx->events_fd >= 0) {
 		if (ctx->fsync)
 			fsync(ctx->events_fd);

@@ -147,8 +147,12 @@ static void on_output(void *user, int stream, const char *data, size_t len)
 	if (stream == 1) {
 		if (r->p->out)
 			wk_buf_add(r->p->out, data, len);
-		if (r->p->on_line)
+		if (r->p->on_line) {
+			/* one read's events leave in one write per channel */
+			wk_events_hold(r->ctx);
 			feed_lines(r->p, &r->la, data, len);
+			wk_events_flush(r->ctx);
+		}
 	} else if (r->p->err) {
 		wk_buf_add(r->p->err, data, len);
 	}

@@ -85,6 +85,10 @@ struct wk_ctx {
 	int abort_is_disk;
 	pid_t parent;
 	pid_t child_pgid; /* running subprocess group, 0 if none */
+	/* events held while one read of a CLI's output is parsed (events.c) */
+	int holding;
+	char *held;
+	size_t held_len, held_cap;
 };
 
 /* util (events.c) */
@@ -98,6 +102,13 @@ const char *wk_utf8_tail(const char *s, size_t len, size_t keep);
 /* events.c: envelope, sorted compact lines, file + stdout mirror */
 int wk_events_open(struct wk_ctx *ctx, const char *path);
 void wk_emit(struct wk_ctx *ctx, const char *type, cJSON *data);
+/*
+ * Hold the event lines emitted until wk_events_flush, which writes them
+ * with one write per channel: the events of one read of an agent's
+ * output (a burst of lines) cost two system calls, not two each.
+ */
+void wk_events_hold(struct wk_ctx *ctx);
+void wk_events_flush(struct wk_ctx *ctx);
 void wk_events_close(struct wk_ctx *ctx);
 
 /* job.c */
