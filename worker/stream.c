@@ -200,6 +200,7 @@ static int parse_version(const char *s, long v[3])
 	char *end;
 	int i;
 
+	v[0] = v[1] = v[2] = 0; /* "2." and "2" are 2.0.0 */
 	while (s && *s && (*s < '0' || *s > '9'))
 		s++;
 	if (!s || !*s)
@@ -209,11 +210,8 @@ static int parse_version(const char *s, long v[3])
 		if (end == s)
 			return i ? 0 : -1;
 		s = end;
-		if (*s != '.') {
-			while (++i < 3)
-				v[i] = 0;
+		if (*s != '.')
 			return 0;
-		}
 		s++;
 	}
 	return 0;

@@ -35,6 +35,15 @@ static void command_job(char *buf, size_t n, const char *preset,
 	setenv("SBXLOOP_FAKE_AGENT_LOG", path_in("argv.log"), 1);
 }
 
+/* The worker's cached CLI versions (one probe per binary), gone. */
+static void rm_version_cache(void)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/.cache/sbxloop'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 /* The last line of the argv log: where every preset puts the prompt. */
 static char *last_arg(void)
 {
@@ -610,6 +619,18 @@ START_TEST(test_a_cli_outside_its_verified_range_is_reported)
 	ck_assert_str_eq(dstr(d, "cli"), "gemini");
 	ck_assert_str_eq(dstr(d, "version"), "0.200.1");
 	ck_assert_str_eq(dstr(d, "verified_min"), "0.61.0");
+	run_free(&r);
+
+	/* a short version is x.0.0: "0.62." is past 0.61.x, "0.61" is in */
+	rm_version_cache();
+	setenv("SBXLOOP_FAKE_AGENT_VERSION", "0.62.", 1);
+	run_worker(&r, job, NULL);
+	ck_assert_int_eq(count_events(&r, "agent.cli_version", &d), 1);
+	run_free(&r);
+	rm_version_cache();
+	setenv("SBXLOOP_FAKE_AGENT_VERSION", "0.61", 1);
+	run_worker(&r, job, NULL);
+	ck_assert_int_eq(count_events(&r, "agent.cli_version", NULL), 0);
 	run_free(&r);
 	unsetenv("SBXLOOP_FAKE_AGENT_VERSION");
 }
