@@ -500,8 +500,11 @@ static char *cli_version(struct wk_ctx *ctx, const cJSON *spec, char **envp)
 	    !(bin = sl_launch_find(a->valuestring, getenv("PATH"))))
 		return NULL;
 	if (stat(bin, &sb) == 0 && home && *home) {
+		const char *base = strrchr(a->valuestring, '/');
+
+		/* one file per CLI name, also for a preset naming a path */
 		cache = wk_printf("%s/.cache/sbxloop/cli-version-%s", home,
-				  a->valuestring);
+				  base ? base + 1 : a->valuestring);
 		key = wk_printf("%s %lld %lld\n", bin, (long long)sb.st_size,
 				(long long)sb.st_mtime);
 		text = wk_read_file(cache, 4096, &len, &big);
