@@ -149,46 +149,34 @@ END_TEST
  */
 START_TEST(test_read_only_jobs_get_no_writing_or_shell_tool)
 {
+	/* preset, flags a critic must get, a flag it must not */
+	static const char *const want[][4] = {
+		{"copilot", "--deny-tool=shell\n", "--deny-tool=write\n",
+		 "--model"},
+		{"claude", "--tools\nRead,Grep,Glob\n",
+		 "--permission-mode\ndontAsk\n", "bypassPermissions"},
+		{"codex", "--sandbox\nread-only\n", "--sandbox\nread-only\n",
+		 "workspace-write"},
+		{"gemini", "--approval-mode\nplan\n",
+		 "--approval-mode\nplan\n", "yolo"},
+	};
 	struct run r;
 	char job[1024], *log;
+	size_t i;
 
-	command_job(job, sizeof(job), "copilot",
-		    ",\"permission_mode\":\"read_only\"");
-	run_worker(&r, job, NULL);
-	log = argv_log();
-	ck_assert_ptr_nonnull(strstr(log, "--deny-tool=shell\n"));
-	ck_assert_ptr_nonnull(strstr(log, "--deny-tool=write\n"));
-	ck_assert_ptr_null(strstr(log, "--model"));
-	free(log);
-	run_free(&r);
-
-	command_job(job, sizeof(job), "claude",
-		    ",\"permission_mode\":\"read_only\"");
-	run_worker(&r, job, NULL);
-	log = argv_log();
-	ck_assert_ptr_nonnull(strstr(log, "--tools\nRead,Grep,Glob\n"));
-	ck_assert_ptr_nonnull(strstr(log, "--permission-mode\ndontAsk\n"));
-	ck_assert_ptr_null(strstr(log, "bypassPermissions"));
-	free(log);
-	run_free(&r);
-
-	command_job(job, sizeof(job), "codex",
-		    ",\"permission_mode\":\"read_only\"");
-	run_worker(&r, job, NULL);
-	log = argv_log();
-	ck_assert_ptr_nonnull(strstr(log, "--sandbox\nread-only\n"));
-	ck_assert_ptr_null(strstr(log, "workspace-write"));
-	free(log);
-	run_free(&r);
-
-	command_job(job, sizeof(job), "gemini",
-		    ",\"permission_mode\":\"read_only\"");
-	run_worker(&r, job, NULL);
-	log = argv_log();
-	ck_assert_ptr_nonnull(strstr(log, "--approval-mode\nplan\n"));
-	ck_assert_ptr_null(strstr(log, "yolo"));
-	free(log);
-	run_free(&r);
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		command_job(job, sizeof(job), want[i][0],
+			    ",\"permission_mode\":\"read_only\"");
+		run_worker(&r, job, NULL);
+		log = argv_log();
+		ck_assert_msg(strstr(log, want[i][1]) &&
+				      strstr(log, want[i][2]),
+			      "%s: %s", want[i][0], log);
+		ck_assert_msg(!strstr(log, want[i][3]), "%s: %s", want[i][0],
+			      log);
+		free(log);
+		run_free(&r);
+	}
 }
 END_TEST
 
