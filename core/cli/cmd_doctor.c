@@ -117,13 +117,29 @@ static void check_provider(struct doctor *d, struct sl_cli *cli)
 		row(d, "orphaned sandboxes", "ok", "none");
 }
 
+/*
+ * Run the worker with `argv` (argv[0] its path) for at most `timeout_s`
+ * into `res`, which the caller clears: 0, or -1 when it could not run.
+ */
+static int run_worker(const char *const *argv, double timeout_s,
+		      struct sbxloop_proc_result *res)
+{
+	struct sbxloop_proc_spec spec;
+	struct sbxloop_error err = {0, ""};
+
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.argv = argv;
+	spec.timeout_s = timeout_s;
+	memset(res, 0, sizeof(*res));
+	return sl_proc_run(&spec, res, &err) ? -1 : 0;
+}
+
 static void check_worker(struct doctor *d, struct sl_core *core)
 {
 	char *path = sl_worker_path(core);
 	const char *argv[] = {path, "version", NULL};
-	struct sbxloop_proc_spec spec;
 	struct sbxloop_proc_result res;
-	struct sbxloop_error err = {0, ""};
 	char line[128];
 	const char *ver;
 
@@ -135,12 +151,7 @@ static void check_worker(struct doctor *d, struct sl_core *core)
 		free(path);
 		return;
 	}
-	memset(&spec, 0, sizeof(spec));
-	spec.struct_size = sizeof(spec);
-	spec.argv = argv;
-	spec.timeout_s = 30;
-	memset(&res, 0, sizeof(res));
-	if (sl_proc_run(&spec, &res, &err) || res.exit_code) {
+	if (run_worker(argv, 30, &res) || res.exit_code) {
 		row(d, "worker binary", "FAIL", "'%s version' failed", path);
 		goto out;
 	}
@@ -170,9 +181,7 @@ static void check_agent_cli(struct doctor *d, struct sl_core *core)
 	const char *sandbox = sl_config_str(core->cfg, "plugins.sandbox");
 	char *path = sl_worker_path(core);
 	const char *argv[] = {path, "check-agent", preset, NULL};
-	struct sbxloop_proc_spec spec;
-	struct sbxloop_proc_result res;
-	struct sbxloop_error err = {0, ""};
+	struct sbxloop_proc_result res = {0};
 	const char *st, *cli, *ver, *lo, *hi;
 	cJSON *o = NULL;
 
@@ -188,12 +197,7 @@ static void check_agent_cli(struct doctor *d, struct sl_core *core)
 		    preset, sandbox ? sandbox : "?");
 		goto out;
 	}
-	memset(&spec, 0, sizeof(spec));
-	spec.struct_size = sizeof(spec);
-	spec.argv = argv;
-	spec.timeout_s = 60;
-	memset(&res, 0, sizeof(res));
-	if (access(path, X_OK) < 0 || sl_proc_run(&spec, &res, &err) ||
+	if (access(path, X_OK) < 0 || run_worker(argv, 60, &res) ||
 	    !(o = cJSON_Parse(res.out ? res.out : ""))) {
 		row(d, "agent CLI", "FAIL",
 		    "cannot check preset '%s' with '%s check-agent'%s%s",
