@@ -763,6 +763,24 @@ const struct sbxloop_sandbox_info *sl_pair_agent(const struct sl_pair *p)
 		       : NULL;
 }
 
+int sl_pair_box(struct sl_pair *p, const char *role,
+		struct sbxloop_sandbox_info *out)
+{
+	size_t i;
+	int found = 0;
+
+	if (!p || !role)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	for (i = 0; i < p->n_boxes && !found; i++)
+		if (p->boxes[i].created && !strcmp(p->boxes[i].role, role)) {
+			*out = p->boxes[i].info;
+			found = 1;
+		}
+	pthread_mutex_unlock(&p->lock);
+	return found;
+}
+
 size_t sl_pair_names(const struct sl_pair *p, const char *names[2])
 {
 	size_t i, n = 0;

@@ -44,6 +44,13 @@ int sl_pair_up(struct sl_pair *pair, const char *run_id, const char *workspace,
 const struct sbxloop_sandbox_info *sl_pair_agent(const struct sl_pair *pair);
 
 /*
+ * Copy the info of the sandbox of `role` ("agent", "github") into *out:
+ * 1 when it exists, else 0. Its strings live as long as the pair.
+ */
+int sl_pair_box(struct sl_pair *pair, const char *role,
+		struct sbxloop_sandbox_info *out);
+
+/*
  * The names of the sandboxes that exist, agent first, into names[]
  * (borrowed from the pair, at most 2); returns how many.
  */
