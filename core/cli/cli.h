@@ -105,6 +105,32 @@ void sl_box_list_release(struct sl_box_list *l);
 int sl_sandbox_count_orphans(struct sl_instance *provider,
 			     struct sl_instance *store);
 
+/*
+ * The GitHub options of `run` and `deliver` as getopt_long entries whose
+ * values run from `base` to base + SL_GITHUB_N_OPTIONS - 1, and the
+ * config override the i-th one stands for: kv[0] the key, kv[1] its JSON
+ * value (both newly allocated).
+ */
+#define SL_GITHUB_N_OPTIONS 12
+#define SL_GITHUB_OPTIONS(base)                                               \
+	{"repo", required_argument, NULL, (base) + 0},                        \
+		{"report", no_argument, NULL, (base) + 1},                    \
+		{"no-report", no_argument, NULL, (base) + 2},                 \
+		{"deliver", no_argument, NULL, (base) + 3},                   \
+		{"no-deliver", no_argument, NULL, (base) + 4},                \
+		{"deliver-base", required_argument, NULL, (base) + 5},        \
+		{"deliver-draft", no_argument, NULL, (base) + 6},             \
+		{"no-deliver-draft", no_argument, NULL, (base) + 7},          \
+		{"create-repo", no_argument, NULL, (base) + 8},               \
+		{"no-create-repo", no_argument, NULL, (base) + 9},            \
+		{"create-public", no_argument, NULL, (base) + 10},            \
+		{"no-create-public", no_argument, NULL, (base) + 11},         \
+		{"draft", no_argument, NULL, (base) + 6},                     \
+	{                                                                     \
+		"base", required_argument, NULL, (base) + 5                   \
+	}
+void sl_github_option(int i, const char *arg, char **kv);
+
 int sl_cmd_plugins(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_config(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_init(struct sl_cli *cli, int argc, char **argv);

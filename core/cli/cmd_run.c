@@ -30,6 +30,8 @@
 
 #define QUIESCE_S 3.0
 #define MAX_SINKS 8
+#define MAX_REPORTERS 8
+#define MAX_OVERRIDES 40
 
 static volatile sig_atomic_t signals_seen;
 
@@ -53,6 +55,8 @@ struct session {
 	struct sl_instance store;
 	struct sl_instance sinks[MAX_SINKS];
 	size_t n_sinks;
+	struct sl_instance reporters[MAX_REPORTERS];
+	size_t n_reporters;
 	struct sl_bus *bus;
 	struct sl_engine *engine;
 	const char *verb; /* "run" or "resume" */
@@ -237,6 +241,51 @@ static void open_sinks(struct session *s)
 	}
 }
 
+/*
+ * The reporters of plugins.reporters, and `github` when github.repo is
+ * set with reporting or delivery wanted. A reporter that cannot start
+ * is logged; the run goes on without it.
+ */
+static void open_reporters(struct session *s)
+{
+	const struct sl_config *cfg = s->core->cfg;
+	const char *names[MAX_REPORTERS];
+	const char *repo = sl_config_str(cfg, "github.repo");
+	size_t i, j, n = 0, listed;
+	int have_github = 0;
+
+	listed = sl_config_list_len(cfg, "plugins.reporters");
+	for (i = 0; i < listed && n < MAX_REPORTERS; i++) {
+		const char *name =
+			sl_config_list_item(cfg, "plugins.reporters", i);
+
+		for (j = 0; j < n && strcmp(names[j], name); j++)
+			;
+		if (j < n)
+			continue;
+		have_github |= !strcmp(name, "github");
+		names[n++] = name;
+	}
+	if (!have_github && repo && *repo && n < MAX_REPORTERS &&
+	    (sl_config_bool(cfg, "github.report", 0) ||
+	     sl_config_bool(cfg, "github.deliver", 0)))
+		names[n++] = "github";
+	for (i = 0; i < n; i++) {
+		struct sl_instance *rep = &s->reporters[s->n_reporters];
+		struct sbxloop_error err = {0, ""};
+
+		if (sl_core_instantiate(s->core, SBXLOOP_KIND_REPORTER,
+					names[i], rep, &err) < 0) {
+			sl_log(SBXLOOP_LOG_WARN,
+			       "reporter '%s' is unavailable: %s", names[i],
+			       err.message);
+			continue;
+		}
+		s->n_reporters++;
+		sl_bus_add_reporter(s->bus, rep);
+	}
+}
+
 static int open_session(struct session *s)
 {
 	struct sbxloop_error err = {0, ""};
@@ -278,6 +327,11 @@ static void close_session(struct session *s)
 
 	sl_engine_free(s->engine);
 	s->engine = NULL;
+	/* before the provider: a reporter's last job may still use it */
+	for (i = 0; i < s->n_reporters; i++) {
+		sl_bus_detach(s->bus, &s->reporters[i]);
+		sl_instance_destroy(&s->reporters[i]);
+	}
 	if (s->core)
 		sl_instance_destroy(&s->core->sandbox);
 	if (s->bus)
@@ -301,6 +355,8 @@ static int drive(struct session *s)
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 	s->engine = sl_engine_new(s->core, &s->store);
+	for (size_t i = 0; i < s->n_reporters; i++)
+		sl_engine_add_reporter(s->engine, &s->reporters[i]);
 	if (pthread_create(&th, NULL, engine_main, s) != 0) {
 		sl_cli_error("%s failed: cannot start the engine thread",
 			     s->verb);
@@ -357,9 +413,19 @@ static int parse_options(struct session *s, int argc, char **argv,
 			 int allow_run_opts, const char **positional,
 			 char ***overrides, size_t *n_over)
 {
-	enum { O_MODEL = 1, O_KEEP, O_NOKEEP, O_KOF, O_NOKOF, O_TUI, O_NOTUI };
+	enum {
+		O_MODEL = 1,
+		O_KEEP,
+		O_NOKEEP,
+		O_KOF,
+		O_NOKOF,
+		O_TUI,
+		O_NOTUI,
+		O_GH
+	};
 	static const struct option run_opts[] = {
 		{"model", required_argument, NULL, O_MODEL},
+		SL_GITHUB_OPTIONS(O_GH),
 		{"keep-sandboxes", no_argument, NULL, O_KEEP},
 		{"no-keep-sandboxes", no_argument, NULL, O_NOKEEP},
 		{"keep-on-failure", no_argument, NULL, O_KOF},
@@ -373,7 +439,7 @@ static int parse_options(struct session *s, int argc, char **argv,
 		{"no-tui", no_argument, NULL, O_NOTUI},
 		{NULL, 0, NULL, 0},
 	};
-	char **ov = sl_xcalloc(8, sizeof(*ov));
+	char **ov = sl_xcalloc(MAX_OVERRIDES, sizeof(*ov));
 	size_t n = 0;
 	int opt;
 
@@ -404,6 +470,10 @@ static int parse_options(struct session *s, int argc, char **argv,
 		case O_TUI:
 			s->no_tui = 0;
 			break;
+		case O_GH + 0 ... O_GH + SL_GITHUB_N_OPTIONS - 1:
+			sl_github_option(opt - O_GH, optarg, &ov[n]);
+			n += 2;
+			break;
 		case O_NOTUI:
 			s->no_tui = 1;
 			break;
@@ -411,7 +481,7 @@ static int parse_options(struct session *s, int argc, char **argv,
 			sl_cli_error("unknown option '%s'", argv[optind - 1]);
 			goto fail;
 		}
-		if (n + 2 > 8) {
+		if (n + 2 > MAX_OVERRIDES) {
 			sl_cli_error("too many options");
 			goto fail;
 		}
@@ -476,6 +546,7 @@ static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 			goto out;
 		}
 	open_sinks(&s);
+	open_reporters(&s);
 	code = open_provider(&s);
 	if (code)
 		goto out;
