@@ -52,6 +52,32 @@ void sl_engine_jobs_close(struct sl_engine *e)
 	sl_core_set_job_hook(e->core, NULL, NULL);
 }
 
+/* [{id, title, state, verify_commands}] of the tasks (caller frees). */
+static char *tasks_json(const struct sl_engine *e)
+{
+	cJSON *arr = cJSON_CreateArray();
+	char *text;
+	size_t i;
+
+	for (i = 0; i < e->n_tasks; i++) {
+		const struct task *t = &e->tasks[i];
+		cJSON *o = cJSON_CreateObject();
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+			t->plan, "verify_commands");
+
+		cJSON_AddStringToObject(o, "id", t->id);
+		cJSON_AddStringToObject(o, "title", t->title ? t->title : "");
+		cJSON_AddStringToObject(o, "state", sl_task_state_name(t));
+		cJSON_AddItemToObject(o, "verify_commands",
+				      v ? cJSON_Duplicate(v, 1)
+					: cJSON_CreateArray());
+		cJSON_AddItemToArray(arr, o);
+	}
+	text = cJSON_PrintUnformatted(arr);
+	cJSON_Delete(arr);
+	return text;
+}
+
 static void run_info(struct sl_engine *e, const char *state,
 		     struct sbxloop_run_info *ri)
 {
@@ -63,6 +89,7 @@ static void run_info(struct sl_engine *e, const char *state,
 	ri->workspace = e->workspace;
 	ri->artifacts_dir = e->artifacts_dir;
 	ri->resumed = e->resumed;
+	ri->mounted = e->info.mounted;
 }
 
 static const char *rep_name(const struct sl_instance *rep)
@@ -104,9 +131,11 @@ int sl_engine_reporters_start(struct sl_engine *e, struct sbxloop_error *err)
 void sl_engine_reporters_end(struct sl_engine *e, const char *final)
 {
 	struct sbxloop_run_info ri;
+	char *tasks = tasks_json(e);
 	size_t i;
 
 	run_info(e, final, &ri);
+	ri.tasks_json = tasks;
 	for (i = 0; i < e->n_reporters; i++) {
 		struct sl_instance *rep = e->reporters[i];
 		const struct sbxloop_reporter_ops *ops = rep->ops;
@@ -140,4 +169,5 @@ void sl_engine_reporters_end(struct sl_engine *e, const char *final)
 			       "end: %s",
 			       rep_name(rep), rerr.message);
 	}
+	free(tasks);
 }

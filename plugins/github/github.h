@@ -13,6 +13,7 @@
 #define SL_GITHUB_H
 
 #include <pthread.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -29,6 +30,8 @@ struct gh {
 	int report;  /* github.report */
 	int deliver; /* github.deliver */
 	int started; /* run_start probed the repository */
+	int retry;   /* `sbxloop deliver`: the run is over */
+	int dry_run; /* print the delivery plan, call nothing */
 	/* the tracking issue */
 	long long issue;
 	char *issue_url;
@@ -80,6 +83,51 @@ long long gh_num(const cJSON *item);
 /* Emit `type` with `data` (taken). */
 void gh_emit(struct gh *g, const char *type, cJSON *data);
 
+/* plan.c: what a delivery sends */
+#define GH_INLINE_MAX (512u << 10) /* text up to this goes inline */
+
+struct gh_file {
+	char *path;          /* relative to the source directory */
+	char mode[8];        /* "100644", "100755", "120000" */
+	char status;         /* 'A', 'M', 'D' */
+	int deleted;         /* a tree entry with sha null */
+	int text;            /* valid UTF-8 without NUL: inline in the tree */
+	unsigned char *data; /* the bytes (a symlink: its target) */
+	size_t len;
+	char sha[48]; /* the uploaded blob's, for a non-text file */
+};
+
+struct gh_plan {
+	struct gh_file *files; /* sorted by path */
+	size_t n, cap;
+	size_t n_deleted, n_excluded;
+	size_t bytes;
+	int git_diff;  /* else a snapshot */
+	char base[64]; /* the commit the diff is against */
+	char *note;    /* how it was planned, for the PR body */
+};
+
+/*
+ * The plan of directory `dir`: the git diff against the merge base with
+ * `remote_base` (may be NULL), refs/sbxloop/base or origin/HEAD when
+ * `dir` is a checkout's top, else a snapshot. -1 with `why` filled when
+ * nothing can be delivered.
+ */
+int gh_plan_build(struct gh *g, const char *dir, const char *remote_base,
+		  struct gh_plan *p, char *why, size_t why_len);
+void gh_plan_release(struct gh_plan *p);
+
+/* prbody.c */
+char *gh_pr_body(const struct gh *g, const struct sbxloop_run_info *run,
+		 const struct gh_plan *p);
+void gh_plan_print(const struct gh *g, const struct gh_plan *p, FILE *out);
+char *gh_base64(const unsigned char *data, size_t len);
+
+/* deliver.c: deliver the run as one pull request (dry_run: print). */
+int gh_deliver(struct gh *g, const struct sbxloop_run_info *run,
+	       struct sbxloop_delivery *out, int dry_run,
+	       struct sbxloop_error *err);
+
 /* report.c */
 /* The repository exists, or is created when github.create_repo says so. */
 int gh_repo_ensure(struct gh *g, struct sbxloop_error *err);
@@ -89,6 +137,8 @@ void gh_report_open(struct gh *g);
 char *gh_task_line(const char *task_id, const char *title, const char *state);
 /* Post one comment on the tracking issue (best effort, logged). */
 void gh_report_comment(struct gh *g, const char *body);
+/* Close the issue as completed (best effort, logged). */
+void gh_report_close_issue(struct gh *g);
 /* The final comment, and close the issue when the run completed. */
 void gh_report_close(struct gh *g, const char *state);
 

@@ -105,6 +105,7 @@ static int gh_create(const struct sbxloop_host *host, void **ctx,
 	g->api_url = dup_or_null(host->config_string(host, "github.api_url"));
 	g->report = host->config_bool(host, "github.report", 0);
 	g->deliver = host->config_bool(host, "github.deliver", 0);
+	g->dry_run = host->config_bool(host, "github.dry_run", 0);
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_mutex_init(&g->job_lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
@@ -148,11 +149,37 @@ static int gh_run_start(void *ctx, const struct sbxloop_run_info *run,
 	if (rc < 0)
 		return rc;
 	g->started = 1;
+	/* `sbxloop deliver` calls with the completed run: no live issue */
+	g->retry = run->state && !strcmp(run->state, "completed");
 	if (!g->report)
 		return 0;
 	gh_report_open(g);
-	if (g->issue && pthread_create(&g->thread, NULL, queue_main, g) == 0)
+	if (!g->retry && g->issue &&
+	    pthread_create(&g->thread, NULL, queue_main, g) == 0)
 		g->have_thread = 1;
+	return 0;
+}
+
+static int gh_deliver_slot(void *ctx, const struct sbxloop_run_info *run,
+			   struct sbxloop_delivery *out,
+			   struct sbxloop_error *err)
+{
+	struct gh *g = ctx;
+	char note[1400];
+	int rc;
+
+	if (!g->deliver || !g->started)
+		return SBXLOOP_EUNSUPPORTED;
+	queue_stop(g);
+	rc = gh_deliver(g, run, out, g->dry_run, err);
+	if (rc < 0 || !g->retry || !g->issue || g->dry_run)
+		return rc;
+	/* out of the run: say so on the issue and close it */
+	snprintf(note, sizeof(note),
+		 "Run `%s` delivered: pull request #%lld %s", g->run_id,
+		 out->number, out->url);
+	gh_report_comment(g, note);
+	gh_report_close_issue(g);
 	return 0;
 }
 
@@ -211,6 +238,7 @@ static const struct sbxloop_reporter_ops github_ops = {
 	.run_start = gh_run_start,
 	.event = gh_event,
 	.run_end = gh_run_end,
+	.deliver = gh_deliver_slot,
 };
 
 static const struct sbxloop_component components[] = {

@@ -293,8 +293,6 @@ void gh_report_comment(struct gh *g, const char *body)
 
 void gh_report_close(struct gh *g, const char *state)
 {
-	cJSON *p, *out = NULL;
-	struct gh_err e;
 	char *body;
 	size_t n;
 	char st[64];
@@ -315,7 +313,16 @@ void gh_report_close(struct gh *g, const char *state)
 			 g->pr_url ? g->pr_url : "");
 	gh_report_comment(g, body);
 	free(body);
-	if (strcmp(st, SBXLOOP_RUN_COMPLETED))
+	if (!strcmp(st, SBXLOOP_RUN_COMPLETED))
+		gh_report_close_issue(g);
+}
+
+void gh_report_close_issue(struct gh *g)
+{
+	cJSON *p, *out = NULL;
+	struct gh_err e;
+
+	if (!g->issue)
 		return;
 	p = gh_params(g);
 	cJSON_AddNumberToObject(p, "number", (double)g->issue);
