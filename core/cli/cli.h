@@ -106,6 +106,14 @@ int sl_sandbox_count_orphans(struct sl_instance *provider,
 			     struct sl_instance *store);
 
 /*
+ * Adopt run `run_id`'s persisted config into core->cfg (UPSTREAM 3.10),
+ * reporting what differed as run.config_drift. -1 with the error printed
+ * when the run is unknown or the store fails.
+ */
+int sl_cli_rehydrate(struct sl_core *core, struct sl_instance *store,
+		     const char *run_id);
+
+/*
  * The GitHub options of `run` and `deliver` as getopt_long entries whose
  * values run from `base` to base + SL_GITHUB_N_OPTIONS - 1, and the
  * config override the i-th one stands for: kv[0] the key, kv[1] its JSON
@@ -145,5 +153,6 @@ int sl_cmd_sandbox(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv);
+int sl_cmd_deliver(struct sl_cli *cli, int argc, char **argv);
 
 #endif

@@ -105,113 +105,6 @@ static int set_override(struct sl_core *core, const char *key,
 	return 0;
 }
 
-struct stored_cfg {
-	char *config_json;
-	int found;
-};
-
-static int stored_cfg_cb(void *user, const struct sbxloop_run_row *run)
-{
-	struct stored_cfg *sc = user;
-
-	sc->found = 1;
-	sc->config_json = sl_xstrdup(run->config_json);
-	return 0;
-}
-
-/*
- * Adopt the run's persisted config except the resume-time choices, and
- * report what differed from the current one as run.config_drift.
- */
-static int rehydrate(struct session *s)
-{
-	static const char *const own[] = {"state_dir", "keep_sandboxes",
-					  "keep_on_failure"};
-	const struct sbxloop_store_ops *st = s->store.ops;
-	struct sbxloop_error err = {0, ""};
-	struct stored_cfg sc = {NULL, 0};
-	struct sl_buf diff = SL_BUF_INIT;
-	char *cur_text = NULL;
-	cJSON *stored = NULL, *cur = NULL, *it;
-	int rc;
-
-	rc = st->run_get(s->store.ctx, s->run_id, stored_cfg_cb, &sc, &err);
-	if (rc == SBXLOOP_ENOTFOUND || (rc == 0 && !sc.found)) {
-		sl_cli_error("unknown run %s", s->run_id);
-		rc = -1;
-		goto out;
-	}
-	if (rc < 0) {
-		sl_cli_error("resume failed: %s", err.message);
-		goto out;
-	}
-	sl_core_set_run(s->core, s->run_id);
-	stored = sc.config_json ? cJSON_Parse(sc.config_json) : NULL;
-	if (!cJSON_IsObject(stored)) {
-		cJSON *d = cJSON_CreateObject();
-
-		cJSON_AddStringToObject(
-			d, "message",
-			"the run's stored config is unreadable; "
-			"resuming with the current config");
-		sl_emit(s->core, SBXLOOP_EV_RUN_CONFIG_DRIFT, NULL, d);
-		rc = 0;
-		goto out;
-	}
-	cur_text = sl_config_to_json(s->core->cfg);
-	cur = cJSON_Parse(cur_text);
-	cJSON_ArrayForEach (it, stored) {
-		const cJSON *now =
-			cJSON_GetObjectItemCaseSensitive(cur, it->string);
-		char *a, *b = NULL, *error = NULL;
-		size_t k;
-		int skip = 0;
-
-		for (k = 0; k < SL_ARRAY_SIZE(own); k++)
-			if (strcmp(own[k], it->string) == 0)
-				skip = 1;
-		if (skip || !now)
-			continue;
-		a = cJSON_PrintUnformatted(it);
-		b = cJSON_PrintUnformatted(now);
-		if (strcmp(a, b) != 0) {
-			if (diff.len)
-				sl_buf_adds(&diff, ", ");
-			sl_buf_addf(&diff, "%s (run: %s, current: %s)",
-				    it->string, a, b);
-			if (!cJSON_IsNull(it) &&
-			    sl_config_set(s->core->cfg, it->string, a,
-					  &error) < 0)
-				sl_log(SBXLOOP_LOG_WARN,
-				       "cannot restore '%s' from the run's "
-				       "config: %s",
-				       it->string, error ? error : "rejected");
-			free(error);
-		}
-		free(a);
-		free(b);
-	}
-	if (diff.len) {
-		cJSON *d = cJSON_CreateObject();
-		char *msg = sl_xasprintf("resuming with the run's original "
-					 "config; the current config "
-					 "differs: %s",
-					 sl_buf_str(&diff));
-
-		cJSON_AddStringToObject(d, "message", msg);
-		free(msg);
-		sl_emit(s->core, SBXLOOP_EV_RUN_CONFIG_DRIFT, NULL, d);
-	}
-	rc = 0;
-out:
-	sl_buf_release(&diff);
-	cJSON_Delete(stored);
-	cJSON_Delete(cur);
-	free(cur_text);
-	free(sc.config_json);
-	return rc;
-}
-
 static void open_sinks(struct session *s)
 {
 	size_t i, n = sl_config_list_len(s->core->cfg, "plugins.sinks");
@@ -532,7 +425,7 @@ static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 			goto out;
 		}
 		snprintf(s.run_id, sizeof(s.run_id), "%s", pos);
-		if (rehydrate(&s) < 0) {
+		if (sl_cli_rehydrate(s.core, &s.store, s.run_id) < 0) {
 			code = SL_EXIT_USAGE;
 			goto out;
 		}

@@ -22,6 +22,12 @@ struct sl_pair *sl_pair_new(struct sl_core *core);
 void sl_pair_free(struct sl_pair *pair);
 
 /*
+ * Make only the github sandbox (`sbxloop deliver`): no model token is
+ * needed and no agent sandbox is made. Call before anything else.
+ */
+void sl_pair_github_only(struct sl_pair *pair);
+
+/*
  * Check that every token the pair needs is set: the model token of the
  * agent preset (when a secret strategy is configured or the agent is a
  * command), and GH_TOKEN or GITHUB_TOKEN when github.repo is set. The

@@ -168,6 +168,14 @@ static int gh_deliver_slot(void *ctx, const struct sbxloop_run_info *run,
 	char note[1400];
 	int rc;
 
+	if (g->dry_run) {
+		/* `deliver --dry-run`: no sandbox, no run_start */
+		if (!g->run_id) {
+			g->run_id = strdup(run->run_id);
+			g->outcome = strdup(run->outcome ? run->outcome : "");
+		}
+		return gh_deliver(g, run, out, 1, err);
+	}
 	if (!g->deliver || !g->started)
 		return SBXLOOP_EUNSUPPORTED;
 	queue_stop(g);
