@@ -285,7 +285,9 @@ static int drive(struct session *s)
 		code = SL_EXIT_INTERRUPTED;
 	} else if (s->rc < 0) {
 		sl_cli_error("%s failed: %s", s->verb, s->err.message);
-		if (s->rc != SBXLOOP_ESTATE && s->rc != SBXLOOP_ENOTFOUND)
+		/* a refused config (a missing repository) resumes no better */
+		if (s->rc != SBXLOOP_ESTATE && s->rc != SBXLOOP_ENOTFOUND &&
+		    s->rc != SBXLOOP_EINVAL)
 			sl_cli_hint("the run can be resumed: sbxloop resume "
 				    "%s",
 				    s->run_id);

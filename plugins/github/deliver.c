@@ -61,49 +61,63 @@ static cJSON *ref_get(struct gh *g, const char *ref)
 	return gh_batch_item("ref.get", p);
 }
 
-/* Job 1: repository, branch, open PR (and the base when known). */
+/*
+ * Job 1: the run's branch, its open pull request and the base branch's
+ * tip; the repository itself only when run_start did not see it (the
+ * base is then its default branch, asked in a second job).
+ */
 static int probe(struct gh *g, struct target *t, char *why, size_t n)
 {
 	const char *want =
 		g->host->config_string(g->host, "github.deliver_base");
 	cJSON *ops = cJSON_CreateArray(), *res = NULL, *p, *it;
 	struct gh_err e;
-	int rc;
+	int rc, i = 0, i_repo = -1, i_base = -1;
 
-	cJSON_AddItemToArray(ops, gh_batch_item("repo.get", gh_params(g)));
+	if (want && *want)
+		snprintf(t->base, sizeof(t->base), "%s", want);
+	else if (g->default_branch)
+		snprintf(t->base, sizeof(t->base), "%s", g->default_branch);
 	cJSON_AddItemToArray(ops, ref_get(g, t->branch));
 	p = gh_params(g);
 	cJSON_AddStringToObject(p, "head", t->branch);
 	cJSON_AddStringToObject(p, "state", "open");
 	cJSON_AddItemToArray(ops, gh_batch_item("pr.list", p));
-	if (want && *want)
-		cJSON_AddItemToArray(ops, ref_get(g, want));
+	i = 2;
+	if (*t->base) {
+		cJSON_AddItemToArray(ops, ref_get(g, t->base));
+		i_base = i++;
+	} else {
+		cJSON_AddItemToArray(ops,
+				     gh_batch_item("repo.get", gh_params(g)));
+		i_repo = i++;
+	}
 	rc = gh_batch(g, ops, GH_JOB_TIMEOUT_S, &res, &e);
 	cJSON_Delete(ops);
 	if (rc < 0) {
 		snprintf(why, n, "%s", e.message);
 		return rc;
 	}
-	snprintf(t->base, sizeof(t->base), "%s",
-		 want && *want ? want
-		 : str_at(cJSON_GetArrayItem(res, 0), "default_branch")
-			 ? str_at(cJSON_GetArrayItem(res, 0), "default_branch")
-			 : "main");
 	t->branch_exists = !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetArrayItem(res, 1), "missing"));
+		cJSON_GetArrayItem(res, 0), "missing"));
 	cJSON_ArrayForEach (it, cJSON_GetObjectItemCaseSensitive(
-					cJSON_GetArrayItem(res, 2), "items")) {
+					cJSON_GetArrayItem(res, 1), "items")) {
 		t->pr = gh_num(cJSON_GetObjectItemCaseSensitive(it, "number"));
 		t->pr_url =
 			str_at(it, "url") ? strdup(str_at(it, "url")) : NULL;
 		break;
 	}
-	if (want && *want) {
-		const char *sha = str_at(cJSON_GetArrayItem(res, 3), "sha");
+	if (i_base >= 0) {
+		const char *sha =
+			str_at(cJSON_GetArrayItem(res, i_base), "sha");
 
 		snprintf(t->base_sha, sizeof(t->base_sha), "%s",
 			 sha ? sha : "");
 	} else {
+		const char *b = str_at(cJSON_GetArrayItem(res, i_repo),
+				       "default_branch");
+
+		snprintf(t->base, sizeof(t->base), "%s", b ? b : "main");
 		t->base_sha[0] = '\1'; /* not asked yet */
 	}
 	cJSON_Delete(res);

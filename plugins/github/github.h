@@ -30,6 +30,7 @@ struct gh {
 	int report;  /* github.report */
 	int deliver; /* github.deliver */
 	int started; /* run_start probed the repository */
+	char *default_branch; /* as the probe found it */
 	int retry;   /* `sbxloop deliver`: the run is over */
 	int dry_run; /* print the delivery plan, call nothing */
 	/* the tracking issue */

@@ -132,6 +132,7 @@ static void gh_destroy(void *ctx)
 	free(g->issue_url);
 	free(g->lines);
 	free(g->pr_url);
+	free(g->default_branch);
 	free(g);
 }
 
