@@ -66,7 +66,7 @@ struct response {
 
 /* Answer one request; called by the server loop. */
 typedef void (*gh_handler)(const struct request *rq, struct response *r);
-/* After the answer is sent: its size on the wire, for the log. */
+/* Just before the answer is sent: its size on the wire, for the log. */
 typedef void (*gh_sent)(const struct request *rq, const struct response *r,
 			size_t bytes_out);
 /* Serve on 127.0.0.1 (port 0) until *STOP; the port is written to

@@ -273,12 +273,15 @@ static int send_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-/* Write R; the bytes written, or -1 when the connection failed. */
-static long send_response(int fd, const struct response *r, int keep_alive)
+/* Write R, first telling SENT (when not NULL) its size: a client that
+ * has its answer finds it in the log. 0, or -1 when the connection
+ * failed. */
+static int send_response(int fd, const struct request *rq,
+			 const struct response *r, int keep_alive,
+			 gh_sent sent)
 {
 	struct buf h = {0};
 	int rc;
-	long total;
 
 	buf_printf(&h, "HTTP/1.1 %d %s\r\n", r->status, reason(r->status));
 	buf_puts(&h, "Server: github-fake\r\n"
@@ -291,12 +294,13 @@ static long send_response(int fd, const struct response *r, int keep_alive)
 	if (!keep_alive)
 		buf_puts(&h, "Connection: close\r\n");
 	buf_puts(&h, "\r\n");
+	if (sent)
+		sent(rq, r, h.n + r->body.n);
 	rc = send_all(fd, h.p, h.n);
 	if (rc == 0 && r->body.n)
 		rc = send_all(fd, r->body.p, r->body.n);
-	total = (long)(h.n + r->body.n);
 	buf_free(&h);
-	return rc ? -1 : total;
+	return rc;
 }
 
 static void bad_request(struct conn *c)
@@ -304,7 +308,7 @@ static void bad_request(struct conn *c)
 	struct response r = {0};
 
 	gh_error(&r, 400, "Problems parsing the request");
-	send_response(c->fd, &r, 0);
+	send_response(c->fd, NULL, &r, 0, NULL);
 	buf_free(&r.body);
 }
 
@@ -314,7 +318,6 @@ static int serve(struct conn *c, gh_handler handle, gh_sent sent)
 	struct response r;
 	const char *end;
 	size_t from, used;
-	long out;
 	int rc, keep;
 
 	for (;;) {
@@ -368,15 +371,13 @@ static int serve(struct conn *c, gh_handler handle, gh_sent sent)
 		memset(&r, 0, sizeof(r));
 		handle(&c->rq, &r);
 		keep = c->rq.keep_alive;
-		out = send_response(c->fd, &r, keep);
-		if (out >= 0 && sent)
-			sent(&c->rq, &r, (size_t)out);
+		rc = send_response(c->fd, &c->rq, &r, keep, sent);
 		buf_free(&r.body);
 		buf_free(&r.headers);
 		reset_request(c);
 		memmove(c->in.p, c->in.p + used, c->in.n - used);
 		c->in.n -= used;
-		if (out < 0 || !keep)
+		if (rc < 0 || !keep)
 			return -1;
 	}
 }
