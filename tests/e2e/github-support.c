@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
@@ -45,6 +46,8 @@ static pid_t spawn(const char *const *argv, int group, const char *err)
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
+		/* a test that dies takes its servers along */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (group)
 			setpgid(0, 0);
 		fd = open("/dev/null", O_RDONLY);

@@ -31,7 +31,8 @@ int gh_fake_start(struct gh_fake *f, const char *token,
 		  const char *const *repos);
 /* SIGTERM the server (and the TLS front), reap them, keep the server's
  * exit status in f->exit_status, remove the temp dir. Safe to call
- * twice. */
+ * twice. (A test that dies first leaves the dir: the server gets
+ * SIGTERM when its parent dies; keep $TMPDIR per suite to clean up.) */
 void gh_fake_stop(struct gh_fake *f);
 /* GET /_fake/state (caller frees), or NULL. */
 cJSON *gh_fake_state(const struct gh_fake *f);

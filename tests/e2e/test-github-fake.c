@@ -29,6 +29,9 @@
 
 static struct gh_fake fake;
 static int nfile;
+/* every test's temp dirs live under one root that the runner process
+ * removes: a failed test (its child exits at once) skips teardown */
+static char *tmp_root, *tmp_saved;
 
 static void require_tool(const char *tool)
 {
@@ -46,6 +49,27 @@ static void require_tool(const char *tool)
 		      "%s is not on PATH: the GitHub fake's tests need it "
 		      "(install it with ./scripts/deps)",
 		      tool);
+}
+
+static void suite_up(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	tmp_saved = t ? strdup(t) : NULL;
+	tmp_root = tu_tmpdir();
+	setenv("TMPDIR", tmp_root, 1);
+}
+
+static void suite_down(void)
+{
+	if (tmp_saved)
+		setenv("TMPDIR", tmp_saved, 1);
+	else
+		unsetenv("TMPDIR");
+	tu_rmtree(tmp_root);
+	free(tmp_root);
+	free(tmp_saved);
+	tmp_root = tmp_saved = NULL;
 }
 
 static void setup(void)
@@ -1047,6 +1071,7 @@ static Suite *github_fake_suite(void)
 	Suite *s = suite_create("github-fake");
 	TCase *tc = tcase_create("git");
 
+	tcase_add_unchecked_fixture(tc, suite_up, suite_down);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_blob_sha_is_git_hash_object);
 	tcase_add_test(tc, test_tree_with_nested_paths_matches_git);
@@ -1057,6 +1082,7 @@ static Suite *github_fake_suite(void)
 	tcase_add_test(tc, test_refs_exist_force_and_fast_forward);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("api");
+	tcase_add_unchecked_fixture(tc, suite_up, suite_down);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_pull_duplicate_and_no_commits_are_422);
 	tcase_add_test(tc, test_search_finds_issue_by_exact_title_phrase);
@@ -1064,6 +1090,7 @@ static Suite *github_fake_suite(void)
 	tcase_add_test(tc, test_bad_json_is_400_and_unknown_paths_404);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("wire");
+	tcase_add_unchecked_fixture(tc, suite_up, suite_down);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_token_is_required_and_never_logged);
 	tcase_add_test(tc, test_fault_500_once_then_success);
