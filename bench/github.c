@@ -135,27 +135,6 @@ static int sbxloop(const char *dir, char *const *args, double *cpu_ms,
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-/* Requests and distinct connections in the fake's log from index `from`. */
-static void count_log(const struct gh_fake *f, int from, int *requests,
-		      int *conns)
-{
-	cJSON *reqs = gh_fake_requests(f), *r;
-	int i = 0, last = -1;
-
-	*requests = *conns = 0;
-	cJSON_ArrayForEach (r, reqs) {
-		int c = cJSON_GetObjectItem(r, "conn")->valueint;
-
-		if (i++ < from)
-			continue;
-		(*requests)++;
-		if (c != last)
-			(*conns)++;
-		last = c;
-	}
-	cJSON_Delete(reqs);
-}
-
 static int bench_delivery(int n_files)
 {
 	static const char *const repos[] = {"octo/bench", NULL};
@@ -212,7 +191,7 @@ static int bench_delivery(int n_files)
 			goto out;
 		}
 	}
-	count_log(&fake, before, &requests, &conns);
+	gh_fake_count(&fake, before, &requests, &conns);
 	printf("delivery of %d text files: %d HTTP requests, %d github.op "
 	       "jobs (connections), wall %.0f ms, sbxloop CPU %.1f ms "
 	       "(run_start's repository probe included: 1 job, 1 request)\n",
