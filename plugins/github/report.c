@@ -115,6 +115,15 @@ int gh_repo_ensure(struct gh *g, struct sbxloop_error *err)
 	}
 	missing =
 		cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(out, "missing"));
+	if (!missing) {
+		/* the delivery's base unless github.deliver_base says */
+		const char *b =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+				out, "default_branch"));
+
+		free(g->default_branch);
+		g->default_branch = b ? strdup(b) : NULL;
+	}
 	cJSON_Delete(out);
 	if (!missing)
 		return 0;

@@ -548,7 +548,7 @@ START_TEST(test_a_500_file_delivery_is_a_few_requests)
 	gh_fake_count(&fake, 0, &n, &conns);
 	/* the repository probe of run_start, then the delivery */
 	ck_assert_msg(n <= 12, "%d requests for 500 text files", n);
-	ck_assert_msg(conns <= 4, "%d connections (jobs)", conns);
+	ck_assert_msg(conns <= 3, "%d connections (jobs)", conns);
 	ck_assert_int_eq(count_requests("POST", "/repos/" REPO "/git/blobs"),
 			 0);
 	cJSON_Delete(repo);
