@@ -241,15 +241,20 @@ static void assert_tree_lacks_token(const char *dir)
 	closedir(d);
 }
 
-/* How many logged requests match METHOD and a path prefix. */
+/* How many logged requests match METHOD and a path prefix (a path,
+ * when `prefix` ends with '$'). */
 static int count_requests(const char *method, const char *prefix)
 {
 	cJSON *reqs = gh_fake_requests(&fake), *r;
-	int n = 0;
+	size_t len = strlen(prefix);
+	int exact = len && prefix[len - 1] == '$', n = 0;
 
+	if (exact)
+		len--;
 	cJSON_ArrayForEach (r, reqs)
 		if ((!method || !strcmp(str(r, "method"), method)) &&
-		    !strncmp(str(r, "path"), prefix, strlen(prefix)))
+		    !strncmp(str(r, "path"), prefix, len) &&
+		    (!exact || strlen(str(r, "path")) == len))
 			n++;
 	cJSON_Delete(reqs);
 	return n;
@@ -267,7 +272,7 @@ START_TEST(test_report_and_deliver_end_to_end)
 
 	start_fake(TOKEN, repos);
 	write_config(NULL);
-	write_scenario(3, VERIFY_MODES);
+	write_scenario(50, VERIFY_MODES);
 	ck_assert_int_eq(run_sbxloop(TOKEN, args), 0);
 	run = last_run();
 	assert_run_state(run, "completed");
@@ -298,8 +303,8 @@ START_TEST(test_report_and_deliver_end_to_end)
 	ck_assert_str_eq(c, "ok\n");
 	ck_assert_str_eq(mode, "100644");
 	free(c);
-	c = file_of(files, "dir/f002.txt", &mode, &len);
-	ck_assert_str_eq(c, "dir/f002.txt");
+	c = file_of(files, "dir/f049.txt", &mode, &len);
+	ck_assert_str_eq(c, "dir/f049.txt");
 	free(c);
 	c = file_of(files, "run.sh", &mode, &len);
 	ck_assert_str_eq(mode, "100755");
@@ -351,6 +356,40 @@ START_TEST(test_report_and_deliver_end_to_end)
 		free(text);
 		cJSON_Delete(reqs);
 	}
+	cJSON_Delete(repo);
+	free(run);
+}
+END_TEST
+
+/* A failed run resumed finds its tracking issue again: never a second. */
+START_TEST(test_resume_finds_the_same_tracking_issue)
+{
+	static const char *const repos[] = {REPO, NULL};
+	const char *args[] = {"run", "ship", "--no-tui", NULL};
+	cJSON *repo, *issue;
+	char *run;
+
+	start_fake(TOKEN, repos);
+	write_config("budgets:\n  max_replans_per_task: 0\n"
+		     "  max_revisions_per_task: 0\n");
+	write_scenario(1, "false");
+	ck_assert_int_eq(run_sbxloop(TOKEN, args), 1);
+	run = last_run();
+	assert_run_state(run, "failed");
+	{
+		const char *rargs[] = {"resume", run, "--no-tui", NULL};
+
+		ck_assert_int_eq(run_sbxloop(TOKEN, rargs), 1);
+	}
+	repo = repo_state(REPO);
+	ck_assert_int_eq(cJSON_GetArraySize(at(repo, "issues")), 1);
+	issue = cJSON_GetArrayItem(at(repo, "issues"), 0);
+	/* a failed run leaves it open; each drive posted its summary */
+	ck_assert_str_eq(str(issue, "state"), "open");
+	ck_assert_int_eq(cJSON_GetArraySize(at(issue, "comments")), 3);
+	ck_assert_int_eq(cJSON_GetArraySize(at(repo, "pulls")), 0);
+	ck_assert_int_eq(count_requests("GET", "/search/issues"), 2);
+	ck_assert_int_eq(count_requests("POST", "/repos/" REPO "/issues$"), 1);
 	cJSON_Delete(repo);
 	free(run);
 }
@@ -614,6 +653,7 @@ static Suite *github_run_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, test_report_and_deliver_end_to_end);
+	tcase_add_test(tc, test_resume_finds_the_same_tracking_issue);
 	tcase_add_test(tc, test_missing_repository_fails_the_run_up_front);
 	tcase_add_test(
 		tc, test_create_repo_bootstraps_an_empty_private_repository);
