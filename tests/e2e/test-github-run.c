@@ -88,6 +88,9 @@ static void write_scenario(int n_files, const char *verify)
 	cJSON_AddStringToObject(o, "session_id", "sess-t1");
 	files = cJSON_AddObjectToObject(o, "files");
 	cJSON_AddStringToObject(files, "out-t1.txt", "ok\n");
+	/* contents that read like a batch's references stay text */
+	cJSON_AddStringToObject(files, "ref.txt", "${0.sha}");
+	cJSON_AddStringToObject(files, "ref2.txt", "$${1.tree}");
 	for (i = 0; i < n_files; i++) {
 		snprintf(name, sizeof(name), "dir/f%03d.txt", i);
 		cJSON_AddStringToObject(files, name, name);
@@ -302,6 +305,12 @@ START_TEST(test_report_and_deliver_end_to_end)
 	c = file_of(files, "out-t1.txt", &mode, &len);
 	ck_assert_str_eq(c, "ok\n");
 	ck_assert_str_eq(mode, "100644");
+	free(c);
+	c = file_of(files, "ref.txt", &mode, &len);
+	ck_assert_str_eq(c, "${0.sha}");
+	free(c);
+	c = file_of(files, "ref2.txt", &mode, &len);
+	ck_assert_str_eq(c, "$${1.tree}");
 	free(c);
 	c = file_of(files, "dir/f049.txt", &mode, &len);
 	ck_assert_str_eq(c, "dir/f049.txt");
@@ -583,7 +592,7 @@ START_TEST(test_a_500_file_delivery_is_a_few_requests)
 	repo = repo_state(REPO);
 	snprintf(branch, sizeof(branch), "sbxloop/%s", run);
 	files = branch_files(repo, branch);
-	ck_assert_int_eq(cJSON_GetArraySize((cJSON *)files), 500 + 1 + 1);
+	ck_assert_int_eq(cJSON_GetArraySize((cJSON *)files), 500 + 3 + 1);
 	gh_fake_count(&fake, 0, &n, &conns);
 	/* the repository probe of run_start, then the delivery */
 	ck_assert_msg(n <= 12, "%d requests for 500 text files", n);
