@@ -337,10 +337,11 @@ static int drive(struct sl_engine *e, const char *pinned,
 	sl_bus_flush(e->core, err);
 	return 0;
 fail:
-	if (!e->cancel) {
+	if (!e->cancel)
 		sl_engine_report_artifacts(e);
+	/* a run that stopped resumable is not over: no summary yet */
+	if (!e->cancel && !strcmp(e->state, SBXLOOP_RUN_FAILED))
 		sl_engine_reporters_end(e, SBXLOOP_RUN_FAILED);
-	}
 	if (rc != SBXLOOP_ECANCELLED || !e->cancel)
 		sl_engine_keep_on_failure(e);
 	sl_engine_teardown(e);
