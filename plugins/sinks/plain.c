@@ -571,6 +571,31 @@ static void add_transcript(struct plain *p, const struct sbxloop_event *ev,
 		add_clock(p, ev->ts);
 		s = field_str(data, "message");
 		addf(p, " \xe2\x86\xaa %s", s ? s : "");
+	} else if (!strcmp(t, SBXLOOP_EV_RUN_REPORT) ||
+		   (!strcmp(t, SBXLOOP_EV_RUN_DELIVER) &&
+		    !truthy(field(data, "error")))) {
+		const cJSON *n =
+			field(data, !strcmp(t, SBXLOOP_EV_RUN_REPORT) ? "issue"
+								      : "pr");
+
+		*style = C_BOLD C_GREEN;
+		add_clock(p, ev->ts);
+		add(p, " ", 1);
+		adds(p, t);
+		if (truthy(field(data, "created"))) {
+			adds(p, " created");
+			adds(p, truthy(field(data, "private")) ? " private"
+							       : " public");
+			adds(p, " repository");
+			add_shaped(p, field(data, "repo"), SUMMARY_MAX, 0, 0);
+		} else {
+			addf(p, " %s #%.0f",
+			     !strcmp(t, SBXLOOP_EV_RUN_REPORT)
+				     ? "tracking issue"
+				     : "pull request",
+			     cJSON_IsNumber(n) ? n->valuedouble : 0.0);
+			add_shaped(p, field(data, "url"), SUMMARY_MAX, 0, 0);
+		}
 	} else {
 		for (i = 0; dense_prefixes[i]; i++)
 			if (has_prefix(t, dense_prefixes[i]))

@@ -498,6 +498,10 @@ START_TEST(test_failed_delivery_keeps_the_run_completed_and_deliver_retries)
 		ck_assert_int_eq(run_sbxloop(TOKEN, dargs), 0);
 		out = read_file("out.txt");
 		ck_assert_ptr_nonnull(strstr(out, "delivered: PR #2"));
+		/* the plain transcript's line for it */
+		ck_assert_ptr_nonnull(strstr(out,
+					     "run.deliver pull request #2 "
+					     "http"));
 		free(out);
 		before = count_requests("POST", "/repos/" REPO "/pulls");
 		ck_assert_int_eq(run_sbxloop(TOKEN, dargs), 0);
