@@ -718,8 +718,11 @@ static int substitute(struct wk_gh *g, cJSON *node, const cJSON *results,
 
 			if (!v)
 				return -1;
-			if (c->string) /* the replacement keeps the key */
-				v->string = wk_strdup(c->string);
+			/* the copy keeps its key of origin: use this one */
+			if (!(v->type & cJSON_StringIsConst))
+				free(v->string);
+			v->type &= ~cJSON_StringIsConst;
+			v->string = wk_strdup(c->string);
 			cJSON_ReplaceItemViaPointer(node, c, v);
 		} else if (substitute(g, c, results, index) < 0) {
 			return -1;
