@@ -53,7 +53,14 @@ const struct sl_command sl_commands[] = {
 	 "  --model ID                     the model the agents use\n"
 	 "  --keep-sandboxes               never remove the run's sandboxes\n"
 	 "  --keep-on-failure              keep them when the run fails\n"
-	 "  --no-tui                       plain transcript, no dashboard\n"},
+	 "  --no-tui                       plain transcript, no dashboard\n"
+	 "  --repo OWNER/NAME              the GitHub repository (github.repo)\n"
+	 "  --[no-]report                  keep a tracking issue\n"
+	 "  --[no-]deliver                 open a pull request when done\n"
+	 "  --deliver-base BRANCH          its base branch\n"
+	 "  --[no-]deliver-draft           open it as a draft\n"
+	 "  --[no-]create-repo             create a missing repository\n"
+	 "  --[no-]create-public           ... public (default private)\n"},
 	{"resume", 0, sl_cmd_resume, "sbxloop resume RUN [--no-tui]",
 	 "continue a run from its last committed step on fresh sandboxes",
 	 "  --no-tui   plain transcript, no dashboard\n"},
@@ -91,6 +98,18 @@ const struct sl_command sl_commands[] = {
 	 "inspect or remove the sbx secret registrations sbxloop made",
 	 "  clean --apply     remove stale registrations (default: dry run)\n"
 	 "  clean --all       also remove live ones sbxloop owns\n"},
+	{"deliver", 0, sl_cmd_deliver,
+	 "sbxloop deliver RUN [--repo R] [--base B] [--draft] [--create-repo] "
+	 "[--create-public] [--[no-]report] [--dry-run]",
+	 "deliver a completed run again as one pull request",
+	 "  --repo OWNER/NAME  the repository (default: the run's)\n"
+	 "  --base BRANCH      the pull request's base (default: the\n"
+	 "                     repository's default branch)\n"
+	 "  --draft            open it as a draft\n"
+	 "  --create-repo      create the repository when it is missing\n"
+	 "  --create-public    ... as a public one (default private)\n"
+	 "  --[no-]report      note the delivery on the tracking issue\n"
+	 "  --dry-run          print what would be sent; no API call\n"},
 	{"doctor", SL_NEEDS_CORE, sl_cmd_doctor, "sbxloop doctor",
 	 "check the sandbox provider, tokens, state dir and worker", ""},
 	{NULL, 0, NULL, NULL, NULL, NULL},

@@ -105,6 +105,40 @@ void sl_box_list_release(struct sl_box_list *l);
 int sl_sandbox_count_orphans(struct sl_instance *provider,
 			     struct sl_instance *store);
 
+/*
+ * Adopt run `run_id`'s persisted config into core->cfg (UPSTREAM 3.10),
+ * reporting what differed as run.config_drift. -1 with the error printed
+ * when the run is unknown or the store fails.
+ */
+int sl_cli_rehydrate(struct sl_core *core, struct sl_instance *store,
+		     const char *run_id);
+
+/*
+ * The GitHub options of `run` and `deliver` as getopt_long entries whose
+ * values run from `base` to base + SL_GITHUB_N_OPTIONS - 1, and the
+ * config override the i-th one stands for: kv[0] the key, kv[1] its JSON
+ * value (both newly allocated).
+ */
+#define SL_GITHUB_N_OPTIONS 12
+#define SL_GITHUB_OPTIONS(base)                                               \
+	{"repo", required_argument, NULL, (base) + 0},                        \
+		{"report", no_argument, NULL, (base) + 1},                    \
+		{"no-report", no_argument, NULL, (base) + 2},                 \
+		{"deliver", no_argument, NULL, (base) + 3},                   \
+		{"no-deliver", no_argument, NULL, (base) + 4},                \
+		{"deliver-base", required_argument, NULL, (base) + 5},        \
+		{"deliver-draft", no_argument, NULL, (base) + 6},             \
+		{"no-deliver-draft", no_argument, NULL, (base) + 7},          \
+		{"create-repo", no_argument, NULL, (base) + 8},               \
+		{"no-create-repo", no_argument, NULL, (base) + 9},            \
+		{"create-public", no_argument, NULL, (base) + 10},            \
+		{"no-create-public", no_argument, NULL, (base) + 11},         \
+		{"draft", no_argument, NULL, (base) + 6},                     \
+	{                                                                     \
+		"base", required_argument, NULL, (base) + 5                   \
+	}
+void sl_github_option(int i, const char *arg, char **kv);
+
 int sl_cmd_plugins(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_config(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_init(struct sl_cli *cli, int argc, char **argv);
@@ -119,5 +153,6 @@ int sl_cmd_sandbox(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv);
+int sl_cmd_deliver(struct sl_cli *cli, int argc, char **argv);
 
 #endif

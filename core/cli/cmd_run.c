@@ -30,6 +30,8 @@
 
 #define QUIESCE_S 3.0
 #define MAX_SINKS 8
+#define MAX_REPORTERS 8
+#define MAX_OVERRIDES 40
 
 static volatile sig_atomic_t signals_seen;
 
@@ -53,6 +55,8 @@ struct session {
 	struct sl_instance store;
 	struct sl_instance sinks[MAX_SINKS];
 	size_t n_sinks;
+	struct sl_instance reporters[MAX_REPORTERS];
+	size_t n_reporters;
 	struct sl_bus *bus;
 	struct sl_engine *engine;
 	const char *verb; /* "run" or "resume" */
@@ -101,113 +105,6 @@ static int set_override(struct sl_core *core, const char *key,
 	return 0;
 }
 
-struct stored_cfg {
-	char *config_json;
-	int found;
-};
-
-static int stored_cfg_cb(void *user, const struct sbxloop_run_row *run)
-{
-	struct stored_cfg *sc = user;
-
-	sc->found = 1;
-	sc->config_json = sl_xstrdup(run->config_json);
-	return 0;
-}
-
-/*
- * Adopt the run's persisted config except the resume-time choices, and
- * report what differed from the current one as run.config_drift.
- */
-static int rehydrate(struct session *s)
-{
-	static const char *const own[] = {"state_dir", "keep_sandboxes",
-					  "keep_on_failure"};
-	const struct sbxloop_store_ops *st = s->store.ops;
-	struct sbxloop_error err = {0, ""};
-	struct stored_cfg sc = {NULL, 0};
-	struct sl_buf diff = SL_BUF_INIT;
-	char *cur_text = NULL;
-	cJSON *stored = NULL, *cur = NULL, *it;
-	int rc;
-
-	rc = st->run_get(s->store.ctx, s->run_id, stored_cfg_cb, &sc, &err);
-	if (rc == SBXLOOP_ENOTFOUND || (rc == 0 && !sc.found)) {
-		sl_cli_error("unknown run %s", s->run_id);
-		rc = -1;
-		goto out;
-	}
-	if (rc < 0) {
-		sl_cli_error("resume failed: %s", err.message);
-		goto out;
-	}
-	sl_core_set_run(s->core, s->run_id);
-	stored = sc.config_json ? cJSON_Parse(sc.config_json) : NULL;
-	if (!cJSON_IsObject(stored)) {
-		cJSON *d = cJSON_CreateObject();
-
-		cJSON_AddStringToObject(
-			d, "message",
-			"the run's stored config is unreadable; "
-			"resuming with the current config");
-		sl_emit(s->core, SBXLOOP_EV_RUN_CONFIG_DRIFT, NULL, d);
-		rc = 0;
-		goto out;
-	}
-	cur_text = sl_config_to_json(s->core->cfg);
-	cur = cJSON_Parse(cur_text);
-	cJSON_ArrayForEach (it, stored) {
-		const cJSON *now =
-			cJSON_GetObjectItemCaseSensitive(cur, it->string);
-		char *a, *b = NULL, *error = NULL;
-		size_t k;
-		int skip = 0;
-
-		for (k = 0; k < SL_ARRAY_SIZE(own); k++)
-			if (strcmp(own[k], it->string) == 0)
-				skip = 1;
-		if (skip || !now)
-			continue;
-		a = cJSON_PrintUnformatted(it);
-		b = cJSON_PrintUnformatted(now);
-		if (strcmp(a, b) != 0) {
-			if (diff.len)
-				sl_buf_adds(&diff, ", ");
-			sl_buf_addf(&diff, "%s (run: %s, current: %s)",
-				    it->string, a, b);
-			if (!cJSON_IsNull(it) &&
-			    sl_config_set(s->core->cfg, it->string, a,
-					  &error) < 0)
-				sl_log(SBXLOOP_LOG_WARN,
-				       "cannot restore '%s' from the run's "
-				       "config: %s",
-				       it->string, error ? error : "rejected");
-			free(error);
-		}
-		free(a);
-		free(b);
-	}
-	if (diff.len) {
-		cJSON *d = cJSON_CreateObject();
-		char *msg = sl_xasprintf("resuming with the run's original "
-					 "config; the current config "
-					 "differs: %s",
-					 sl_buf_str(&diff));
-
-		cJSON_AddStringToObject(d, "message", msg);
-		free(msg);
-		sl_emit(s->core, SBXLOOP_EV_RUN_CONFIG_DRIFT, NULL, d);
-	}
-	rc = 0;
-out:
-	sl_buf_release(&diff);
-	cJSON_Delete(stored);
-	cJSON_Delete(cur);
-	free(cur_text);
-	free(sc.config_json);
-	return rc;
-}
-
 static void open_sinks(struct session *s)
 {
 	size_t i, n = sl_config_list_len(s->core->cfg, "plugins.sinks");
@@ -234,6 +131,51 @@ static void open_sinks(struct session *s)
 			continue;
 		}
 		sl_bus_add_sink(s->bus, &s->sinks[s->n_sinks++]);
+	}
+}
+
+/*
+ * The reporters of plugins.reporters, and `github` when github.repo is
+ * set with reporting or delivery wanted. A reporter that cannot start
+ * is logged; the run goes on without it.
+ */
+static void open_reporters(struct session *s)
+{
+	const struct sl_config *cfg = s->core->cfg;
+	const char *names[MAX_REPORTERS];
+	const char *repo = sl_config_str(cfg, "github.repo");
+	size_t i, j, n = 0, listed;
+	int have_github = 0;
+
+	listed = sl_config_list_len(cfg, "plugins.reporters");
+	for (i = 0; i < listed && n < MAX_REPORTERS; i++) {
+		const char *name =
+			sl_config_list_item(cfg, "plugins.reporters", i);
+
+		for (j = 0; j < n && strcmp(names[j], name); j++)
+			;
+		if (j < n)
+			continue;
+		have_github |= !strcmp(name, "github");
+		names[n++] = name;
+	}
+	if (!have_github && repo && *repo && n < MAX_REPORTERS &&
+	    (sl_config_bool(cfg, "github.report", 0) ||
+	     sl_config_bool(cfg, "github.deliver", 0)))
+		names[n++] = "github";
+	for (i = 0; i < n; i++) {
+		struct sl_instance *rep = &s->reporters[s->n_reporters];
+		struct sbxloop_error err = {0, ""};
+
+		if (sl_core_instantiate(s->core, SBXLOOP_KIND_REPORTER,
+					names[i], rep, &err) < 0) {
+			sl_log(SBXLOOP_LOG_WARN,
+			       "reporter '%s' is unavailable: %s", names[i],
+			       err.message);
+			continue;
+		}
+		s->n_reporters++;
+		sl_bus_add_reporter(s->bus, rep);
 	}
 }
 
@@ -278,6 +220,11 @@ static void close_session(struct session *s)
 
 	sl_engine_free(s->engine);
 	s->engine = NULL;
+	/* before the provider: a reporter's last job may still use it */
+	for (i = 0; i < s->n_reporters; i++) {
+		sl_bus_detach(s->bus, &s->reporters[i]);
+		sl_instance_destroy(&s->reporters[i]);
+	}
 	if (s->core)
 		sl_instance_destroy(&s->core->sandbox);
 	if (s->bus)
@@ -301,6 +248,8 @@ static int drive(struct session *s)
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 	s->engine = sl_engine_new(s->core, &s->store);
+	for (size_t i = 0; i < s->n_reporters; i++)
+		sl_engine_add_reporter(s->engine, &s->reporters[i]);
 	if (pthread_create(&th, NULL, engine_main, s) != 0) {
 		sl_cli_error("%s failed: cannot start the engine thread",
 			     s->verb);
@@ -336,7 +285,9 @@ static int drive(struct session *s)
 		code = SL_EXIT_INTERRUPTED;
 	} else if (s->rc < 0) {
 		sl_cli_error("%s failed: %s", s->verb, s->err.message);
-		if (s->rc != SBXLOOP_ESTATE && s->rc != SBXLOOP_ENOTFOUND)
+		/* a refused config (a missing repository) resumes no better */
+		if (s->rc != SBXLOOP_ESTATE && s->rc != SBXLOOP_ENOTFOUND &&
+		    s->rc != SBXLOOP_EINVAL)
 			sl_cli_hint("the run can be resumed: sbxloop resume "
 				    "%s",
 				    s->run_id);
@@ -357,9 +308,19 @@ static int parse_options(struct session *s, int argc, char **argv,
 			 int allow_run_opts, const char **positional,
 			 char ***overrides, size_t *n_over)
 {
-	enum { O_MODEL = 1, O_KEEP, O_NOKEEP, O_KOF, O_NOKOF, O_TUI, O_NOTUI };
+	enum {
+		O_MODEL = 1,
+		O_KEEP,
+		O_NOKEEP,
+		O_KOF,
+		O_NOKOF,
+		O_TUI,
+		O_NOTUI,
+		O_GH
+	};
 	static const struct option run_opts[] = {
 		{"model", required_argument, NULL, O_MODEL},
+		SL_GITHUB_OPTIONS(O_GH),
 		{"keep-sandboxes", no_argument, NULL, O_KEEP},
 		{"no-keep-sandboxes", no_argument, NULL, O_NOKEEP},
 		{"keep-on-failure", no_argument, NULL, O_KOF},
@@ -373,7 +334,7 @@ static int parse_options(struct session *s, int argc, char **argv,
 		{"no-tui", no_argument, NULL, O_NOTUI},
 		{NULL, 0, NULL, 0},
 	};
-	char **ov = sl_xcalloc(8, sizeof(*ov));
+	char **ov = sl_xcalloc(MAX_OVERRIDES, sizeof(*ov));
 	size_t n = 0;
 	int opt;
 
@@ -404,6 +365,10 @@ static int parse_options(struct session *s, int argc, char **argv,
 		case O_TUI:
 			s->no_tui = 0;
 			break;
+		case O_GH + 0 ... O_GH + SL_GITHUB_N_OPTIONS - 1:
+			sl_github_option(opt - O_GH, optarg, &ov[n]);
+			n += 2;
+			break;
 		case O_NOTUI:
 			s->no_tui = 1;
 			break;
@@ -411,7 +376,7 @@ static int parse_options(struct session *s, int argc, char **argv,
 			sl_cli_error("unknown option '%s'", argv[optind - 1]);
 			goto fail;
 		}
-		if (n + 2 > 8) {
+		if (n + 2 > MAX_OVERRIDES) {
 			sl_cli_error("too many options");
 			goto fail;
 		}
@@ -462,7 +427,7 @@ static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 			goto out;
 		}
 		snprintf(s.run_id, sizeof(s.run_id), "%s", pos);
-		if (rehydrate(&s) < 0) {
+		if (sl_cli_rehydrate(s.core, &s.store, s.run_id) < 0) {
 			code = SL_EXIT_USAGE;
 			goto out;
 		}
@@ -476,6 +441,7 @@ static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 			goto out;
 		}
 	open_sinks(&s);
+	open_reporters(&s);
 	code = open_provider(&s);
 	if (code)
 		goto out;

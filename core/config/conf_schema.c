@@ -223,6 +223,9 @@ const struct sl_config_spec sl_core_schema[] = {
 	 "create the repository when it does not exist", NULL},
 	{"github.create_public", BOOL, "false", NULL,
 	 "make a created repository public", NULL},
+	{"github.dry_run", BOOL, "false", NULL,
+	 "print the delivery plan instead of delivering (deliver --dry-run)",
+	 NULL},
 	{"github.api_url", STR, "https://api.github.com", NULL,
 	 "GitHub API base URL (GitHub Enterprise, or a test server)", NULL},
 

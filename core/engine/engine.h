@@ -20,6 +20,13 @@ struct sl_engine *sl_engine_new(struct sl_core *core,
 				struct sl_instance *store);
 void sl_engine_free(struct sl_engine *e);
 
+/*
+ * Feed a reporter (borrowed; it outlives the engine's run): run_start
+ * after provisioning, deliver and run_end before teardown.
+ */
+struct sl_instance;
+void sl_engine_add_reporter(struct sl_engine *e, struct sl_instance *rep);
+
 /* Create run `run_id` for `outcome` and drive it. */
 int sl_engine_start(struct sl_engine *e, const char *run_id,
 		    const char *outcome, struct sbxloop_error *err);

@@ -93,6 +93,10 @@ struct sl_engine {
 	char **artifact_files;
 	size_t n_artifact_files;
 	size_t n_artifacts;
+	/* reporters (borrowed instances) and whether this drive resumed */
+	struct sl_instance **reporters;
+	size_t n_reporters;
+	int resumed;
 };
 
 /*
@@ -196,6 +200,16 @@ int sl_engine_provision(struct sl_engine *e, const char *pinned,
 void sl_engine_keep_on_failure(struct sl_engine *e);
 /* Revoke the open grants (task_id NULL: each its own); ledger_lock held. */
 void sl_engine_revoke_grants(struct sl_engine *e, const char *task_id);
+
+/* ---- report.c ----------------------------------------------------------- */
+
+/* Route host->sandbox_job() to the pair's sandboxes, or stop routing. */
+void sl_engine_jobs_open(struct sl_engine *e);
+void sl_engine_jobs_close(struct sl_engine *e);
+/* run_start of every reporter; SBXLOOP_EINVAL from one fails the run. */
+int sl_engine_reporters_start(struct sl_engine *e, struct sbxloop_error *err);
+/* deliver (when `final` is completed), then run_end; failures logged. */
+void sl_engine_reporters_end(struct sl_engine *e, const char *final);
 
 /* ---- harvest.c ---------------------------------------------------------- */
 

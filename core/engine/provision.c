@@ -80,6 +80,7 @@ struct sl_pair {
 	int checked;
 	const struct sl_model_token *model; /* of agent.preset, or NULL */
 	const char *model_skip;             /* why none is handed in */
+	int github_only;                    /* `deliver`: no agent sandbox */
 	char *model_value;                  /* NULL: none is handed in */
 	char *gh_value;
 	const char *repo;
@@ -204,6 +205,10 @@ int sl_pair_check_tokens(struct sl_pair *p, struct sbxloop_error *err)
 	p->checked = 0;
 
 	p->model = sl_model_token_for(preset);
+	if (p->github_only) {
+		p->model_skip = "only the github sandbox is made";
+		goto github;
+	}
 	/* with nothing to hand it over and no agent CLI, none is needed */
 	names = sl_chain_names(p->core, "plugins.secrets", SBXLOOP_KIND_SECRET,
 			       0, &n);
@@ -232,9 +237,14 @@ int sl_pair_check_tokens(struct sl_pair *p, struct sbxloop_error *err)
 		sl_secret_register(p->model_value);
 	}
 
+github:
 	p->repo = sl_config_str(cfg, "github.repo");
 	if (p->repo && !*p->repo)
 		p->repo = NULL;
+	if (!p->repo && p->github_only)
+		return sl_error(err, SBXLOOP_EINVAL,
+				"no github.repo is set: there is no "
+				"repository to act on (pass --repo)");
 	if (p->repo) {
 		const char *v = env_value(GH_ENV);
 
@@ -725,7 +735,8 @@ int sl_pair_up(struct sl_pair *p, const char *run_id, const char *workspace,
 		goto out;
 	worker = sl_worker_path(p->core);
 	p->n_boxes = p->repo ? 2 : 1;
-	for (box = 0; box < (int)p->n_boxes; box++) {
+	for (box = p->github_only ? ROLE_GITHUB : 0; box < (int)p->n_boxes;
+	     box++) {
 		if (cancelled(cancel)) {
 			rc = sl_error(err, SBXLOOP_ECANCELLED,
 				      "provisioning was interrupted");
@@ -761,6 +772,29 @@ const struct sbxloop_sandbox_info *sl_pair_agent(const struct sl_pair *p)
 	return p && p->n_boxes && p->boxes[ROLE_AGENT].created
 		       ? &p->boxes[ROLE_AGENT].info
 		       : NULL;
+}
+
+void sl_pair_github_only(struct sl_pair *p)
+{
+	p->github_only = 1;
+}
+
+int sl_pair_box(struct sl_pair *p, const char *role,
+		struct sbxloop_sandbox_info *out)
+{
+	size_t i;
+	int found = 0;
+
+	if (!p || !role)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	for (i = 0; i < p->n_boxes && !found; i++)
+		if (p->boxes[i].created && !strcmp(p->boxes[i].role, role)) {
+			*out = p->boxes[i].info;
+			found = 1;
+		}
+	pthread_mutex_unlock(&p->lock);
+	return found;
 }
 
 size_t sl_pair_names(const struct sl_pair *p, const char *names[2])

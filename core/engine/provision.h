@@ -22,6 +22,12 @@ struct sl_pair *sl_pair_new(struct sl_core *core);
 void sl_pair_free(struct sl_pair *pair);
 
 /*
+ * Make only the github sandbox (`sbxloop deliver`): no model token is
+ * needed and no agent sandbox is made. Call before anything else.
+ */
+void sl_pair_github_only(struct sl_pair *pair);
+
+/*
  * Check that every token the pair needs is set: the model token of the
  * agent preset (when a secret strategy is configured or the agent is a
  * command), and GH_TOKEN or GITHUB_TOKEN when github.repo is set. The
@@ -42,6 +48,13 @@ int sl_pair_up(struct sl_pair *pair, const char *run_id, const char *workspace,
 
 /* The agent sandbox, or NULL while it does not exist (borrowed). */
 const struct sbxloop_sandbox_info *sl_pair_agent(const struct sl_pair *pair);
+
+/*
+ * Copy the info of the sandbox of `role` ("agent", "github") into *out:
+ * 1 when it exists, else 0. Its strings live as long as the pair.
+ */
+int sl_pair_box(struct sl_pair *pair, const char *role,
+		struct sbxloop_sandbox_info *out);
 
 /*
  * The names of the sandboxes that exist, agent first, into names[]

@@ -66,6 +66,7 @@ void sl_engine_free(struct sl_engine *e)
 	for (i = 0; i < e->n_artifact_files; i++)
 		free(e->artifact_files[i]);
 	free(e->artifact_files);
+	free(e->reporters);
 	free(e);
 }
 
@@ -287,6 +288,15 @@ static int drive(struct sl_engine *e, const char *pinned,
 	rc = sl_engine_provision(e, pinned, err);
 	if (rc < 0)
 		goto fail;
+	sl_engine_jobs_open(e);
+	rc = sl_engine_reporters_start(e, err);
+	if (rc < 0) {
+		struct sbxloop_error serr = {0, ""};
+
+		sl_engine_set_run_state(e, SBXLOOP_RUN_FAILED, err->message,
+					&serr);
+		goto fail;
+	}
 	rc = sl_engine_load_tasks(e, err);
 	if (rc < 0)
 		goto fail;
@@ -313,6 +323,7 @@ static int drive(struct sl_engine *e, const char *pinned,
 			failed = 1;
 	final = failed ? SBXLOOP_RUN_FAILED : SBXLOOP_RUN_COMPLETED;
 	sl_engine_report_artifacts(e);
+	sl_engine_reporters_end(e, final);
 	if (failed)
 		sl_engine_keep_on_failure(e);
 	sl_engine_teardown(e);
@@ -326,8 +337,10 @@ static int drive(struct sl_engine *e, const char *pinned,
 	sl_bus_flush(e->core, err);
 	return 0;
 fail:
-	if (!e->cancel)
+	if (!e->cancel) {
 		sl_engine_report_artifacts(e);
+		sl_engine_reporters_end(e, SBXLOOP_RUN_FAILED);
+	}
 	if (rc != SBXLOOP_ECANCELLED || !e->cancel)
 		sl_engine_keep_on_failure(e);
 	sl_engine_teardown(e);
@@ -446,6 +459,7 @@ int sl_engine_resume(struct sl_engine *e, const char *run_id,
 	}
 	e->outcome = ri.outcome;
 	ri.outcome = NULL;
+	e->resumed = 1;
 	sl_core_set_run(e->core, e->run_id);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "outcome", e->outcome);

@@ -225,6 +225,7 @@ void sl_engine_teardown(struct sl_engine *e)
 		sl_engine_revoke_grants(e, NULL);
 		pthread_mutex_unlock(&e->ledger_lock);
 	}
+	sl_engine_jobs_close(e);
 	if (e->kept_reason)
 		return;
 	e->have_box = 0;

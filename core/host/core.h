@@ -6,6 +6,10 @@
 #ifndef SL_CORE_H
 #define SL_CORE_H
 
+#include <pthread.h>
+
+#include <cjson/cJSON.h>
+
 #include <sbxloop/plugin.h>
 
 #include "config/conf.h"
@@ -16,6 +20,14 @@ struct sl_core;
 /* Where host->emit() goes (set by the event bus). */
 typedef int sl_emit_fn(struct sl_core *core, const char *type,
 		       const char *job_id, const char *data_json);
+
+/*
+ * Where host->sandbox_job() goes (set by whoever holds the sandboxes: the
+ * engine during a run, `deliver` around its github sandbox). `job` is
+ * borrowed and completed in place; *result is the caller's.
+ */
+typedef int sl_job_fn(void *user, const char *role, cJSON *job, cJSON **result,
+		      struct sbxloop_error *err);
 
 /* An instantiated component: its ops table and instance context. */
 struct sl_instance {
@@ -33,7 +45,10 @@ struct sl_core {
 	sl_emit_fn *emit;
 	void *emit_user;
 	struct sl_instance sandbox; /* the active provider, when created */
-	int state_read_only;        /* the command only reads the store */
+	sl_job_fn *job;             /* NULL: no sandbox takes jobs */
+	void *job_user;
+	pthread_mutex_t job_lock; /* guards job and job_user */
+	int state_read_only;      /* the command only reads the store */
 };
 
 /*
@@ -54,5 +69,12 @@ void sl_instance_destroy(struct sl_instance *inst);
 /* The state directory (created on demand); NULL on failure. */
 const char *sl_core_state_dir(struct sl_core *core);
 void sl_core_set_run(struct sl_core *core, const char *run_id);
+
+/*
+ * Route host->sandbox_job() to `fn` (NULL: refuse jobs from now on). A
+ * job already in flight keeps its target: whoever clears the hook keeps
+ * `user` alive until the plugins that may call it are destroyed.
+ */
+void sl_core_set_job_hook(struct sl_core *core, sl_job_fn *fn, void *user);
 
 #endif

@@ -318,6 +318,19 @@ void sl_bus_add_reporter(struct sl_bus *bus, struct sl_instance *rep)
 	add_target(bus, rep, 1);
 }
 
+void sl_bus_detach(struct sl_bus *bus, struct sl_instance *inst)
+{
+	size_t i;
+
+	if (!bus)
+		return;
+	pthread_mutex_lock(&bus->lock);
+	for (i = 0; i < bus->n_targets; i++)
+		if (bus->targets[i].inst == inst)
+			bus->targets[i].detached = 1;
+	pthread_mutex_unlock(&bus->lock);
+}
+
 int sl_bus_flush(struct sl_core *core, struct sbxloop_error *err)
 {
 	struct sl_bus *bus = bus_of(core);

@@ -28,6 +28,8 @@ void sl_bus_close(struct sl_bus *bus);
 /* Fan out to a sink or reporter instance too (borrowed). */
 void sl_bus_add_sink(struct sl_bus *bus, struct sl_instance *sink);
 void sl_bus_add_reporter(struct sl_bus *bus, struct sl_instance *rep);
+/* Stop feeding `inst` (before it is destroyed while the bus lives on). */
+void sl_bus_detach(struct sl_bus *bus, struct sl_instance *inst);
 
 /*
  * Emit an event of the current run (core->run_id). `data` is consumed

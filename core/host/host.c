@@ -187,6 +187,60 @@ static int host_sandbox_exec(const struct sbxloop_host *host,
 	return ops->exec(core->sandbox.ctx, sandbox, &spec, res, err);
 }
 
+static int host_sandbox_job(const struct sbxloop_host *host, const char *role,
+			    const char *job_json, char **result_json,
+			    struct sbxloop_error *err)
+{
+	struct sl_core *core = core_of(host);
+	sl_job_fn *fn;
+	void *user;
+	cJSON *job, *res = NULL;
+	const char *kind, *op;
+	int rc;
+
+	*result_json = NULL;
+	if (!role || !*role)
+		return sl_error(err, SBXLOOP_EINVAL,
+				"sandbox_job: no sandbox role given");
+	job = job_json ? cJSON_Parse(job_json) : NULL;
+	if (!cJSON_IsObject(job)) {
+		cJSON_Delete(job);
+		return sl_error(err, SBXLOOP_EINVAL,
+				"sandbox_job: the job is not a JSON object");
+	}
+	pthread_mutex_lock(&core->job_lock);
+	fn = core->job;
+	user = core->job_user;
+	pthread_mutex_unlock(&core->job_lock);
+	kind = cJSON_GetStringValue(
+		cJSON_GetObjectItemCaseSensitive(job, "kind"));
+	op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(job, "op"));
+	if (!fn) {
+		cJSON_Delete(job);
+		return sl_error(err, SBXLOOP_ENOTFOUND,
+				"no %s sandbox takes jobs now (the run has "
+				"none, or it was torn down)",
+				role);
+	}
+	sl_log(SBXLOOP_LOG_INFO, "plugin job in the %s sandbox: %s%s%s", role,
+	       kind ? kind : "?", op ? " " : "", op ? op : "");
+	rc = fn(user, role, job, &res, err);
+	cJSON_Delete(job);
+	if (rc < 0)
+		return rc;
+	*result_json = cJSON_PrintUnformatted(res);
+	cJSON_Delete(res);
+	return 0;
+}
+
+void sl_core_set_job_hook(struct sl_core *core, sl_job_fn *fn, void *user)
+{
+	pthread_mutex_lock(&core->job_lock);
+	core->job = fn;
+	core->job_user = fn ? user : NULL;
+	pthread_mutex_unlock(&core->job_lock);
+}
+
 static void fill_host(struct sl_core *core)
 {
 	struct sbxloop_host *h = &core->host;
@@ -216,6 +270,7 @@ static void fill_host(struct sl_core *core)
 	h->sandbox_write_file = host_sandbox_write_file;
 	h->sandbox_exec = host_sandbox_exec;
 	h->state_read_only = host_state_read_only;
+	h->sandbox_job = host_sandbox_job;
 }
 
 int sl_core_open(struct sl_core **out, const struct sl_config_opts *o,
@@ -230,6 +285,7 @@ int sl_core_open(struct sl_core **out, const struct sl_config_opts *o,
 
 	*out = core;
 	*errors = NULL;
+	pthread_mutex_init(&core->job_lock, NULL);
 	fill_host(core);
 	rc = sl_config_load(&core->cfg, o, &msg);
 	if (msg) {
@@ -356,6 +412,7 @@ void sl_core_close(struct sl_core *core)
 	sl_instance_destroy(&core->sandbox);
 	sl_config_free(core->cfg);
 	sl_registry_release(&core->reg);
+	pthread_mutex_destroy(&core->job_lock);
 	free(core->run_id);
 	free(core);
 }

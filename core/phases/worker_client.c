@@ -32,6 +32,7 @@
 
 struct relay {
 	struct sl_core *core;
+	int agent; /* a job in the agent sandbox */
 	cJSON *enrich;
 	cJSON *result;
 	char *tail[TAIL_LINES];
@@ -91,7 +92,8 @@ static void on_stdout(void *user, const char *line, size_t len)
 		len--;
 	if (len == 0)
 		return;
-	if (len < 4096 &&
+	/* the guardrails watch the agent sandbox's samples only */
+	if (r->agent && len < 4096 &&
 	    memmem(line, len, RESOURCES_TYPE, sizeof(RESOURCES_TYPE) - 1))
 		note_resources(line, len);
 	if (sl_bus_relay_worker_line(r->core, line, len, r->enrich, &res) ==
@@ -258,6 +260,7 @@ int sl_worker_submit(struct sl_core *core,
 	argv[n] = NULL;
 
 	r.core = core;
+	r.agent = !tags || !tags->role || !strcmp(tags->role, "agent");
 	r.enrich = cJSON_CreateObject();
 	cJSON_AddStringToObject(r.enrich, "role",
 				tags && tags->role ? tags->role : "agent");

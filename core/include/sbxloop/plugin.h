@@ -32,6 +32,9 @@
  *   1.4  sbxloop_sandbox_ops.doctor (a provider's own `sbxloop doctor`
  *        rows) and .interactive_argv (`sbxloop shell` without -c), so
  *        the core runs no substrate's CLI itself.
+ *   1.5  sbxloop_host.sandbox_job (run a worker job in the run's
+ *        sandbox of a role: how a reporter acts through the github
+ *        sandbox without holding its token).
  */
 #ifndef SBXLOOP_PLUGIN_H
 #define SBXLOOP_PLUGIN_H
@@ -45,7 +48,7 @@ extern "C" {
 
 #define SBXLOOP_PLUGIN_MAGIC 0x5342584cu /* "SBXL" */
 #define SBXLOOP_ABI_MAJOR 1
-#define SBXLOOP_ABI_MINOR 4
+#define SBXLOOP_ABI_MINOR 5
 
 /* The symbol every module exports. */
 #define SBXLOOP_DESCRIPTOR_SYMBOL "sbxloop_plugin_descriptor"
@@ -265,6 +268,24 @@ struct sbxloop_host {
 	 */
 	int (*state_read_only)(const struct sbxloop_host *host);
 	/* ---- the members of ABI 1.3 end here ---- */
+
+	/*
+	 * 1.5: run one worker job in the current run's sandbox of `role`
+	 * ("github", "agent") and wait for it. `job_json` is a JobRequest
+	 * object (docs/worker-protocol.md) without v, job_id and run_id,
+	 * which the host fills in; its timeout_s bounds the wait. The
+	 * worker's events go to the run's bus (a reporter sees them
+	 * through its event slot, possibly on this same thread). On 0,
+	 * *result_json (free with host->free) is the JobResult, whatever
+	 * its status. SBXLOOP_ENOTFOUND: the run has no sandbox of that
+	 * role (not provisioned, or torn down); SBXLOOP_EINFRA: the job
+	 * gave no result. Safe to call from a plugin's own thread. Every
+	 * call is logged (role, kind, op). Check with SBXLOOP_HAS_SLOT.
+	 */
+	int (*sandbox_job)(const struct sbxloop_host *host, const char *role,
+			   const char *job_json, char **result_json,
+			   struct sbxloop_error *err);
+	/* ---- the members of ABI 1.5 end here ---- */
 };
 
 /*
