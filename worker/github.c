@@ -21,6 +21,11 @@
 #include "common/json.h"
 
 #define DEFAULT_API_URL "https://api.github.com"
+/* what a token needs, for the messages of a 401 and a 403 */
+#define SCOPES_HINT                                                           \
+	"a fine-grained PAT needs Contents, Issues, Pull requests and "       \
+	"Commit statuses read/write and Metadata read; a classic PAT needs "  \
+	"the repo scope"
 /* a token shorter than this is not scrubbed (it would garble text) */
 #define SCRUB_MIN 8
 
@@ -266,14 +271,20 @@ static char *github_message(const cJSON *j, const char *body, size_t len)
 	const char *msg = sl_json_str(j, "message", NULL);
 	const cJSON *e =
 		cJSON_GetArrayItem(cJSON_GetObjectItem(j, "errors"), 0);
-	const char *first = NULL;
+	const char *first = NULL, *field = sl_json_str(e, "field", NULL);
 	char *out, *p;
 
 	if (cJSON_IsString(e))
 		first = e->valuestring;
 	else if (cJSON_IsObject(e))
-		first = sl_json_str(e, "message",
-				    sl_json_str(e, "code", NULL));
+		first = sl_json_str(e, "message", NULL);
+	if (!first && field && sl_json_str(e, "code", NULL))
+		/* {"resource","field","code"}: "field 'head' invalid" */
+		return wk_printf("%s%sfield '%s' %s", msg ? msg : "",
+				 msg ? ": " : "", field,
+				 sl_json_str(e, "code", ""));
+	if (!first)
+		first = sl_json_str(e, "code", NULL);
 	if (msg && first)
 		return wk_printf("%s: %s", msg, first);
 	if (msg || first)
@@ -303,17 +314,13 @@ static int http_error(struct wk_gh *g, const char *method, const char *shown,
 	else if (st == 401)
 		wk_gh_fail(g, "GitHubAuthError", st,
 			   "%s %s: HTTP 401: %s (GitHub rejected the token: "
-			   "check GH_TOKEN in the github sandbox)",
-			   method, shown, msg);
+			   "check GH_TOKEN in the github sandbox; %s)",
+			   method, shown, msg, SCOPES_HINT);
 	else if (st == 403)
 		wk_gh_fail(g, "GitHubAuthError", st,
 			   "%s %s: HTTP 403: %s (check the token's scopes "
-			   "and its permissions for the repository: a "
-			   "fine-grained PAT needs Contents, Issues, Pull "
-			   "requests and Commit statuses read/write and "
-			   "Metadata read; a classic PAT needs the repo "
-			   "scope)",
-			   method, shown, msg);
+			   "and its permissions for the repository; %s)",
+			   method, shown, msg, SCOPES_HINT);
 	else if (st == 404)
 		wk_gh_fail(g, "GitHubNotFound", st,
 			   "%s %s: HTTP 404: %s (it does not exist, or the "
