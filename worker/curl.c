@@ -356,8 +356,10 @@ static void perform(struct wk_http *h, const char *method, const char *url,
 	h->resp = r;
 	h->errbuf[0] = '\0';
 	C.easy_setopt(h->curl, CURLOPT_URL, url);
-	C.easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)(limit * 1000));
-	C.easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)(conn * 1000));
+	/* at least 1 ms: 0 would mean no limit at all */
+	C.easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)(limit * 1000) + 1);
+	C.easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS,
+		      (long)(conn * 1000) + 1);
 	fields = body || !strcmp(method, "POST") || !strcmp(method, "PUT") ||
 		 !strcmp(method, "PATCH");
 	if (fields) {
@@ -394,6 +396,9 @@ static void perform(struct wk_http *h, const char *method, const char *url,
 	else
 		r->error = wk_strdup(*h->errbuf ? h->errbuf
 						: C.easy_strerror(rc));
+	r->no_answer = rc == CURLE_OPERATION_TIMEDOUT ||
+		       rc == CURLE_GOT_NOTHING || rc == CURLE_RECV_ERROR ||
+		       rc == CURLE_PARTIAL_FILE;
 	r->timed_out = rc == CURLE_OPERATION_TIMEDOUT &&
 		       wk_now() >= h->deadline - 0.05;
 }

@@ -378,8 +378,9 @@ int wk_gh_call(struct wk_gh *g, const char *method, const char *path,
 	} else if (r.transport && r.status == 0) {
 		char *host = url_host(strstr(g->base, "://") + 3);
 
-		wk_gh_fail(g, NULL, 0, "%s %s: cannot reach %s: %s", method,
-			   shown, host, r.error ? r.error : "unknown error");
+		wk_gh_fail(g, NULL, 0, "%s %s: %s %s: %s", method, shown,
+			   r.no_answer ? "no answer from" : "cannot reach",
+			   host, r.error ? r.error : "unknown error");
 		free(host);
 	} else if (r.status >= 200 && r.status < 300) {
 		for (p = r.body; *p && isspace((unsigned char)*p); p++)
@@ -748,6 +749,10 @@ static int run_batch(struct wk_gh *g, const cJSON *params, cJSON **out)
 	*out = cJSON_CreateObject();
 	cJSON_AddItemToObject(*out, "results", results);
 	g->default_api = wk_gh_str(params, "api_url");
+	if (!g->default_api && cJSON_GetObjectItem(params, "api_url") &&
+	    !cJSON_IsNull(cJSON_GetObjectItem(params, "api_url")))
+		return wk_gh_fail(g, NULL, 0,
+				  "param 'api_url' must be a string");
 	if (!cJSON_IsArray(ops))
 		return wk_gh_fail(g, NULL, 0,
 				  ops ? "param 'ops' must be a list"

@@ -40,6 +40,7 @@ struct wk_http_response {
 	int transport;      /* a CURLcode; 0 when a response came */
 	char *error;        /* transport failure text (not scrubbed), owned */
 	int timed_out;      /* the job's deadline cut the request short */
+	int no_answer;      /* connected, but the answer did not come */
 	int rate_limited;   /* a rate limit that outlasted the retries */
 	double retry_after; /* Retry-After seconds, or -1 */
 	long ratelimit_remaining; /* x-ratelimit-remaining, or -1 */
