@@ -701,16 +701,17 @@ out:
 	return cur ? cJSON_Duplicate(cur, 1) : NULL;
 }
 
+static int is_ref_text(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 3 && !strncmp(s, "${", 2) && s[n - 1] == '}' &&
+	       !strchr(s + 2, '{');
+}
+
 static int is_ref(const cJSON *v)
 {
-	size_t n;
-
-	if (!cJSON_IsString(v))
-		return 0;
-	n = strlen(v->valuestring);
-	return n > 3 && !strncmp(v->valuestring, "${", 2) &&
-	       v->valuestring[n - 1] == '}' &&
-	       !strchr(v->valuestring + 2, '{');
+	return cJSON_IsString(v) && is_ref_text(v->valuestring);
 }
 
 /* Replace every reference under `node` by the value it names. */
@@ -721,7 +722,14 @@ static int substitute(struct wk_gh *g, cJSON *node, const cJSON *results,
 
 	for (c = node->child; c; c = next) {
 		next = c->next;
-		if (is_ref(c)) {
+		if (cJSON_IsString(c) && !strncmp(c->valuestring, "$${", 3) &&
+		    is_ref_text(c->valuestring + 1)) {
+			/* "$${...}" is the text "${...}", not a reference */
+			char *text = wk_strdup(c->valuestring + 1);
+
+			cJSON_SetValuestring(c, text);
+			free(text);
+		} else if (is_ref(c)) {
 			cJSON *v = resolve(g, c->valuestring, results, index);
 
 			if (!v)

@@ -589,7 +589,9 @@ START_TEST(test_a_batch_with_references_runs_on_one_connection)
 	       "\"sha\":\"${0.sha}\"}},"
 	       "{\"op\":\"tree.create\",\"params\":{\"repo\":\"o/r\","
 	       "\"base_tree\":\"${1.tree}\",\"tree\":[{\"path\":\"x.txt\","
-	       "\"mode\":\"100644\",\"type\":\"blob\",\"content\":\"x\\n\"}]}},"
+	       "\"mode\":\"100644\",\"type\":\"blob\",\"content\":\"x\\n\"},"
+	       "{\"path\":\"lit.txt\",\"mode\":\"100644\",\"type\":\"blob\","
+	       "\"content\":\"$${0.sha}\"}]}},"
 	       "{\"op\":\"commit.create\",\"params\":{\"repo\":\"o/r\","
 	       "\"message\":\"m\",\"tree\":\"${2.sha}\","
 	       "\"parents\":[\"${1.sha}\"]}},"
@@ -625,6 +627,16 @@ START_TEST(test_a_batch_with_references_runs_on_one_connection)
 		"x.txt"));
 	ck_assert_int_eq(
 		cJSON_GetArraySize(cJSON_GetObjectItem(repo, "pulls")), 1);
+	/* "$${...}" is the text "${...}" */
+	ck_assert_str_eq(
+		cJSON_GetStringValue(cJSON_GetObjectItem(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(
+					cJSON_GetObjectItem(repo, "files"),
+					"refs/heads/sbxloop/run-2"),
+				"lit.txt"),
+			"content_b64")),
+		"JHswLnNoYX0=");
 	cJSON_Delete(st);
 	log = gh_fake_requests(&fake);
 	ck_assert_int_eq(cJSON_GetArraySize(log), 7);
