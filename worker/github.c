@@ -714,6 +714,18 @@ static int is_ref(const cJSON *v)
 	return cJSON_IsString(v) && is_ref_text(v->valuestring);
 }
 
+/* "$" * k + "${...}" (k >= 1): text sent with one '$' more than it has */
+static int is_escaped_ref(const cJSON *v)
+{
+	const char *p;
+
+	if (!cJSON_IsString(v))
+		return 0;
+	for (p = v->valuestring; p[0] == '$' && p[1] == '$'; p++)
+		;
+	return p != v->valuestring && is_ref_text(p);
+}
+
 /* Replace every reference under `node` by the value it names. */
 static int substitute(struct wk_gh *g, cJSON *node, const cJSON *results,
 		      int index)
@@ -722,8 +734,7 @@ static int substitute(struct wk_gh *g, cJSON *node, const cJSON *results,
 
 	for (c = node->child; c; c = next) {
 		next = c->next;
-		if (cJSON_IsString(c) && !strncmp(c->valuestring, "$${", 3) &&
-		    is_ref_text(c->valuestring + 1)) {
+		if (is_escaped_ref(c)) {
 			/* "$${...}" is the text "${...}", not a reference */
 			char *text = wk_strdup(c->valuestring + 1);
 

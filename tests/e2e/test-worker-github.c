@@ -195,6 +195,17 @@ static const cJSON *repo_state(cJSON **state, const char *full)
 	return repo;
 }
 
+/* content_b64 of `path` on branch `ref` in a repo_state, or NULL */
+static const char *file_b64(const cJSON *repo, const char *ref,
+			    const char *path)
+{
+	const cJSON *f = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(repo, "files"), ref),
+		path);
+
+	return cJSON_GetStringValue(cJSON_GetObjectItem(f, "content_b64"));
+}
+
 /* data of the n-th event of `type` (0-based), or NULL */
 static const cJSON *nth_event(const struct run *r, const char *type, int n)
 {
@@ -329,7 +340,7 @@ START_TEST(test_git_data_ops_build_a_branch_and_a_pull_request)
 {
 	struct run r;
 	char *base, *base_tree, *blob0, *tree, *commit, files[2048];
-	const cJSON *d, *item, *f;
+	const cJSON *d, *item, *f, *repo;
 	cJSON *st;
 	size_t n = 0;
 	int i, pr;
@@ -478,25 +489,13 @@ START_TEST(test_git_data_ops_build_a_branch_and_a_pull_request)
 	ck_assert(onum(&r, "id") > 0);
 	run_free(&r);
 
-	f = cJSON_GetObjectItem(
-		cJSON_GetObjectItem(
-			cJSON_GetObjectItem(repo_state(&st, "o/r"), "files"),
-			"refs/heads/sbxloop/run-1"),
-		"new.txt");
+	repo = repo_state(&st, "o/r");
+	ck_assert_str_eq(file_b64(repo, "refs/heads/sbxloop/run-1", "new.txt"),
+			 "aGVsbG8K");
+	f = cJSON_GetArrayItem(cJSON_GetObjectItem(repo, "statuses"), 0);
 	ck_assert_str_eq(
-		cJSON_GetStringValue(cJSON_GetObjectItem(f, "content_b64")),
-		"aGVsbG8K");
-	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(
-				 cJSON_GetArrayItem(
-					 cJSON_GetObjectItem(
-						 cJSON_GetObjectItem(
-							 cJSON_GetObjectItem(
-								 st, "repos"),
-							 "o/r"),
-						 "statuses"),
-					 0),
-				 "context")),
-			 "sbxloop");
+		cJSON_GetStringValue(cJSON_GetObjectItem(f, "context")),
+		"sbxloop");
 	cJSON_Delete(st);
 	free(base);
 	free(base_tree);
@@ -591,7 +590,9 @@ START_TEST(test_a_batch_with_references_runs_on_one_connection)
 	       "\"base_tree\":\"${1.tree}\",\"tree\":[{\"path\":\"x.txt\","
 	       "\"mode\":\"100644\",\"type\":\"blob\",\"content\":\"x\\n\"},"
 	       "{\"path\":\"lit.txt\",\"mode\":\"100644\",\"type\":\"blob\","
-	       "\"content\":\"$${0.sha}\"}]}},"
+	       "\"content\":\"$${0.sha}\"},"
+	       "{\"path\":\"lit2.txt\",\"mode\":\"100644\",\"type\":\"blob\","
+	       "\"content\":\"$$${0.sha}\"}]}},"
 	       "{\"op\":\"commit.create\",\"params\":{\"repo\":\"o/r\","
 	       "\"message\":\"m\",\"tree\":\"${2.sha}\","
 	       "\"parents\":[\"${1.sha}\"]}},"
@@ -621,22 +622,16 @@ START_TEST(test_a_batch_with_references_runs_on_one_connection)
 	repo = repo_state(&st, "o/r");
 	ck_assert_int_eq((int)cJSON_GetObjectItem(st, "connections")->valueint,
 			 1);
-	ck_assert_ptr_nonnull(cJSON_GetObjectItem(
-		cJSON_GetObjectItem(cJSON_GetObjectItem(repo, "files"),
-				    "refs/heads/sbxloop/run-2"),
-		"x.txt"));
+	ck_assert_str_eq(file_b64(repo, "refs/heads/sbxloop/run-2", "x.txt"),
+			 "eAo=");
 	ck_assert_int_eq(
 		cJSON_GetArraySize(cJSON_GetObjectItem(repo, "pulls")), 1);
 	/* "$${...}" is the text "${...}" */
+	ck_assert_str_eq(file_b64(repo, "refs/heads/sbxloop/run-2", "lit.txt"),
+			 "JHswLnNoYX0=");
 	ck_assert_str_eq(
-		cJSON_GetStringValue(cJSON_GetObjectItem(
-			cJSON_GetObjectItem(
-				cJSON_GetObjectItem(
-					cJSON_GetObjectItem(repo, "files"),
-					"refs/heads/sbxloop/run-2"),
-				"lit.txt"),
-			"content_b64")),
-		"JHswLnNoYX0=");
+		file_b64(repo, "refs/heads/sbxloop/run-2", "lit2.txt"),
+		"JCR7MC5zaGF9");
 	cJSON_Delete(st);
 	log = gh_fake_requests(&fake);
 	ck_assert_int_eq(cJSON_GetArraySize(log), 7);
