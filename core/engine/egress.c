@@ -272,8 +272,25 @@ char **sl_egress_github_seed(const struct sl_config *cfg)
 	const char *const *t;
 	size_t extras = sl_config_list_len(cfg, EXTRAS);
 
+	const char *api = sl_config_str(cfg, "github.api_url");
+
 	for (t = sl_egress_github; *t; t++)
 		list_push(&list, &n, *t);
+	/* GitHub Enterprise: the API host github.api_url names */
+	if (api && strstr(api, "://")) {
+		const char *h = strstr(api, "://") + 3;
+		size_t len = strcspn(h, ":/?#");
+		char host[256];
+
+		if (len && len < sizeof(host)) {
+			memcpy(host, h, len);
+			host[len] = '\0';
+			for (i = 0; i < n && strcmp(list[i], host); i++)
+				;
+			if (i == n)
+				push_filtered(cfg, &list, &n, host);
+		}
+	}
 	for (i = 0; i < extras; i++)
 		push_filtered(cfg, &list, &n,
 			      sl_config_list_item(cfg, EXTRAS, i));

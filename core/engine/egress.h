@@ -57,7 +57,8 @@ int sl_egress_validate_plan(const struct sl_config *cfg, cJSON *egress,
  * the registry and distro baseline, minus every entry that overlaps a
  * policy.deny pattern (a wildcard extra is dropped whole; the control
  * plane excepted: the agent cannot work without it). GitHub: the github
- * tier + extra_allow_domains, minus the same.
+ * tier, the host of github.api_url (GitHub Enterprise) and
+ * extra_allow_domains, minus the same.
  */
 char **sl_egress_agent_seed(const struct sl_config *cfg);
 char **sl_egress_github_seed(const struct sl_config *cfg);

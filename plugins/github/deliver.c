@@ -268,14 +268,14 @@ static cJSON *tree_entries(const struct gh_plan *plan)
 		const struct gh_file *f = &plan->files[i];
 		cJSON *o = cJSON_CreateObject();
 
-		cJSON_AddStringToObject(o, "path", f->path);
+		cJSON_AddItemToObject(o, "path", gh_text(f->path));
 		cJSON_AddStringToObject(o, "mode", f->mode);
 		cJSON_AddStringToObject(o, "type", "blob");
 		if (f->deleted)
 			cJSON_AddNullToObject(o, "sha");
 		else if (f->text)
-			cJSON_AddStringToObject(o, "content",
-						(const char *)f->data);
+			cJSON_AddItemToObject(o, "content",
+					      gh_text((const char *)f->data));
 		else
 			cJSON_AddStringToObject(o, "sha", f->sha);
 		cJSON_AddItemToArray(tree, o);
@@ -304,7 +304,7 @@ static int commit_batch(struct gh *g, const struct gh_plan *plan,
 	snprintf(msg, sizeof(msg),
 		 "sbxloop run %s: deliver artifacts\n\nOutcome: %.1000s",
 		 g->run_id, g->outcome);
-	cJSON_AddStringToObject(p, "message", msg);
+	cJSON_AddItemToObject(p, "message", gh_text(msg));
 	cJSON_AddStringToObject(p, "tree", "${1.sha}");
 	cJSON_AddItemToObject(
 		p, "parents",
@@ -322,8 +322,8 @@ static int commit_batch(struct gh *g, const struct gh_plan *plan,
 		gh_batch_item(force_move ? "ref.update" : "ref.create", p));
 	if (make_pr) {
 		p = gh_params(g);
-		cJSON_AddStringToObject(p, "title", title);
-		cJSON_AddStringToObject(p, "body", body);
+		cJSON_AddItemToObject(p, "title", gh_text(title));
+		cJSON_AddItemToObject(p, "body", gh_text(body));
 		cJSON_AddStringToObject(p, "head", t->branch);
 		cJSON_AddStringToObject(p, "base", t->base);
 		cJSON_AddBoolToObject(

@@ -27,12 +27,12 @@ struct gh {
 	char *api_url; /* github.api_url */
 	char *run_id;
 	char *outcome;
-	int report;  /* github.report */
-	int deliver; /* github.deliver */
-	int started; /* run_start probed the repository */
+	int report;           /* github.report */
+	int deliver;          /* github.deliver */
+	int started;          /* run_start probed the repository */
 	char *default_branch; /* as the probe found it */
-	int retry;   /* `sbxloop deliver`: the run is over */
-	int dry_run; /* print the delivery plan, call nothing */
+	int retry;            /* `sbxloop deliver`: the run is over */
+	int dry_run;          /* print the delivery plan, call nothing */
 	/* the tracking issue */
 	long long issue;
 	char *issue_url;
@@ -77,6 +77,12 @@ int gh_batch(struct gh *g, const cJSON *ops, double timeout_s, cJSON **out,
 	     struct gh_err *e);
 /* {op, params} for gh_batch; takes `params`. */
 cJSON *gh_batch_item(const char *op, cJSON *params);
+/*
+ * A string param of a batch op that is text, never a reference: a file's
+ * content, a path, a title. Text that reads "${...}" (after any '$') is
+ * sent with one more '$', which the worker drops.
+ */
+cJSON *gh_text(const char *s);
 /* {"repo": g->repo} plus nothing else: the start of most params. */
 cJSON *gh_params(const struct gh *g);
 /* The integer at `item`, 0 when it is not a number. */

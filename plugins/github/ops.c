@@ -32,6 +32,36 @@ cJSON *gh_batch_item(const char *op, cJSON *params)
 	return o;
 }
 
+/* "${...}" with no '{' inside: what a batch reads as a reference. */
+static int ref_text(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 3 && s[0] == '$' && s[1] == '{' && s[n - 1] == '}' &&
+	       !strchr(s + 2, '{');
+}
+
+cJSON *gh_text(const char *s)
+{
+	const char *p = s ? s : "";
+	char *esc;
+	cJSON *item;
+
+	while (*p == '$' && p[1] == '$')
+		p++;
+	if (!ref_text(p))
+		return cJSON_CreateString(s ? s : "");
+	/* "$"*k + "${...}" travels with one more '$', which the batch drops */
+	esc = malloc(strlen(s) + 2);
+	if (!esc)
+		return NULL;
+	esc[0] = '$';
+	strcpy(esc + 1, s);
+	item = cJSON_CreateString(esc);
+	free(esc);
+	return item;
+}
+
 long long gh_num(const cJSON *item)
 {
 	return cJSON_IsNumber(item) && item->valuedouble >= -9e15 &&

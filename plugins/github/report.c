@@ -5,9 +5,10 @@
  * comment line; the run's end adds the summary and, for a completed run,
  * closes it as completed. Task titles come from an agent: they are
  * escaped so they cannot mention people or inject markup. Failures here
- * are logged and evented and never change the run, except a repository
- * that does not exist or a token that cannot see it, which fails the run
- * before any phase (SBXLOOP_EINVAL).
+ * are logged and evented and never change the run, except the
+ * repository probe: a repository that does not exist, a token that
+ * cannot see it or a github sandbox that cannot reach GitHub fails the
+ * run before any phase (SBXLOOP_EINVAL), not at delivery hours later.
  */
 #include "config.h"
 
@@ -105,12 +106,24 @@ int gh_repo_ensure(struct gh *g, struct sbxloop_error *err)
 			return h->error_set(h, err, SBXLOOP_EINVAL,
 					    "repository %s: %s%s", g->repo,
 					    e.message, scope_hint(&e));
-		return h->error_set(h, err, SBXLOOP_ERR,
-				    "repository %s could not be checked: %s",
+		/* better now than after the run's work, at delivery */
+		return h->error_set(h, err, SBXLOOP_EINVAL,
+				    "repository %s could not be checked from "
+				    "the github sandbox: %s; fix that, or run "
+				    "with --no-report --no-deliver",
 				    g->repo, e.message);
 	}
 	missing =
 		cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(out, "missing"));
+	if (!missing) {
+		/* the delivery's base unless github.deliver_base says */
+		const char *b =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+				out, "default_branch"));
+
+		free(g->default_branch);
+		g->default_branch = b ? strdup(b) : NULL;
+	}
 	cJSON_Delete(out);
 	if (!missing)
 		return 0;

@@ -252,6 +252,29 @@ cJSON *gh_fake_requests(const struct gh_fake *f)
 	return arr;
 }
 
+int gh_fake_count(const struct gh_fake *f, int from, int *requests,
+		  int *connections)
+{
+	cJSON *reqs = gh_fake_requests(f), *r;
+	int i = 0, n = 0, last = -1, conns = 0;
+
+	cJSON_ArrayForEach (r, reqs) {
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(r, "conn");
+
+		if (i++ < from)
+			continue;
+		n++;
+		if (cJSON_IsNumber(c) && c->valueint != last) {
+			conns++;
+			last = c->valueint;
+		}
+	}
+	cJSON_Delete(reqs);
+	*requests = n;
+	*connections = conns;
+	return i;
+}
+
 /* Run the openssl CLI: 0, or -1 with its stderr on ours. */
 static int openssl(const char *const *argv)
 {

@@ -41,6 +41,12 @@ cJSON *gh_fake_state(const struct gh_fake *f);
 int gh_fake_set_faults(const struct gh_fake *f, const char *json_array);
 /* The --log lines so far as an array (caller frees); never NULL. */
 cJSON *gh_fake_requests(const struct gh_fake *f);
+/* Of the logged requests from index FROM on: how many, and over how
+ * many connections (a change of the connection number counts one; a
+ * client that reuses no connection makes as many as requests). Returns
+ * the number of requests logged in all, for the next FROM. */
+int gh_fake_count(const struct gh_fake *f, int from, int *requests,
+		  int *connections);
 /* A TLS front: a throwaway CA and a server certificate for 127.0.0.1
  * made with the openssl CLI, and socat OPENSSL-LISTEN forwarding to the
  * fake. HTTPS_URL gets https://127.0.0.1:PORT, CA_FILE the CA to trust.

@@ -942,6 +942,33 @@ START_TEST(test_one_curl_two_urls_is_one_connection)
 }
 END_TEST
 
+/* gh_fake_count, which bench/github reports from: requests and the
+ * connections they came over, from a given point of the log on. */
+START_TEST(test_the_request_count_sees_connections)
+{
+	char second[128];
+	const char *const extra[] = {second, NULL};
+	struct call two = {"GET", "/user", NULL, NULL, extra, 0};
+	struct call one = {"GET", "/user", NULL, NULL, NULL, 0};
+	int req, conns, total;
+
+	snprintf(second, sizeof(second), "%s/repos/o/r", fake.url);
+	ck_assert_int_eq(call(&two, NULL, NULL), 200);
+	total = gh_fake_count(&fake, 0, &req, &conns);
+	ck_assert_int_eq(total, 2);
+	ck_assert_int_eq(req, 2);
+	ck_assert_int_eq(conns, 1);
+	ck_assert_int_eq(call(&one, NULL, NULL), 200);
+	ck_assert_int_eq(call(&one, NULL, NULL), 200);
+	ck_assert_int_eq(gh_fake_count(&fake, total, &req, &conns), 4);
+	ck_assert_int_eq(req, 2);
+	ck_assert_int_eq(conns, 2);
+	ck_assert_int_eq(gh_fake_count(&fake, 0, &req, &conns), 4);
+	ck_assert_int_eq(req, 4);
+	ck_assert_int_eq(conns, 3);
+}
+END_TEST
+
 /* A create-tree body of FILES inline files of SIZE bytes each, in
  * directories of 10; written to a file, its path (static). */
 static const char *big_tree(int files, size_t size)
@@ -1096,6 +1123,7 @@ static Suite *github_fake_suite(void)
 	tcase_add_test(tc, test_fault_500_once_then_success);
 	tcase_add_test(tc, test_secondary_rate_limit_is_403_with_retry_after);
 	tcase_add_test(tc, test_one_curl_two_urls_is_one_connection);
+	tcase_add_test(tc, test_the_request_count_sees_connections);
 	tcase_add_test(tc, test_five_megabyte_tree_of_500_inline_files);
 	tcase_add_test(tc, test_chunked_request_body);
 	tcase_add_test(tc, test_tls_front_with_cacert);

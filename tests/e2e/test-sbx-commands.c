@@ -29,6 +29,7 @@
 #include "testutil.h"
 
 #include "sbx-support.h"
+#include "github-support.h"
 
 /* ------------------------------------------------------------- commands */
 
@@ -712,6 +713,68 @@ START_TEST(test_run_with_a_repo_provisions_the_pair_and_splits_tokens)
 }
 END_TEST
 
+/*
+ * GitHub through the sbx provider: the reporter's jobs run in the github
+ * sandbox (one `sbx exec` each), which alone got the GitHub token; the
+ * fake GitHub ends up with the tracking issue, closed, and the pull
+ * request of the delivered branch.
+ */
+START_TEST(test_run_reports_and_delivers_through_the_github_sandbox)
+{
+	static const char *const repos[] = {"octo/demo", NULL};
+	const char *run[] = {"run", "make a thing", "--no-tui", NULL};
+	char *state = sl_xasprintf("%s/state", dir), *more, *j;
+	struct gh_fake gh;
+	struct tu_run r;
+	cJSON *st, *repo, *all, *rec, *issue;
+	int gh_execs = 0;
+
+	memset(&gh, 0, sizeof(gh));
+	ck_assert_int_eq(gh_fake_start(&gh, RUN_GH_TOKEN, repos), 0);
+	more = sl_xasprintf("github:\n  repo: octo/demo\n  report: true\n"
+			    "  deliver: true\n  api_url: %s\n",
+			    gh.url);
+	write_run_config_with("happy1", more);
+	free(more);
+	setenv("GH_TOKEN", RUN_GH_TOKEN, 1);
+	sbxloop(&r, run);
+	unsetenv("GH_TOKEN");
+	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
+	ck_assert(!strstr(r.out, RUN_GH_TOKEN) &&
+		  !strstr(r.err, RUN_GH_TOKEN));
+	tu_run_free(&r);
+	st = gh_fake_state(&gh);
+	gh_fake_stop(&gh);
+	ck_assert_ptr_nonnull(st);
+	repo = cJSON_GetObjectItem(cJSON_GetObjectItem(st, "repos"),
+				   "octo/demo");
+	issue = cJSON_GetArrayItem(cJSON_GetObjectItem(repo, "issues"), 0);
+	ck_assert_str_eq(
+		cJSON_GetStringValue(cJSON_GetObjectItem(issue, "state")),
+		"closed");
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(repo, "pulls")), 1);
+	cJSON_Delete(st);
+	/* every GitHub call was a worker job in the github sandbox */
+	all = invocations();
+	cJSON_ArrayForEach (rec, all) {
+		j = argv_joined(rec);
+		ck_assert_msg(!strstr(j, RUN_GH_TOKEN), "argv: %s", j);
+		if (sl_starts_with(j, "exec -i ") && strstr(j, "-github ") &&
+		    strstr(j, "sbxloop-worker run"))
+			gh_execs++;
+		free(j);
+	}
+	cJSON_Delete(all);
+	/* probe, search, issue, comment, delivery (2), summary, close */
+	ck_assert_int_ge(gh_execs, 7);
+	ck_assert_int_le(gh_execs, 9);
+	ck_assert_int_eq(sandboxes_left(), 0);
+	ck_assert(!tree_contains(state, RUN_GH_TOKEN));
+	free(state);
+}
+END_TEST
+
 /* A missing token stops the run before any sandbox exists. */
 START_TEST(test_run_missing_token_creates_nothing)
 {
@@ -885,6 +948,8 @@ static Suite *sbx_commands_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_run_completes_on_sbx_with_one_exec_per_job);
+	tcase_add_test(
+		tc, test_run_reports_and_delivers_through_the_github_sandbox);
 	tcase_add_test(tc, test_run_provision_failure_rolls_back);
 	tcase_add_test(
 		tc,

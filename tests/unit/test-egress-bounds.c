@@ -234,6 +234,29 @@ START_TEST(test_extra_allow_domains_are_seeded_and_in_bounds)
 }
 END_TEST
 
+/* GitHub Enterprise: the github sandbox (only) reaches api_url's host,
+ * unless policy.deny says otherwise */
+START_TEST(test_the_api_url_host_is_seeded_for_the_github_sandbox)
+{
+	char **seed, **gh;
+
+	load("github:\n  repo: o/r\n  api_url: "
+	     "https://ghe.corp.example:8443/api/v3\n");
+	gh = sl_egress_github_seed(cfg);
+	ck_assert(in_list(gh, "ghe.corp.example"));
+	ck_assert(in_list(gh, "api.github.com"));
+	sl_egress_list_free(gh);
+	seed = sl_egress_agent_seed(cfg);
+	ck_assert(!in_list(seed, "ghe.corp.example"));
+	sl_egress_list_free(seed);
+	load("github:\n  repo: o/r\n  api_url: https://ghe.corp.example/\n"
+	     "policy:\n  deny: [ghe.corp.example]\n");
+	gh = sl_egress_github_seed(cfg);
+	ck_assert(!in_list(gh, "ghe.corp.example"));
+	sl_egress_list_free(gh);
+}
+END_TEST
+
 /* issue 11 item 2: a deny of evil.org must refuse `*.evil.org`, which
  * covers evil.org itself, even under an operator's `*` */
 START_TEST(test_declaration_overlapping_a_deny_is_out_of_bounds)
@@ -584,6 +607,8 @@ static Suite *egress_bounds_suite(void)
 	tcase_add_test(tc,
 		       test_operator_star_and_allow_patterns_widen_the_bounds);
 	tcase_add_test(tc, test_extra_allow_domains_are_seeded_and_in_bounds);
+	tcase_add_test(tc,
+		       test_the_api_url_host_is_seeded_for_the_github_sandbox);
 	tcase_add_test(tc,
 		       test_declaration_overlapping_a_deny_is_out_of_bounds);
 	tcase_add_test(
