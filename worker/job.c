@@ -332,15 +332,14 @@ int wk_job_parse(struct wk_job *job, const char *text, size_t len, char **err)
 			       &job->command_timeout_s, job->timeout_s, err))
 			goto fail;
 	} else {
-		const char *op;
-
-		if (req_string(job->root, "op", &op, err) < 0)
+		if (req_string(job->root, "op", &job->op, err) < 0)
 			goto fail;
 		v = cJSON_GetObjectItemCaseSensitive(job->root, "params");
 		if (v && !cJSON_IsNull(v) && !cJSON_IsObject(v)) {
 			*err = wk_strdup("field 'params' must be an object");
 			goto fail;
 		}
+		job->params = cJSON_IsObject(v) ? v : NULL;
 	}
 	return 0;
 fail:
@@ -415,6 +414,9 @@ cJSON *wk_result_to_json(const struct wk_result *res, const char *job_id)
 		if (res->error_detail)
 			cJSON_AddStringToObject(e, "detail",
 						res->error_detail);
+		if (res->http_status)
+			cJSON_AddNumberToObject(e, "http_status",
+						(double)res->http_status);
 	}
 	cJSON_AddArrayToObject(o, "artifacts");
 	return o;

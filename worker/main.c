@@ -21,7 +21,7 @@
 #include <sys/prctl.h>
 #endif
 
-#include "worker.h"
+#include "github.h"
 #include "common/json.h"
 
 struct options {
@@ -43,6 +43,7 @@ static void usage(FILE *f)
 	      "                          [--disk-warn P] [--disk-abort P] "
 	      "[--mem-warn P] [--mem-abort P]\n"
 	      "   or: sbxloop-worker check-agent [PRESET]\n"
+	      "   or: sbxloop-worker check-github\n"
 	      "   or: sbxloop-worker version\n",
 	      f);
 }
@@ -241,11 +242,7 @@ static void run_kind(struct wk_ctx *ctx, const struct wk_job *job,
 	} else if (!strcmp(job->kind, "agent.session")) {
 		wk_agent_session(ctx, job, res);
 	} else {
-		/* github.op arrives with the GitHub integration */
-		wk_result_set_error(res, WK_ERROR, "NotAvailable", NULL,
-				    "job kind '%s' is not available in this "
-				    "worker yet",
-				    job->kind);
+		wk_github_op(ctx, job, res);
 	}
 }
 
@@ -431,6 +428,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc, argv);
 	if (argc >= 2 && argc <= 3 && !strcmp(argv[1], "check-agent"))
 		return wk_check_agent(argc == 3 ? argv[2] : NULL);
+	if (argc == 2 && !strcmp(argv[1], "check-github"))
+		return wk_check_github();
 	if (argc >= 2 &&
 	    (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))) {
 		usage(stdout);

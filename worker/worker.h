@@ -54,6 +54,9 @@ struct wk_job {
 	cJSON *argv;
 	cJSON *commands;
 	double command_timeout_s;
+	/* github.op */
+	const char *op;
+	cJSON *params; /* an object, or NULL */
 };
 
 /* What a job produced. Strings and JSON are owned by the result. */
@@ -69,6 +72,7 @@ struct wk_result {
 	char *error_type;
 	char *error_message;
 	char *error_detail;
+	long http_status; /* github.op: the failed request's status, or 0 */
 };
 
 /* Runtime state of one `run` invocation. */

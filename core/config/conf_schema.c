@@ -299,6 +299,7 @@ static const char *const tool_variables[] = {
 	"SBXLOOP_WORKER_BACKEND",
 	"SBXLOOP_WORKER_FSYNC",
 	"SBXLOOP_WORKER_FSYNC_EVENTS",
+	"SBXLOOP_WORKER_LIBCURL",
 	/* make check, the benchmarks and the test fakes */
 	"SBXLOOP_AGENT_CLI_DIR",
 	"SBXLOOP_BIN",

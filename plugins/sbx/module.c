@@ -16,7 +16,8 @@ const struct sbxloop_config_key sbxp_config_keys[] = {
 	{"create_timeout", SBXLOOP_VALUE_INT, "600", NULL,
 	 "seconds before `sbx create` is killed"},
 	{"install_runtime", SBXLOOP_VALUE_BOOL, "true", NULL,
-	 "apt-get install libcjson1 in a sandbox that lacks it"},
+	 "apt-get install the worker's runtime libraries (libcjson1; "
+	 "libcurl4 in the github sandbox) where they are missing"},
 	{NULL, 0, NULL, NULL, NULL}};
 
 static const struct sbxloop_component sbx_components[] = {

@@ -33,7 +33,7 @@ struct box {
 struct provider {
 	struct sbxp sbx;
 	const char *tmpl;    /* template, or NULL */
-	int install_runtime; /* try apt-get when libcjson is missing */
+	int install_runtime; /* apt-get a missing runtime library */
 	struct box *boxes;
 };
 
@@ -365,12 +365,39 @@ static void marker_name(char *buf, size_t size)
 }
 
 /*
- * The one probe exec after the worker copy: make it executable, check
- * its libraries resolve (exit 3 when one is missing), print its version
- * and, when a marker is given, search for the workspace mount. Prints
- * `version:<...>` and `mount:<hit>` lines.
+ * The worker's runtime libraries, by the probe's exit status when one is
+ * missing: 3 from ldd (libcjson, every sandbox), 6 from `check-github`
+ * (libcurl, loaded only by github.op jobs, so only the github sandbox
+ * needs it).
  */
-static char *probe_script(const char *workspace, const char *marker)
+static const struct runtime_lib {
+	int exit_code;
+	int bit;
+	const char *lib, *package, *jobs;
+} runtime_libs[] = {
+	{3, 1, "libcjson", "libcjson1", ""},
+	{6, 2, "libcurl (libcurl.so.4)", "libcurl4", "GitHub jobs "},
+};
+
+static const struct runtime_lib *runtime_lib(int exit_code)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(runtime_libs) / sizeof(*runtime_libs); i++)
+		if (runtime_libs[i].exit_code == exit_code)
+			return &runtime_libs[i];
+	return NULL;
+}
+
+/*
+ * The one probe exec after the worker copy: make it executable, check
+ * its libraries resolve (exit 3 when one is missing), print its version,
+ * for the github sandbox check that it loads libcurl (`check-github`,
+ * exit 6 when not) and, when a marker is given, search for the
+ * workspace mount. Prints `version:<...>` and `mount:<hit>` lines.
+ */
+static char *probe_script(const char *workspace, const char *marker,
+			  int github)
 {
 	char *qws = sbxp_shell_quote(workspace ? workspace : "");
 	char *roots = NULL, *script;
@@ -395,8 +422,10 @@ static char *probe_script(const char *workspace, const char *marker)
 		"if command -v ldd >/dev/null 2>&1 && "
 		"ldd \"$w\" 2>&1 | grep -q 'not found'; then exit 3; fi; "
 		"v=$(\"$w\" version) || exit 5; echo \"version:$v\"; "
-		"%s%s%s%s%s"
+		"%s%s%s%s%s%s"
 		":",
+		github ? "\"$w\" check-github >/dev/null 2>&1 || exit 6; "
+		       : "",
 		marker ? "set --; for d in " : "", marker ? roots : "",
 		marker ? "; do [ -d \"$d\" ] && set -- \"$@\" \"$d\"; done; "
 			 "if [ $# -gt 0 ]; then "
@@ -478,8 +507,9 @@ static int install_and_probe(struct provider *p,
 	struct sbxloop_proc_result res;
 	char marker[48], *marker_path = NULL, *script = NULL;
 	const char *v, *hit;
+	const struct runtime_lib *lib;
 	char got[128], mdir[SBXLOOP_PATH_MAX];
-	int rc, have_marker = 0, tries;
+	int rc, have_marker = 0, installed = 0;
 
 	memset(&res, 0, sizeof(res));
 	rc = prov_copy_in(p, spec->name, spec->worker_path, SBXP_WORKER, err);
@@ -501,44 +531,54 @@ static int install_and_probe(struct provider *p,
 			have_marker = 1;
 		}
 	}
-	script = probe_script(spec->workspace, have_marker ? marker : NULL);
+	script = probe_script(spec->workspace, have_marker ? marker : NULL,
+			      spec->role && !strcmp(spec->role, "github"));
 	if (!script) {
 		rc = h->error_set(h, err, SBXLOOP_ENOMEM,
 				  "sbx: out of memory");
 		goto out;
 	}
-	for (tries = 0;; tries++) {
+	for (;;) {
 		rc = exec_sh(p, spec->name, script, 0, &res, err);
 		if (rc < 0)
 			goto out;
-		if (res.exit_code != 3 || tries > 0 || !p->install_runtime)
+		lib = runtime_lib(res.exit_code);
+		if (!lib || (installed & lib->bit) || !p->install_runtime)
 			break;
 		{
-			/* the worker's runtime library is missing: once */
-			struct sbxloop_proc_result ir;
+			/* a runtime library is missing: install it, once */
+			struct sbxloop_proc_result ir = {0};
+			char *cmd =
+				sbxp_printf("sudo -n apt-get install -y %s "
+					    ">/dev/null 2>&1",
+					    lib->package);
 
 			h->log(h, SBXLOOP_LOG_INFO,
-			       "sandbox '%s' lacks libcjson; installing "
-			       "libcjson1",
-			       spec->name);
+			       "sandbox '%s' lacks %s; installing %s",
+			       spec->name, lib->lib, lib->package);
 			h->proc_result_clear(&res);
-			rc = exec_sh(p, spec->name,
-				     "sudo -n apt-get install -y libcjson1 "
-				     ">/dev/null 2>&1",
-				     600, &ir, err);
+			installed |= lib->bit;
+			rc = cmd ? exec_sh(p, spec->name, cmd, 600, &ir, err)
+				 : h->error_set(h, err, SBXLOOP_ENOMEM,
+						"sbx: out of memory");
+			free(cmd);
 			h->proc_result_clear(&ir);
 			if (rc < 0)
 				goto out;
 		}
 	}
-	if (res.exit_code == 3) {
+	if (lib) {
 		rc = h->error_set(
 			h, err, SBXLOOP_EINFRA,
-			"sbxloop-worker cannot run in sandbox '%s': its "
-			"runtime library libcjson is missing and `sudo "
-			"apt-get install libcjson1` did not provide it; use a "
-			"template that has libcjson1 (sbx.template)",
-			spec->name);
+			"sbxloop-worker cannot run %sin sandbox '%s': its "
+			"runtime library %s is missing and %s%s%s; use a "
+			"template that has %s (sbx.template)",
+			lib->jobs, spec->name, lib->lib,
+			p->install_runtime ? "`sudo apt-get install "
+					   : "sbx.install_runtime is off",
+			p->install_runtime ? lib->package : "",
+			p->install_runtime ? "` did not provide it" : "",
+			lib->package);
 		goto out;
 	}
 	if (res.exit_code != 0) {

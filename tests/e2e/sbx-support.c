@@ -229,12 +229,19 @@ int create_box(const char *name, const char *const *domains,
 	       const char *worker, struct sbxloop_sandbox_info *info,
 	       struct sbxloop_error *err)
 {
+	return create_box_as(name, "agent", domains, worker, info, err);
+}
+
+int create_box_as(const char *name, const char *role,
+		  const char *const *domains, const char *worker,
+		  struct sbxloop_sandbox_info *info, struct sbxloop_error *err)
+{
 	struct sbxloop_sandbox_spec spec;
 
 	memset(&spec, 0, sizeof(spec));
 	spec.struct_size = sizeof(spec);
 	spec.name = name;
-	spec.role = "agent";
+	spec.role = role;
 	spec.run_id = "r1";
 	spec.workspace = ws;
 	spec.worker_path = worker ? worker : tu_env("SBXLOOP_WORKER");

@@ -40,6 +40,11 @@ int box_exists(const char *name);
 int create_box(const char *name, const char *const *domains,
 	       const char *worker, struct sbxloop_sandbox_info *info,
 	       struct sbxloop_error *err);
+/* create_box for a sandbox of `role` ("agent", "github") */
+int create_box_as(const char *name, const char *role,
+		  const char *const *domains, const char *worker,
+		  struct sbxloop_sandbox_info *info,
+		  struct sbxloop_error *err);
 void must_create(const char *name);
 int run_in(const char *name, const char *script_text, const char *in,
 	   double timeout, struct sbxloop_proc_result *res,

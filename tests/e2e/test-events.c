@@ -827,6 +827,8 @@ START_TEST(test_worker_lines_cannot_carry_host_events)
 	ck_assert_int_eq(count_type("r1", "worker.heartbeat"), 1);
 	ck_assert(sl_event_is_worker_type("sandbox.resources"));
 	ck_assert(sl_event_is_worker_type("agent.tool_end"));
+	ck_assert(sl_event_is_worker_type("gh.op_progress"));
+	ck_assert(sl_event_is_worker_type("gh.retry"));
 	ck_assert(!sl_event_is_worker_type("run.end"));
 	ck_assert(!sl_event_is_worker_type(""));
 	ck_assert(!sl_event_is_worker_type(NULL));

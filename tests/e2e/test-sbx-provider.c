@@ -245,6 +245,89 @@ START_TEST(test_missing_libcjson_without_apt_is_a_clear_error)
 }
 END_TEST
 
+/* Calls starting with `prefix` whose argv mentions `needle`. */
+static int calls_mentioning(const char *prefix, const char *needle)
+{
+	cJSON *all = invocations(), *rec;
+	int n = 0;
+
+	cJSON_ArrayForEach (rec, all) {
+		char *j = argv_joined(rec);
+
+		n += sl_starts_with(j, prefix) && strstr(j, needle);
+		free(j);
+	}
+	cJSON_Delete(all);
+	return n;
+}
+
+/* Only the github sandbox needs libcurl: its probe runs check-github. */
+START_TEST(test_missing_libcurl_in_the_github_sandbox_is_installed_once)
+{
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_error err = {0, ""};
+
+	script("[{\"prefix\":\"exec -w /home/agent sbxloop-r1-github sh -c "
+	       "w=\",\"returncode\":6,\"once\":true},"
+	       "{\"prefix\":\"exec -w /home/agent sbxloop-r1-github sh -c "
+	       "sudo -n apt-get install -y libcurl4\",\"returncode\":0}]");
+	core_up();
+	box_up();
+	ck_assert_msg(create_box_as("sbxloop-r1-github", "github", NULL, NULL,
+				    &info, &err) == 0,
+		      "%s", err.message);
+	ck_assert_int_eq(count_calls("exec -w /home/agent sbxloop-r1-github "
+				     "sh -c sudo"),
+			 1);
+	/* both probes asked the worker whether it loads libcurl */
+	ck_assert_int_eq(calls_mentioning("exec -w /home/agent "
+					  "sbxloop-r1-github sh -c w=",
+					  "check-github"),
+			 2);
+}
+END_TEST
+
+/*
+ * A worker that cannot load libcurl (the test hook names a library that
+ * does not exist) and an apt-get that does not help: a clear error, and
+ * the sandbox is removed. The agent sandbox is not asked for libcurl.
+ */
+START_TEST(test_missing_libcurl_without_apt_is_a_clear_error)
+{
+	struct sbxloop_sandbox_info info;
+	struct sbxloop_error err = {0, ""};
+
+	setenv("SBXLOOP_WORKER_LIBCURL", "/nonexistent/libcurl.so.4", 1);
+	script("[{\"prefix\":\"exec -w /home/agent sbxloop-r1-github sh -c "
+	       "sudo\",\"returncode\":100}]");
+	core_up();
+	box_up();
+	ck_assert_int_eq(create_box_as("sbxloop-r1-github", "github", NULL,
+				       NULL, &info, &err),
+			 SBXLOOP_EINFRA);
+	ck_assert_msg(strstr(err.message, "GitHub jobs") &&
+			      strstr(err.message, "libcurl") &&
+			      strstr(err.message, "libcurl4"),
+		      "%s", err.message);
+	ck_assert_int_eq(count_calls("exec -w /home/agent sbxloop-r1-github "
+				     "sh -c sudo"),
+			 1);
+	ck_assert(!box_exists("sbxloop-r1-github"));
+	/* an agent sandbox never runs check-github */
+	ck_assert_msg(
+		create_box("sbxloop-r1-agent", NULL, NULL, &info, &err) == 0,
+		"%s", err.message);
+	ck_assert_int_eq(calls_mentioning("exec -w /home/agent "
+					  "sbxloop-r1-agent",
+					  "check-github"),
+			 0);
+	ck_assert_int_eq(calls_mentioning("exec -w /home/agent "
+					  "sbxloop-r1-github sh -c w=",
+					  "check-github"),
+			 2);
+}
+END_TEST
+
 START_TEST(test_missing_sbx_binary_is_not_found)
 {
 	struct sbxloop_sandbox_info info;
@@ -621,6 +704,10 @@ static Suite *sbx_provider_suite(void)
 	tcase_add_test(tc, test_worker_version_mismatch_is_refused);
 	tcase_add_test(tc, test_missing_libcjson_is_installed_once);
 	tcase_add_test(tc, test_missing_libcjson_without_apt_is_a_clear_error);
+	tcase_add_test(
+		tc,
+		test_missing_libcurl_in_the_github_sandbox_is_installed_once);
+	tcase_add_test(tc, test_missing_libcurl_without_apt_is_a_clear_error);
 	tcase_add_test(tc, test_missing_sbx_binary_is_not_found);
 	tcase_add_test(tc, test_exec_returns_inner_exit_code);
 	tcase_add_test(tc, test_exec_in_missing_or_stopped_sandbox_is_infra);

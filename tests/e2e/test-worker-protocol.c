@@ -381,7 +381,8 @@ START_TEST(test_upstream_shaped_jobs_at_defaults_are_accepted)
 	job = upstream_job("github.op", "op", cJSON_CreateString("repo.get"));
 	run_worker(&r, job, NULL);
 	ck_assert_msg(r.rc == 0, "github.op: exit %d: %s", r.rc, r.err);
-	ck_assert_str_eq(errfield(&r, "type"), "NotAvailable");
+	/* accepted: it reaches the executor, which wants a token */
+	ck_assert_str_eq(errfield(&r, "type"), "GitHubAuthError");
 	run_free(&r);
 	free(job);
 
@@ -638,7 +639,8 @@ START_TEST(test_sigterm_kills_the_job_and_exits_70)
 }
 END_TEST
 
-START_TEST(test_github_op_is_a_typed_not_available_error)
+/* The github.op contract itself is test-worker-github.c's. */
+START_TEST(test_github_op_without_a_token_is_a_typed_auth_error)
 {
 	struct run r;
 	const cJSON *d;
@@ -649,11 +651,12 @@ START_TEST(test_github_op_is_a_typed_not_available_error)
 		   NULL);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(rstr(&r, "status"), "error");
-	ck_assert_str_eq(errfield(&r, "type"), "NotAvailable");
-	ck_assert_ptr_nonnull(
-		strstr(errfield(&r, "message"), "not available"));
+	ck_assert_str_eq(errfield(&r, "type"), "GitHubAuthError");
+	ck_assert_str_eq(errfield(&r, "message"),
+			 "GH_TOKEN (or GITHUB_TOKEN) is not set in the github "
+			 "sandbox");
 	ck_assert_int_eq(count_events(&r, "worker.error", &d), 1);
-	ck_assert_str_eq(dstr(d, "error_type"), "NotAvailable");
+	ck_assert_str_eq(dstr(d, "error_type"), "GitHubAuthError");
 	run_free(&r);
 }
 END_TEST
@@ -743,7 +746,8 @@ static Suite *worker_protocol_suite(void)
 	tcase_add_test(tc, test_unwritable_result_exits_70);
 	tcase_add_test(tc, test_unopenable_events_file_exits_70);
 	tcase_add_test(tc, test_sigterm_kills_the_job_and_exits_70);
-	tcase_add_test(tc, test_github_op_is_a_typed_not_available_error);
+	tcase_add_test(tc,
+		       test_github_op_without_a_token_is_a_typed_auth_error);
 	tcase_add_test(tc, test_long_event_lines_are_capped);
 	tcase_add_test(tc, test_worker_dies_with_its_parent);
 	suite_add_tcase(s, tc);

@@ -103,6 +103,10 @@ void setup(void)
 	unsetenv("SBXLOOP_WORKER_BACKEND");
 	unsetenv("SBXLOOP_SCRIPT");
 	unsetenv("SBXLOOP_AGENT_PRESET");
+	unsetenv("GH_TOKEN");
+	unsetenv("GITHUB_TOKEN");
+	unsetenv("SBXLOOP_WORKER_LIBCURL");
+	unsetenv("CURL_CA_BUNDLE");
 }
 
 void teardown(void)

@@ -89,6 +89,8 @@
 #define SBXLOOP_EV_GH_OP_START "gh.op_start"
 #define SBXLOOP_EV_GH_OP_PROGRESS "gh.op_progress"
 #define SBXLOOP_EV_GH_OP_END "gh.op_end"
+/* a GitHub request about to be tried again after a wait */
+#define SBXLOOP_EV_GH_RETRY "gh.retry"
 
 /* chat (reserved for steering) */
 #define SBXLOOP_EV_CHAT_MESSAGE "chat.message"
