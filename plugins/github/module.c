@@ -13,6 +13,7 @@
 
 #include <sbxloop/events.h>
 #include <sbxloop/reporter.h>
+#include <sbxloop/states.h>
 
 #include "github.h"
 
@@ -151,7 +152,7 @@ static int gh_run_start(void *ctx, const struct sbxloop_run_info *run,
 		return rc;
 	g->started = 1;
 	/* `sbxloop deliver` calls with the completed run: no live issue */
-	g->retry = run->state && !strcmp(run->state, "completed");
+	g->retry = run->state && !strcmp(run->state, SBXLOOP_RUN_COMPLETED);
 	if (!g->report)
 		return 0;
 	gh_report_open(g);

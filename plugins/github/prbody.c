@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sbxloop/states.h>
+
 #include "github.h"
 
 #define PR_LINES_MAX 50
@@ -159,7 +161,7 @@ static void task_lines(struct text *t, const char *tasks_json)
 			code(t, c->valuestring);
 		}
 		if (n)
-			adds(t, state && !strcmp(state, "done")
+			adds(t, state && !strcmp(state, SBXLOOP_TASK_DONE)
 					? " \xe2\x80\x94 passed"
 					: " \xe2\x80\x94 not passed");
 		adds(t, "\n");

@@ -167,7 +167,7 @@ static void md_inline(char *dst, size_t cap, const char *src)
 char *gh_task_line(const char *task_id, const char *title, const char *state)
 {
 	char id[160], t[4 * TITLE_MAX], st[64], *line;
-	int done = state && !strcmp(state, "done");
+	int done = state && !strcmp(state, SBXLOOP_TASK_DONE);
 	size_t n;
 
 	md_inline(id, sizeof(id), task_id ? task_id : "?");
