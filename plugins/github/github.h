@@ -92,6 +92,7 @@ void gh_emit(struct gh *g, const char *type, cJSON *data);
 
 /* plan.c: what a delivery sends */
 #define GH_INLINE_MAX (512u << 10) /* text up to this goes inline */
+#define GH_FILE_MAX (100LL << 20)  /* GitHub refuses larger files */
 
 struct gh_file {
 	char *path;          /* relative to the source directory */

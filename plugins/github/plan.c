@@ -176,7 +176,16 @@ static int load(struct gh_plan *p, struct gh_file *f, const char *root,
 		f->data[n] = '\0';
 		f->len = (size_t)n;
 	} else if (S_ISREG(st.st_mode)) {
-		FILE *fp = fopen(full, "rb");
+		FILE *fp;
+
+		if (st.st_size > GH_FILE_MAX) {
+			snprintf(why, why_len,
+				 "%s is %lld MiB, over GitHub's 100 MiB limit "
+				 "for a file: add it to artifacts.exclude",
+				 f->path, (long long)(st.st_size >> 20));
+			return -1;
+		}
+		fp = fopen(full, "rb");
 
 		if (!fp) {
 			snprintf(why, why_len, "cannot read %s: %s", f->path,

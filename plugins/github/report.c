@@ -230,7 +230,7 @@ void gh_report_open(struct gh *g)
 	struct gh_err e;
 	char *title = issue_title(g), *body;
 	const char *o;
-	size_t n;
+	size_t n, len;
 
 	if (!title)
 		return;
@@ -243,20 +243,19 @@ void gh_report_open(struct gh *g)
 			free(title);
 			return;
 		}
-		snprintf(body, n, "sbxloop run `%s` started.\n\n> ",
-			 g->run_id);
+		len = (size_t)snprintf(
+			body, n, "sbxloop run `%s` started.\n\n> ", g->run_id);
 		for (o = g->outcome; *o; o++) {
-			size_t len = strlen(body);
-
 			if (*o == '\n') {
-				memcpy(body + len, "\n> ", 4);
+				memcpy(body + len, "\n> ", 3);
+				len += 3;
 			} else {
-				body[len] = *o;
-				body[len + 1] = '\0';
+				body[len++] = *o;
 			}
 		}
-		strcat(body, "\n\nProgress is reported as comments on this "
-			     "issue.\n");
+		snprintf(body + len, n - len,
+			 "\n\nProgress is reported as comments on this "
+			 "issue.\n");
 		p = gh_params(g);
 		cJSON_AddStringToObject(p, "title", title);
 		cJSON_AddStringToObject(p, "body", body);

@@ -404,6 +404,65 @@ START_TEST(test_resume_finds_the_same_tracking_issue)
 }
 END_TEST
 
+/*
+ * A git checkout delivers its diff: a run on a clone of src/ sends what
+ * changed against the run's base commit — a modification with its new
+ * mode, a deletion, untracked files and a symlink — and nothing ignored
+ * or unchanged.
+ */
+START_TEST(test_a_checkout_delivers_its_git_diff)
+{
+	static const char *const repos[] = {REPO, NULL};
+	const char *args[] = {"run", "ship", "--no-tui", NULL};
+	cJSON *repo, *pr;
+	const cJSON *files;
+	char *run, *c, branch[64], cmd[1024];
+	const char *mode;
+	size_t len;
+
+	start_fake(TOKEN, repos);
+	/* the base: the remote's README plus two files of its own */
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && mkdir src && cd src && git init -q -b main && "
+		 "printf '# demo\\n' > README.md && printf 'old\\n' > run.sh "
+		 "&& printf '*.log\\n' > .gitignore && git add -A && "
+		 "git -c user.name=t -c user.email=t@e commit -qm base",
+		 rt_dir());
+	ck_assert_int_eq(system(cmd), 0);
+	write_config("sandbox:\n  workspace: src\n"
+		     "  workspace_isolation: clone\n");
+	write_scenario(0, "printf '#!/bin/sh\\necho new\\n' > run.sh && "
+			  "chmod +x run.sh && rm README.md && "
+			  "ln -s out-t1.txt link && echo x > build.log");
+	ck_assert_int_eq(run_sbxloop(TOKEN, args), 0);
+	run = last_run();
+	repo = repo_state(REPO);
+	snprintf(branch, sizeof(branch), "sbxloop/%s", run);
+	files = branch_files(repo, branch);
+	ck_assert_ptr_nonnull(files);
+	ck_assert_ptr_null(at(files, "README.md"));  /* deleted */
+	ck_assert_ptr_null(at(files, "build.log"));  /* ignored */
+	ck_assert_ptr_null(at(files, ".gitignore")); /* unchanged */
+	c = file_of(files, "run.sh", &mode, &len);
+	ck_assert_str_eq(mode, "100755");
+	ck_assert_str_eq(c, "#!/bin/sh\necho new\n");
+	free(c);
+	c = file_of(files, "link", &mode, &len);
+	ck_assert_str_eq(mode, "120000");
+	free(c);
+	c = file_of(files, "out-t1.txt", &mode, &len);
+	free(c);
+	pr = cJSON_GetArrayItem(at(repo, "pulls"), 0);
+	ck_assert_msg(strstr(str(pr, "body"), "**Changes (6):**"), "%s",
+		      str(pr, "body"));
+	ck_assert_ptr_nonnull(strstr(str(pr, "body"), "- D `README.md`"));
+	ck_assert_ptr_nonnull(strstr(str(pr, "body"), "- M `run.sh`"));
+	ck_assert_ptr_nonnull(strstr(str(pr, "body"), "git diff against"));
+	cJSON_Delete(repo);
+	free(run);
+}
+END_TEST
+
 START_TEST(test_missing_repository_fails_the_run_up_front)
 {
 	static const char *const repos[] = {"octo/other", NULL};
@@ -667,6 +726,7 @@ static Suite *github_run_suite(void)
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, test_report_and_deliver_end_to_end);
 	tcase_add_test(tc, test_resume_finds_the_same_tracking_issue);
+	tcase_add_test(tc, test_a_checkout_delivers_its_git_diff);
 	tcase_add_test(tc, test_missing_repository_fails_the_run_up_front);
 	tcase_add_test(
 		tc, test_create_repo_bootstraps_an_empty_private_repository);
