@@ -337,6 +337,73 @@ static int commit_batch(struct gh *g, const struct gh_plan *plan,
 	return rc;
 }
 
+/*
+ * Drop the deletions of paths the remote base does not have: GitHub
+ * refuses to delete a file that does not exist, and a checkout's base
+ * may differ from the remote's (a local commit, an unrelated history).
+ * Two jobs, on this rare path only: the base commit's tree, then the
+ * tree's paths. 1 when something was dropped.
+ */
+static int prune_deletions(struct gh *g, struct target *t,
+			   struct gh_plan *plan, char *why, size_t n)
+{
+	cJSON *p = gh_params(g), *commit = NULL, *tree = NULL, *it;
+	struct gh_err e;
+	char path[512];
+	size_t i, kept = 0, dropped = 0;
+	const char *tree_sha;
+	int rc;
+
+	cJSON_AddStringToObject(p, "sha", t->base_sha);
+	rc = gh_op(g, "commit.get", p, &commit, &e);
+	cJSON_Delete(p);
+	tree_sha = rc == 0 ? str_at(commit, "tree") : NULL;
+	if (tree_sha) {
+		snprintf(path, sizeof(path),
+			 "/repos/%s/git/trees/%s?recursive=1", g->repo,
+			 tree_sha);
+		p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "method", "GET");
+		cJSON_AddStringToObject(p, "path", path);
+		rc = gh_op(g, "raw.api", p, &tree, &e);
+		cJSON_Delete(p);
+	}
+	cJSON_Delete(commit);
+	if (rc < 0 || !tree_sha) {
+		snprintf(why, n, "%s", rc < 0 ? e.message : "no base tree");
+		cJSON_Delete(tree);
+		return -1;
+	}
+	for (i = 0; i < plan->n; i++) {
+		struct gh_file *f = &plan->files[i];
+		int present = 0;
+
+		if (f->deleted) {
+			cJSON_ArrayForEach (
+				it, cJSON_GetObjectItemCaseSensitive(tree,
+								     "tree")) {
+				const char *q = str_at(it, "path");
+
+				if (q && !strcmp(q, f->path)) {
+					present = 1;
+					break;
+				}
+			}
+		}
+		if (f->deleted && !present) {
+			free(f->path);
+			free(f->data);
+			plan->n_deleted--;
+			dropped++;
+			continue;
+		}
+		plan->files[kept++] = *f;
+	}
+	plan->n = kept;
+	cJSON_Delete(tree);
+	return dropped ? 1 : 0;
+}
+
 /* The open pull request of the run's branch, after "already exists". */
 static int find_pr(struct gh *g, struct target *t)
 {
@@ -431,6 +498,17 @@ int gh_deliver(struct gh *g, const struct sbxloop_run_info *run,
 	make_pr = !t.pr;
 	rc = commit_batch(g, &plan, &t, t.branch_exists, make_pr, title, body,
 			  &res, &e);
+	if (rc < 0 && e.http_status == 422 && plan.n_deleted &&
+	    strstr(e.message, "tree.create") &&
+	    prune_deletions(g, &t, &plan, why, sizeof(why)) > 0) {
+		/* deletions the remote never had: without them */
+		cJSON_Delete(res);
+		res = NULL;
+		free(body);
+		body = gh_pr_body(g, run, &plan);
+		rc = commit_batch(g, &plan, &t, t.branch_exists, make_pr,
+				  title, body, &res, &e);
+	}
 	if (rc < 0 && e.http_status == 422 && !t.branch_exists &&
 	    strstr(e.message, "ref.create")) {
 		/* made meanwhile: move it */

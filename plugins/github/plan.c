@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
@@ -140,74 +141,118 @@ static int utf8_text(const unsigned char *s, size_t n)
 	return 1;
 }
 
+/*
+ * The directory holding `path` under `root`, opened without following a
+ * symlink at any step: an agent that turned a directory into a link to
+ * the host's /etc must not get /etc's files delivered. -1 with errno
+ * ENOENT, ENOTDIR or ELOOP when the path is gone as such.
+ */
+static int open_parent(const char *root, const char *path, const char **base)
+{
+	char comp[NAME_MAX + 1];
+	const char *s = path, *slash;
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), next;
+
+	while (fd >= 0 && (slash = strchr(s, '/'))) {
+		size_t len = (size_t)(slash - s);
+
+		if (len > NAME_MAX) {
+			close(fd);
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(comp, s, len);
+		comp[len] = '\0';
+		next = openat(fd, comp,
+			      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = next;
+		s = slash + 1;
+	}
+	*base = s;
+	return fd;
+}
+
+static int gone(int err)
+{
+	return err == ENOENT || err == ENOTDIR || err == ELOOP;
+}
+
 /* Fill f's mode and bytes from disk; a path gone is a deletion. */
 static int load(struct gh_plan *p, struct gh_file *f, const char *root,
 		char *why, size_t why_len)
 {
-	char full[PATH_MAX];
+	const char *base;
 	struct stat st;
+	int dir = open_parent(root, f->path, &base), fd, rc = -1;
 
-	snprintf(full, sizeof(full), "%s/%s", root, f->path);
-	if (lstat(full, &st) < 0) {
-		if (errno != ENOENT && errno != ENOTDIR) {
+	if (dir < 0 || fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (!gone(errno)) {
 			snprintf(why, why_len, "cannot read %s: %s", f->path,
 				 strerror(errno));
-			return -1;
+			goto out;
 		}
 		f->deleted = 1;
 		f->status = 'D';
 		snprintf(f->mode, sizeof(f->mode), "100644");
-		return 0;
+		rc = 0;
+		goto out;
 	}
 	if (S_ISLNK(st.st_mode)) {
 		char target[PATH_MAX];
-		ssize_t n = readlink(full, target, sizeof(target) - 1);
+		ssize_t n = readlinkat(dir, base, target, sizeof(target) - 1);
 
 		if (n < 0) {
 			snprintf(why, why_len, "cannot read link %s: %s",
 				 f->path, strerror(errno));
-			return -1;
+			goto out;
 		}
 		snprintf(f->mode, sizeof(f->mode), "120000");
 		f->data = malloc((size_t)n + 1);
 		if (!f->data)
-			return -1;
+			goto out;
 		memcpy(f->data, target, (size_t)n);
 		f->data[n] = '\0';
 		f->len = (size_t)n;
 	} else if (S_ISREG(st.st_mode)) {
-		FILE *fp;
+		ssize_t got;
 
 		if (st.st_size > GH_FILE_MAX) {
 			snprintf(why, why_len,
 				 "%s is %lld MiB, over GitHub's 100 MiB limit "
 				 "for a file: add it to artifacts.exclude",
 				 f->path, (long long)(st.st_size >> 20));
-			return -1;
+			goto out;
 		}
-		fp = fopen(full, "rb");
-
-		if (!fp) {
+		fd = openat(dir, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
 			snprintf(why, why_len, "cannot read %s: %s", f->path,
 				 strerror(errno));
-			return -1;
+			goto out;
 		}
 		snprintf(f->mode, sizeof(f->mode), "%s",
 			 st.st_mode & 0111 ? "100755" : "100644");
 		f->data = malloc((size_t)st.st_size + 1);
-		if (!f->data) {
-			fclose(fp);
-			return -1;
-		}
-		f->len = fread(f->data, 1, (size_t)st.st_size, fp);
+		f->len = 0;
+		while (f->data && f->len < (size_t)st.st_size &&
+		       (got = read(fd, f->data + f->len,
+				   (size_t)st.st_size - f->len)) > 0)
+			f->len += (size_t)got;
+		close(fd);
+		if (!f->data)
+			goto out;
 		f->data[f->len] = '\0';
-		fclose(fp);
 	} else {
-		return 1; /* not a file: a submodule, a fifo */
+		rc = 1; /* not a file: a submodule, a fifo */
+		goto out;
 	}
 	f->text = f->len <= GH_INLINE_MAX && utf8_text(f->data, f->len);
 	p->bytes += f->len;
-	return 0;
+	rc = 0;
+out:
+	if (dir >= 0)
+		close(dir);
+	return rc;
 }
 
 static int run_git(const struct sbxloop_host *h, const char *dir,
@@ -433,6 +478,8 @@ int gh_plan_build(struct gh *g, const char *dir, const char *remote_base,
 	qsort(p->files, p->n, sizeof(*p->files), by_path);
 	for (i = 0; i < p->n; i++) {
 		rc = load(p, &p->files[i], dir, why, why_len);
+		if (rc < 0 && !*why)
+			snprintf(why, why_len, "out of memory");
 		if (rc < 0) {
 			gh_plan_release(p);
 			return -1;

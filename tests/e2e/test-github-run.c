@@ -425,7 +425,8 @@ START_TEST(test_a_checkout_delivers_its_git_diff)
 	snprintf(cmd, sizeof(cmd),
 		 "cd '%s' && mkdir src && cd src && git init -q -b main && "
 		 "printf '# demo\\n' > README.md && printf 'old\\n' > run.sh "
-		 "&& printf '*.log\\n' > .gitignore && git add -A && "
+		 "&& printf '*.log\\n' > .gitignore && mkdir conf && "
+		 "printf 'x\\n' > conf/hostname && git add -A && "
 		 "git -c user.name=t -c user.email=t@e commit -qm base",
 		 rt_dir());
 	ck_assert_int_eq(system(cmd), 0);
@@ -433,7 +434,8 @@ START_TEST(test_a_checkout_delivers_its_git_diff)
 		     "  workspace_isolation: clone\n");
 	write_scenario(0, "printf '#!/bin/sh\\necho new\\n' > run.sh && "
 			  "chmod +x run.sh && rm README.md && "
-			  "ln -s out-t1.txt link && echo x > build.log");
+			  "ln -s out-t1.txt link && echo x > build.log && "
+			  "rm -rf conf && ln -s /etc conf");
 	ck_assert_int_eq(run_sbxloop(TOKEN, args), 0);
 	run = last_run();
 	repo = repo_state(REPO);
@@ -443,6 +445,13 @@ START_TEST(test_a_checkout_delivers_its_git_diff)
 	ck_assert_ptr_null(at(files, "README.md"));  /* deleted */
 	ck_assert_ptr_null(at(files, "build.log"));  /* ignored */
 	ck_assert_ptr_null(at(files, ".gitignore")); /* unchanged */
+	/* a directory turned into a link to the host's /etc: its old file
+	 * is a deletion, never the host's /etc/hostname */
+	ck_assert_ptr_null(at(files, "conf/hostname"));
+	c = file_of(files, "conf", &mode, &len);
+	ck_assert_str_eq(mode, "120000");
+	ck_assert_str_eq(c, "/etc");
+	free(c);
 	c = file_of(files, "run.sh", &mode, &len);
 	ck_assert_str_eq(mode, "100755");
 	ck_assert_str_eq(c, "#!/bin/sh\necho new\n");
@@ -453,10 +462,15 @@ START_TEST(test_a_checkout_delivers_its_git_diff)
 	c = file_of(files, "out-t1.txt", &mode, &len);
 	free(c);
 	pr = cJSON_GetArrayItem(at(repo, "pulls"), 0);
-	ck_assert_msg(strstr(str(pr, "body"), "**Changes (6):**"), "%s",
+	ck_assert_msg(strstr(str(pr, "body"), "**Changes (7):**"), "%s",
 		      str(pr, "body"));
 	ck_assert_ptr_nonnull(strstr(str(pr, "body"), "- D `README.md`"));
 	ck_assert_ptr_nonnull(strstr(str(pr, "body"), "- M `run.sh`"));
+	/* the remote base never had conf/hostname: GitHub refuses to delete
+	 * it, so the delivery left that deletion out and went through */
+	ck_assert_ptr_null(strstr(str(pr, "body"), "conf/hostname"));
+	ck_assert_int_eq(count_requests("POST", "/repos/" REPO "/git/trees"),
+			 2);
 	ck_assert_ptr_nonnull(strstr(str(pr, "body"), "git diff against"));
 	cJSON_Delete(repo);
 	free(run);
