@@ -97,6 +97,10 @@ struct sl_engine {
 	struct sl_instance **reporters;
 	size_t n_reporters;
 	int resumed;
+	/* what a reporter delivered, for the summary (or why it did not) */
+	long long delivered_number;
+	char *delivered_url;
+	char *delivery_error;
 };
 
 /*

@@ -154,10 +154,17 @@ void sl_engine_reporters_end(struct sl_engine *e, const char *final)
 			sl_plugin_enter(&call, rep->module, "deliver()");
 			rc = ops->deliver(rep->ctx, &ri, &d, &rerr);
 			sl_plugin_leave(&call);
-			if (rc < 0 && rc != SBXLOOP_EUNSUPPORTED)
+			if (rc < 0 && rc != SBXLOOP_EUNSUPPORTED) {
 				sl_log(SBXLOOP_LOG_WARN,
 				       "reporter '%s' did not deliver: %s",
 				       rep_name(rep), rerr.message);
+				free(e->delivery_error);
+				e->delivery_error = sl_xstrdup(rerr.message);
+			} else if (rc == 0 && d.url[0]) {
+				e->delivered_number = d.number;
+				free(e->delivered_url);
+				e->delivered_url = sl_xstrdup(d.url);
+			}
 			memset(&rerr, 0, sizeof(rerr));
 		}
 		sl_plugin_enter(&call, rep->module, "run_end()");

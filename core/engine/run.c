@@ -67,6 +67,8 @@ void sl_engine_free(struct sl_engine *e)
 		free(e->artifact_files[i]);
 	free(e->artifact_files);
 	free(e->reporters);
+	free(e->delivered_url);
+	free(e->delivery_error);
 	free(e);
 }
 

@@ -1,6 +1,7 @@
 /*
  * The summary printed after a run: its state, each task's, the duration,
- * the artifacts and where the work and any kept sandboxes are. Called by
+ * the artifacts and where the work and any kept sandboxes are, and the
+ * pull request a reporter delivered (or how to retry it). Called by
  * cmd_run.c through engine.h once the engine has returned.
  */
 #include "config.h"
@@ -74,6 +75,14 @@ void sl_engine_print_summary(struct sl_engine *e, FILE *dest)
 			n > 1 ? ", " : "", n > 1 ? names[1] : "", e->run_id,
 			e->run_id);
 	}
+	if (e->delivered_url)
+		fprintf(out, "pull request: #%lld %s\n", e->delivered_number,
+			e->delivered_url);
+	if (e->delivery_error)
+		fprintf(out,
+			"delivery failed: %s\n  retry with: sbxloop deliver "
+			"%s\n",
+			e->delivery_error, e->run_id);
 	fprintf(out, "events: sbxloop logs %s\n", e->run_id);
 	fclose(out);
 	shown = sl_shown(text, SL_TERM_KEEP_NL);

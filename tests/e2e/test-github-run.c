@@ -279,6 +279,7 @@ START_TEST(test_report_and_deliver_end_to_end)
 	ck_assert_int_eq(run_sbxloop(TOKEN, args), 0);
 	run = last_run();
 	assert_run_state(run, "completed");
+	assert_file_has("out.txt", "pull request: #2 http");
 	repo = repo_state(REPO);
 
 	/* the tracking issue: found by title, a comment per task, closed */
@@ -558,9 +559,10 @@ START_TEST(test_failed_delivery_keeps_the_run_completed_and_deliver_retries)
 	assert_run_state(run, "completed");
 	ck_assert_int_eq(
 		rt_event_count(run, "run.deliver", "error", "*500*", NULL), 1);
+	assert_file_has("out.txt", "delivery failed: ");
+	assert_file_has("out.txt", "retry with: sbxloop deliver");
 	repo = repo_state(REPO);
 	ck_assert_int_eq(cJSON_GetArraySize(at(repo, "pulls")), 0);
-	/* the issue stays open with the summary: no PR was made */
 	cJSON_Delete(repo);
 
 	/* the retry, after GitHub recovers; then a second one reuses */
