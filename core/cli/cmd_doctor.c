@@ -228,6 +228,36 @@ out:
 	free(path);
 }
 
+/*
+ * The github sandbox's HTTP client: the worker loads libcurl only for
+ * github.op jobs, so check it here when the sandboxes run on this host
+ * (local); sbx's provisioning checks it inside the github sandbox.
+ */
+static void check_github_client(struct doctor *d, struct sl_core *core)
+{
+	const char *sandbox = sl_config_str(core->cfg, "plugins.sandbox");
+	char *path = sl_worker_path(core);
+	const char *argv[] = {path, "check-github", NULL};
+	struct sbxloop_proc_result res = {0};
+	char line[160];
+
+	if (!sandbox || strcmp(sandbox, "local")) {
+		row(d, "GitHub client", "ok",
+		    "checked in the github sandbox when it is provisioned");
+	} else if (access(path, X_OK) < 0 || run_worker(argv, 30, &res) ||
+		   res.exit_code) {
+		first_line(res.err && *res.err ? res.err : res.out, line,
+			   sizeof(line));
+		row(d, "GitHub client", "FAIL", "'%s check-github': %s", path,
+		    *line ? line : "failed");
+	} else {
+		first_line(res.out, line, sizeof(line));
+		row(d, "GitHub client", "ok", "%s", line);
+	}
+	sl_proc_result_clear(&res);
+	free(path);
+}
+
 static void check_state_dir(struct doctor *d, struct sl_core *core)
 {
 	const char *dir = sl_core_state_dir(core);
@@ -291,6 +321,7 @@ int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv)
 		else
 			row(&d, "GH_TOKEN/GITHUB_TOKEN", "FAIL",
 			    "not set, but github.repo is '%s'", repo);
+		check_github_client(&d, cli->core);
 	} else {
 		row(&d, "github integration", "ok",
 		    "disabled (github.repo unset)");

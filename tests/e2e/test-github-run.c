@@ -733,6 +733,32 @@ START_TEST(test_without_github_no_reporter_and_no_github_sandbox)
 }
 END_TEST
 
+/* doctor checks the github sandbox's HTTP client on the local provider */
+START_TEST(test_doctor_checks_the_github_client)
+{
+	static const char *const repos[] = {REPO, NULL};
+	const char *args[] = {"doctor", NULL};
+	const char *env[] = {
+		"GH_TOKEN=" TOKEN,
+		"SBXLOOP_WORKER_LIBCURL=/nonexistent/libcurl.so.4", NULL};
+	char *out;
+
+	start_fake(TOKEN, repos);
+	write_config(NULL);
+	run_sbxloop(TOKEN, args);
+	out = read_file("out.txt");
+	ck_assert_msg(strstr(out, "GitHub client") && strstr(out, "libcurl/"),
+		      "%s", out);
+	free(out);
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 1);
+	out = read_file("out.txt");
+	ck_assert_msg(strstr(out, "GitHub client") && strstr(out, "FAIL"),
+		      "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "libcurl"));
+	free(out);
+}
+END_TEST
+
 static Suite *github_run_suite(void)
 {
 	Suite *s = suite_create("github-run");
@@ -755,6 +781,7 @@ static Suite *github_run_suite(void)
 	tcase_add_test(tc, test_dry_run_prints_the_plan_and_calls_nothing);
 	tcase_add_test(tc,
 		       test_without_github_no_reporter_and_no_github_sandbox);
+	tcase_add_test(tc, test_doctor_checks_the_github_client);
 	suite_add_tcase(s, tc);
 	return s;
 }
