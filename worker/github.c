@@ -208,15 +208,18 @@ static int set_base(struct wk_gh *g, const char *url)
 	size_t n;
 
 	for (p = url; *p; p++)
-		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == '\\')
 			return wk_gh_fail(g, NULL, 0,
-					  "api_url '%s' contains a space or "
-					  "a control character",
+					  "api_url '%s' contains a space, a "
+					  "backslash or a control character",
 					  url);
 	if (!strncasecmp(url, "http://", 7)) {
 		char *host = url_host(url + 7);
+		size_t auth = strcspn(url + 7, "/?#");
 
-		if (!is_loopback(host)) {
+		/* no userinfo: "http://127.0.0.1@evil/" is not loopback to
+		 * every parser */
+		if (memchr(url + 7, '@', auth) || !is_loopback(host)) {
 			wk_gh_fail(g, NULL, 0,
 				   "refusing to send the GitHub token over "
 				   "plain http to %s",

@@ -969,6 +969,13 @@ START_TEST(test_plain_http_to_another_host_is_refused)
 		  "github.example.com");
 	ck_assert_int_eq((int)usage(&r, "http_requests"), 0);
 	run_free(&r);
+	gh_run(&r, "user.get", "", "{\"api_url\":\"http://x@127.0.0.1:1/\"}");
+	must_fail(&r, "GitHubError", 0, "plain http");
+	run_free(&r);
+	gh_run(&r, "user.get", "",
+	       "{\"api_url\":\"http://evil.example\\\\@127.0.0.1/\"}");
+	must_fail(&r, "GitHubError", 0, "backslash");
+	run_free(&r);
 	gh_run(&r, "user.get", "", "{\"api_url\":\"ftp://127.0.0.1/\"}");
 	must_fail(&r, "GitHubError", 0, "api_url must be an https:// URL");
 	run_free(&r);
