@@ -23,6 +23,7 @@
 #include "common/util.h"
 #include "github-support.h"
 #include "runtest.h"
+#include "testutil.h"
 
 #define TOKEN "ghp_e2eGitHubRunToken0123456789abcdefXYZ"
 #define REPO "octo/demo"
@@ -675,6 +676,35 @@ START_TEST(test_a_500_file_delivery_is_a_few_requests)
 	gh_fake_count(&fake, 0, &n, &conns);
 	/* the repository probe of run_start, then the delivery */
 	ck_assert_msg(n <= 12, "%d requests for 500 text files", n);
+	{
+		/* the repository probe, then the delivery's two jobs */
+		static const char *const want[] = {
+			"GET /repos/" REPO,
+			"GET /repos/" REPO "/git/ref/heads/sbxloop/",
+			"GET /repos/" REPO "/pulls",
+			"GET /repos/" REPO "/git/ref/heads/main",
+			"GET /repos/" REPO "/git/commits/",
+			"POST /repos/" REPO "/git/trees",
+			"POST /repos/" REPO "/git/commits",
+			"POST /repos/" REPO "/git/refs",
+			"POST /repos/" REPO "/pulls",
+		};
+		cJSON *reqs = gh_fake_requests(&fake);
+		size_t i;
+
+		ck_assert_int_eq(cJSON_GetArraySize(reqs), 9);
+		for (i = 0; i < 9; i++) {
+			const cJSON *r = cJSON_GetArrayItem(reqs, (int)i);
+			char got[512];
+
+			snprintf(got, sizeof(got), "%s %s", str(r, "method"),
+				 str(r, "path"));
+			ck_assert_msg(!strncmp(got, want[i], strlen(want[i])),
+				      "request %zu: %s, not %s", i, got,
+				      want[i]);
+		}
+		cJSON_Delete(reqs);
+	}
 	ck_assert_msg(conns <= 3, "%d connections (jobs)", conns);
 	ck_assert_int_eq(count_requests("POST", "/repos/" REPO "/git/blobs"),
 			 0);
@@ -759,6 +789,68 @@ START_TEST(test_doctor_checks_the_github_client)
 }
 END_TEST
 
+/* The run's branch appeared after the probe: 422, then force-moved. */
+START_TEST(test_a_branch_made_meanwhile_is_force_moved)
+{
+	static const char *const repos[] = {REPO, NULL};
+	const char *args[] = {"run",          "ship",        "--no-tui",
+			      "--no-deliver", "--no-report", NULL};
+	char *run, body[256], url[256], auth[128];
+	const char *sha;
+	cJSON *repo;
+	struct tu_run r;
+
+	start_fake(TOKEN, repos);
+	write_config(NULL);
+	write_scenario(2, "true");
+	ck_assert_int_eq(run_sbxloop(TOKEN, args), 0);
+	run = last_run();
+	repo = repo_state(REPO);
+	sha = str(at(repo, "refs"), "refs/heads/main");
+	snprintf(body, sizeof(body),
+		 "{\"ref\":\"refs/heads/sbxloop/%s\",\"sha\":\"%s\"}", run,
+		 sha);
+	snprintf(url, sizeof(url), "%s/repos/" REPO "/git/refs", fake.url);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", TOKEN);
+	{
+		const char *curl[] = {"curl", "-sf", "-X", "POST", "-H",
+				      auth,   "-d",  body, url,    NULL};
+
+		tu_exec(&r, NULL, NULL, curl);
+		ck_assert_msg(r.status == 0, "curl: %s", r.err);
+		tu_run_free(&r);
+	}
+	cJSON_Delete(repo);
+	/* the probe does not see it */
+	ck_assert_int_eq(gh_fake_set_faults(
+				 &fake, "[{\"method\":\"GET\",\"path_prefix\""
+					":\"/repos/" REPO "/git/ref/heads/"
+					"sbxloop/\",\"status\":404,"
+					"\"times\":1}]"),
+			 0);
+	{
+		const char *dargs[] = {"deliver", run, "--no-report", NULL};
+
+		ck_assert_int_eq(run_sbxloop(TOKEN, dargs), 0);
+	}
+	ck_assert_int_eq(count_requests("POST", "/repos/" REPO "/git/refs"),
+			 2); /* ours above, then the delivery's 422 */
+	ck_assert_int_eq(count_requests("PATCH", "/repos/" REPO "/git/refs/"),
+			 1);
+	repo = repo_state(REPO);
+	{
+		char branch[64];
+
+		snprintf(branch, sizeof(branch), "sbxloop/%s", run);
+		ck_assert_ptr_nonnull(
+			at(branch_files(repo, branch), "out-t1.txt"));
+	}
+	ck_assert_int_eq(cJSON_GetArraySize(at(repo, "pulls")), 1);
+	cJSON_Delete(repo);
+	free(run);
+}
+END_TEST
+
 static Suite *github_run_suite(void)
 {
 	Suite *s = suite_create("github-run");
@@ -782,6 +874,7 @@ static Suite *github_run_suite(void)
 	tcase_add_test(tc,
 		       test_without_github_no_reporter_and_no_github_sandbox);
 	tcase_add_test(tc, test_doctor_checks_the_github_client);
+	tcase_add_test(tc, test_a_branch_made_meanwhile_is_force_moved);
 	suite_add_tcase(s, tc);
 	return s;
 }
