@@ -105,9 +105,33 @@ static int set_override(struct sl_core *core, const char *key,
 	return 0;
 }
 
+/*
+ * Why the dashboard cannot draw here (NULL: it may try): --no-tui, a
+ * standard output that is not a terminal, or TERM unset or dumb.
+ */
+static const char *no_dashboard(const struct session *s)
+{
+	const char *term = getenv("TERM");
+
+	if (s->no_tui)
+		return "--no-tui was given";
+	if (!isatty(STDOUT_FILENO))
+		return "standard output is not a terminal";
+	if (!term || !*term)
+		return "TERM is unset";
+	if (strcmp(term, "dumb") == 0)
+		return "TERM is dumb";
+	return NULL;
+}
+
+/*
+ * The sinks of plugins.sinks; `tui` becomes `plain` where the dashboard
+ * cannot draw or its module cannot start.
+ */
 static void open_sinks(struct session *s)
 {
 	size_t i, n = sl_config_list_len(s->core->cfg, "plugins.sinks");
+	const char *why = no_dashboard(s);
 	int have_plain = 0;
 
 	for (i = 0; i < n && s->n_sinks < MAX_SINKS; i++) {
@@ -115,13 +139,28 @@ static void open_sinks(struct session *s)
 			sl_config_list_item(s->core->cfg, "plugins.sinks", i);
 		struct sbxloop_error err = {0, ""};
 
-		if (s->no_tui && strcmp(name, "tui") == 0) {
+		if (strcmp(name, "tui") == 0 && !why &&
+		    sl_core_instantiate(s->core, SBXLOOP_KIND_SINK, name,
+					&s->sinks[s->n_sinks], &err) == 0) {
+			sl_bus_add_sink(s->bus, &s->sinks[s->n_sinks++]);
+			continue;
+		}
+		if (strcmp(name, "tui") == 0) {
+			sl_log(SBXLOOP_LOG_INFO,
+			       "the plain transcript instead of the dashboard: "
+			       "%s",
+			       why ? why : err.message);
 			if (have_plain)
 				continue;
 			name = "plain";
+			err.code = 0;
+			err.message[0] = '\0';
 		}
-		if (strcmp(name, "plain") == 0)
+		if (strcmp(name, "plain") == 0) {
+			if (have_plain)
+				continue;
 			have_plain = 1;
+		}
 		if (sl_core_instantiate(s->core, SBXLOOP_KIND_SINK, name,
 					&s->sinks[s->n_sinks], &err) < 0) {
 			sl_log(SBXLOOP_LOG_WARN,

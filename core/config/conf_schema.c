@@ -176,7 +176,7 @@ const struct sl_config_spec sl_core_schema[] = {
 	 "egress policy granters, tried in order (unset: the active "
 	 "provider's own)",
 	 NULL},
-	{"plugins.sinks", LIST, "[plain]", NULL,
+	{"plugins.sinks", LIST, "[tui]", NULL,
 	 "event sinks every event fans out to", NULL},
 	{"plugins.reporters", LIST, "[]", NULL,
 	 "reporters ([github] to report progress and deliver)", NULL},
