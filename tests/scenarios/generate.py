@@ -147,6 +147,17 @@ REACH = ("d=$(cd ../../../.. && pwd); "
          "printf 'local:\\n  isolation: none\\n' >> \"$d/sbxloop.yaml\"; "
          "echo x > \"$d/planted.txt\"; true")
 S["shared_reach"] = [D(task("t1")), P(), E(run=[REACH]), SP, VA]
+# tests/e2e/test-tui.c: a run slow enough to watch the dashboard, and
+# the sampler's figures (SBXLOOP_FAKE_RESOURCES) climbing from ok through
+# warn to abort, each held for a slow SCRUTINIZE
+S["tui_slow"] = [D(task("t1"), task("t2", ["t1"])), P("t1"), slow(E("t1"), 4), SP, VA,
+                 P("t2"), slow(E("t2"), 4), SP, VA]
+def fake_disk(i, pct):
+    return E(i, files={"out-%s.txt" % i: "ok\n", "fake-resources.txt": "disk=%d\nmem=10\nload=0.5\n" % pct})
+S["tui_gauges"] = [D(task("t1"), task("t2", ["t1"]), task("t3", ["t2"])),
+                   P("t1"), fake_disk("t1", 50), slow(SP, 3), VA,
+                   P("t2"), fake_disk("t2", 85), slow(SP, 3), VA,
+                   P("t3"), fake_disk("t3", 97), slow(SP, 3), VA]
 for k, v in S.items():
     with open(k + ".json", "w") as f:
         json.dump(v, f, indent=1); f.write("\n")
