@@ -364,6 +364,8 @@ static void tui_destroy(void *ctx)
 		pthread_join(u->thread, NULL);
 		restore_signals();
 		write_all(u->fd, reset_seq, reset_len);
+		u->host->log(u->host, SBXLOOP_LOG_DEBUG,
+			     "dashboard: %lu frames written", u->redraws);
 	}
 	pthread_mutex_destroy(&u->lock);
 	pthread_cond_destroy(&u->cond);

@@ -136,6 +136,34 @@ static char *wait_screen(const char *flags, const char *needle, double secs)
 	}
 }
 
+/*
+ * Poll until the screen holds every one of `needles` (NULL-terminated)
+ * at once, so a frame caught half-written is read again.
+ */
+static char *must_see_all(const char *flags, const char *const *needles)
+{
+	struct timespec t0, t;
+	char *text;
+	size_t i;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		text = capture(flags);
+		for (i = 0; needles[i] && strstr(text, needles[i]); i++)
+			;
+		if (!needles[i])
+			return text;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) / 1e9 >
+		    WAIT_S)
+			break;
+		free(text);
+		sleep_ms(50);
+	}
+	ck_abort_msg("the screen never showed '%s':\n%s", needles[i], text);
+	return NULL;
+}
+
 static char *must_see(const char *flags, const char *needle)
 {
 	char *text = wait_screen(flags, needle, WAIT_S);
@@ -309,9 +337,16 @@ START_TEST(test_the_panel_shows_the_run_and_the_transcript_stays_in_order)
 	config("tui_slow", NULL);
 	start("build two files", NULL, 0);
 	/* mid-run: t1 executes slowly under the pinned panel */
-	screen = must_see("", "t1       task t1");
+	screen = must_see_all(
+		"",
+		(const char *const[]){"state: running", "build two files",
+				      "t1       task t1", "t2       task t2",
+				      "agent: disk ", "rev/replan", NULL});
 	free(screen);
-	screen = must_see("", "executing");
+	screen = must_see_all("", (const char *const[]){"state: running",
+							"executing     ",
+							"waiting       ",
+							"agent: disk ", NULL});
 	run = last_run();
 	line = line_of(screen, "run ");
 	ck_assert_msg(line && strstr(line, run) &&
