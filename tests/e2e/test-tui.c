@@ -218,6 +218,18 @@ static char *line_of(const char *text, const char *prefix)
 	return NULL;
 }
 
+/* How often `needle` occurs in text. */
+static int count(const char *text, const char *needle)
+{
+	int n = 0;
+
+	while ((text = strstr(text, needle)) != NULL) {
+		n++;
+		text += strlen(needle);
+	}
+	return n;
+}
+
 /* Offset of `needle` in text, -1 when absent. */
 static long at(const char *text, const char *needle)
 {
@@ -384,9 +396,11 @@ START_TEST(test_the_panel_shows_the_run_and_the_transcript_stays_in_order)
 			      at(all, "task.end t2 done") <
 				      at(all, "run.end completed"),
 		      "the transcript is out of order:\n%s", all);
-	ck_assert_msg(!strstr(strstr(all, "task.end t1 done") + 1,
-			      "task.end t1 done"),
+	ck_assert_msg(count(all, "task.end t1 done") == 1,
 		      "a transcript line was printed twice:\n%s", all);
+	/* every earlier panel was erased: one header, the final one */
+	ck_assert_msg(count(all, "  state: ") == 1,
+		      "a stale panel is left in the scrollback:\n%s", all);
 	{
 		const char *end = strstr(all, "run.end completed");
 		const char *panel = strstr(end, "state: completed");
@@ -478,7 +492,10 @@ START_TEST(test_a_narrower_window_reclips_the_panel)
 		      line);
 	free(line);
 	free(screen);
-	free(must_see("", "DONE-0"));
+	screen = must_see("-S -", "DONE-0");
+	ck_assert_msg(count(screen, "  state: ") == 1,
+		      "a stale panel is left after the resize:\n%s", screen);
+	free(screen);
 }
 END_TEST
 
