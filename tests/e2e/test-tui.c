@@ -4,11 +4,13 @@
  * 100x30 window of a private tmux server, read back with capture-pane
  * (-e for the colours). Every wait polls the screen every 50 ms until
  * the expected text shows or a generous timeout passes; no fixed sleep
- * is an assertion. tmux is a CI dependency: without it the suite fails.
+ * is an assertion. A crash signal must leave the terminal as usable as
+ * Ctrl-C does. tmux is a CI dependency: without it the suite fails.
  */
 #include "config.h"
 
 #include <check.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,11 +84,11 @@ static void teardown(void)
 }
 
 /*
- * Start `sbxloop run OUTCOME` (`pipe`: piped through cat) in the
- * scratch dir, in a fresh 100x30 window whose shell then prints
+ * Start `sbxloop run OUTCOME` followed by shell text `tail` (NULL: none)
+ * in the scratch dir, in a fresh 100x30 window whose shell then prints
  * DONE-<exit code> and stays. `env` is extra `export` text.
  */
-static void start(const char *outcome, const char *env, int pipe)
+static void start(const char *outcome, const char *env, const char *tail)
 {
 	char script[8192];
 	char *out;
@@ -103,7 +105,7 @@ static void start(const char *outcome, const char *env, int pipe)
 		 env_or("SBXLOOP_PLUGIN_PATH", ""),
 		 env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"),
 		 env ? env : "", rt_dir(), env_or("SBXLOOP_BIN", "sbxloop"),
-		 outcome, pipe ? " | cat" : "");
+		 outcome, tail ? tail : "");
 	put_file("go.sh", script);
 	out = tmux("new-session -d -s t -x 100 -y 30 'sh %s/go.sh'", rt_dir());
 	ck_assert_msg(!*out, "tmux new-session: %s", out);
@@ -347,7 +349,7 @@ START_TEST(test_the_panel_shows_the_run_and_the_transcript_stays_in_order)
 	char *screen, *run, *line, *all;
 
 	config("tui_slow", NULL);
-	start("build two files", NULL, 0);
+	start("build two files", NULL, NULL);
 	/* mid-run: t1 executes slowly under the pinned panel */
 	screen = must_see_all(
 		"",
@@ -424,7 +426,7 @@ START_TEST(test_gauges_escalate_from_dim_through_yellow_to_bold_red)
 	config("tui_gauges", "limits:\n  disk_warn: 80\n  disk_abort: 95\n"
 			     "  mem_warn: 0\n  mem_abort: 0\n");
 	start("climb the gauges",
-	      "export SBXLOOP_FAKE_RESOURCES=fake-resources.txt", 0);
+	      "export SBXLOOP_FAKE_RESOURCES=fake-resources.txt", NULL);
 	screen = must_see("-e", "agent: disk 50%");
 	ck_assert_int_eq(sgr_at(screen, "agent: disk 50%", &bold, &dim, &fg),
 			 0);
@@ -462,7 +464,7 @@ START_TEST(test_a_narrower_window_reclips_the_panel)
 		"such length that the outcome line must be clipped";
 
 	config("tui_slow", NULL);
-	start(outcome, NULL, 0);
+	start(outcome, NULL, NULL);
 	screen = must_see("", "executing");
 	line = line_of(screen, "write two files");
 	ck_assert_msg(line && strlen(line) > 60 && strlen(line) < 110,
@@ -504,7 +506,7 @@ START_TEST(test_ctrl_c_leaves_the_terminal_usable)
 	char *screen, *flag;
 
 	config("tui_slow", NULL);
-	start("build two files", NULL, 0);
+	start("build two files", NULL, NULL);
 	free(must_see("", "executing"));
 	free(tmux("send-keys -t t C-c"));
 	screen = must_see("-S -", "DONE-130");
@@ -530,12 +532,38 @@ START_TEST(test_ctrl_c_leaves_the_terminal_usable)
 }
 END_TEST
 
+START_TEST(test_a_crash_signal_restores_the_terminal)
+{
+	char *screen, *flag, *pid;
+	int bold, dim, fg;
+
+	config("tui_slow", NULL);
+	start("build two files", NULL, " & echo $! > pid; wait $!");
+	free(must_see("", "executing"));
+	pid = read_file("pid");
+	ck_assert_int_gt(atoi(pid), 0);
+	ck_assert_int_eq(kill(atoi(pid), SIGSEGV), 0);
+	free(pid);
+	free(must_see("", "DONE-139"));
+	flag = tmux("display -p -t t '#{cursor_flag}'");
+	ck_assert_msg(!strcmp(flag, "1\n"), "the cursor is hidden: '%s'",
+		      flag);
+	free(flag);
+	screen = capture("-e");
+	ck_assert_int_eq(sgr_at(screen, "DONE-139", &bold, &dim, &fg), 0);
+	ck_assert_msg(!bold && !dim && fg == -1,
+		      "attributes left on: bold %d dim %d colour %d", bold,
+		      dim, fg);
+	free(screen);
+}
+END_TEST
+
 START_TEST(test_no_color_draws_the_panel_without_colours)
 {
 	char *screen;
 
 	config("tui_slow", NULL);
-	start("build two files", "export NO_COLOR=1", 0);
+	start("build two files", "export NO_COLOR=1", NULL);
 	screen = must_see("-e", "executing");
 	ck_assert_msg(strstr(screen, "state: running"), "no panel:\n%s",
 		      screen);
@@ -554,7 +582,7 @@ START_TEST(test_a_pipe_gets_the_plain_transcript)
 	char *screen;
 
 	config("tui_slow", NULL);
-	start("build two files", NULL, 1);
+	start("build two files", NULL, " | cat");
 	screen = must_see("-e -S -", "DONE-0");
 	ck_assert_msg(strstr(screen, "task.state t1 executing") &&
 			      strstr(screen, "run.end completed"),
@@ -582,6 +610,7 @@ static Suite *tui_suite(void)
 		tc, test_gauges_escalate_from_dim_through_yellow_to_bold_red);
 	tcase_add_test(tc, test_a_narrower_window_reclips_the_panel);
 	tcase_add_test(tc, test_ctrl_c_leaves_the_terminal_usable);
+	tcase_add_test(tc, test_a_crash_signal_restores_the_terminal);
 	tcase_add_test(tc, test_no_color_draws_the_panel_without_colours);
 	tcase_add_test(tc, test_a_pipe_gets_the_plain_transcript);
 	suite_add_tcase(s, tc);
