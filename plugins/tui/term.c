@@ -24,13 +24,26 @@ static char *cap(const char *name)
 	return strdup(s);
 }
 
+static int load_caps(struct tui_term *t, int want_color);
+
 int tui_term_load(struct tui_term *t, int fd, int want_color)
 {
-	int err = 0, i;
+	int err = 0, rc;
 
 	memset(t, 0, sizeof(*t));
 	if (setupterm(NULL, fd, &err) != OK)
 		return -1;
+	rc = load_caps(t, want_color);
+	/* every capability is copied: the terminfo entry is not kept */
+	del_curterm(cur_term);
+	cur_term = NULL;
+	return rc;
+}
+
+static int load_caps(struct tui_term *t, int want_color)
+{
+	int i;
+
 	t->sgr0 = cap("sgr0");
 	t->bold = cap("bold");
 	t->dim = cap("dim");

@@ -477,13 +477,16 @@ START_TEST(test_a_narrower_window_reclips_the_panel)
 	for (int i = 0; i < 600 && !screen; i++) {
 		char *now = capture("");
 
+		char *head = line_of(now, "run r");
+
 		line = line_of(now, "write two files");
 		if (line && strlen(line) <= 62 &&
-		    strstr(line, "\xe2\x80\xa6") && line_of(now, "run r"))
+		    strstr(line, "\xe2\x80\xa6") && head)
 			screen = now;
 		else
 			free(now);
 		free(line);
+		free(head);
 		if (!screen)
 			sleep_ms(50);
 	}
