@@ -5,7 +5,8 @@
  * one; the position lives in `<scenario>.cursor`, advanced under an flock
  * so jobs in separate worker processes consume in order. A reply may act
  * on the workspace first (sleep, write files, run commands, emit events)
- * so a scripted EXECUTE really changes files; in a read_only job (a
+ * so a scripted EXECUTE really changes files (and the prompt each reply
+ * answered is kept beside the cursor); in a read_only job (a
  * critic's) its file writes are refused as denied tool calls, and its
  * commands run confined by the sandbox alone. Called by agent.c.
  */
@@ -56,6 +57,30 @@ out:
 		close(fd); /* drops the lock */
 	free(path);
 	return idx;
+}
+
+/*
+ * What the agent was asked: `<scenario>.prompt.<N>` (N counts replies
+ * from 1), so a test can assert on the prompt a reply answered (the
+ * standing guidance a steered run shows its planner). Best effort.
+ */
+static void record_prompt(const char *script, long idx, const char *prompt)
+{
+	char *path = wk_printf("%s.prompt.%ld", script, idx + 1);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	size_t left = prompt ? strlen(prompt) : 0;
+
+	while (fd >= 0 && left) {
+		ssize_t w = write(fd, prompt, left);
+
+		if (w <= 0)
+			break;
+		prompt += w;
+		left -= (size_t)w;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(path);
 }
 
 static int safe_relpath(const char *p)
@@ -333,6 +358,7 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 				    path, cJSON_GetArraySize(script));
 		goto out;
 	}
+	record_prompt(path, idx, job->prompt);
 	reply = cJSON_GetArrayItem(script, (int)idx);
 	if (!cJSON_IsObject(reply)) {
 		wk_result_set_error(res, WK_ERROR, "ScriptInvalid", NULL,

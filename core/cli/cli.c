@@ -48,12 +48,13 @@ const struct sl_command sl_commands[] = {
 	 "                     (default 10; 0 = never)\n"},
 	{"run", 0, sl_cmd_run,
 	 "sbxloop run OUTCOME [--model ID] [--[no-]keep-sandboxes] "
-	 "[--[no-]keep-on-failure] [--no-tui]",
+	 "[--[no-]keep-on-failure] [--no-tui] [--no-chat]",
 	 "drive agents through the loop until OUTCOME is done",
 	 "  --model ID                     the model the agents use\n"
 	 "  --keep-sandboxes               never remove the run's sandboxes\n"
 	 "  --keep-on-failure              keep them when the run fails\n"
 	 "  --no-tui                       plain transcript, no dashboard\n"
+	 "  --no-chat                      no steering from this terminal\n"
 	 "  --repo OWNER/NAME              the GitHub repository (github.repo)\n"
 	 "  --[no-]report                  keep a tracking issue\n"
 	 "  --[no-]deliver                 open a pull request when done\n"
@@ -61,11 +62,19 @@ const struct sl_command sl_commands[] = {
 	 "  --[no-]deliver-draft           open it as a draft\n"
 	 "  --[no-]create-repo             create a missing repository\n"
 	 "  --[no-]create-public           ... public (default private)\n"},
-	{"resume", 0, sl_cmd_resume, "sbxloop resume RUN [--no-tui]",
+	{"resume", 0, sl_cmd_resume,
+	 "sbxloop resume RUN [--no-tui] [--no-chat]",
 	 "continue a run from its last committed step on fresh sandboxes",
-	 "  --no-tui   plain transcript, no dashboard\n"},
+	 "  --no-tui   plain transcript, no dashboard\n"
+	 "  --no-chat  no steering from this terminal\n"},
 	{"cancel", SL_NEEDS_STORE, sl_cmd_cancel, "sbxloop cancel RUN",
 	 "ask a run to stop at its next phase boundary", ""},
+	{"steer", SL_NEEDS_STORE, sl_cmd_steer, "sbxloop steer RUN MESSAGE",
+	 "send a run a steering message, answered at its next phase "
+	 "boundary",
+	 "  MESSAGE  what you want changed; a read-only agent answers it and\n"
+	 "           may re-plan the task under way or keep it as standing\n"
+	 "           guidance (a stopped run answers it on resume)\n"},
 	{"artifacts", SL_NEEDS_STORE, sl_cmd_artifacts,
 	 "sbxloop artifacts RUN [--tree|--list] [--path]",
 	 "list a run's results on the host and what was excluded",

@@ -154,5 +154,15 @@ int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_deliver(struct sl_cli *cli, int argc, char **argv);
+int sl_cmd_steer(struct sl_cli *cli, int argc, char **argv);
+
+/*
+ * Chat on a plain terminal (cmd_steer.c): a thread posting each line of
+ * a terminal stdin through host->chat_post; NULL when stdin is not a
+ * terminal. Stop joins it.
+ */
+struct sl_chat_stdin;
+struct sl_chat_stdin *sl_chat_stdin_start(const struct sbxloop_host *host);
+void sl_chat_stdin_stop(struct sl_chat_stdin *c);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +35,9 @@
 #define MAX_OVERRIDES 40
 
 static volatile sig_atomic_t signals_seen;
+/* the terminal's mode at start, put back on a forced exit */
+static struct termios saved_tio;
+static volatile sig_atomic_t have_tio;
 
 static void on_signal(int sig)
 {
@@ -42,6 +46,9 @@ static void on_signal(int sig)
 
 	(void)sig;
 	if (++signals_seen >= 2) {
+		/* the dashboard's input line had echo and line mode off */
+		if (have_tio)
+			tcsetattr(STDIN_FILENO, TCSANOW, &saved_tio);
 		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
 			/* nothing left to try */
 		}
@@ -64,6 +71,7 @@ struct session {
 	const char *outcome;
 	int resume;
 	int no_tui;
+	int dashboard; /* the tui sink draws */
 	/* engine thread */
 	struct sbxloop_error err;
 	int rc;
@@ -143,6 +151,7 @@ static void open_sinks(struct session *s)
 		    sl_core_instantiate(s->core, SBXLOOP_KIND_SINK, name,
 					&s->sinks[s->n_sinks], &err) == 0) {
 			sl_bus_add_sink(s->bus, &s->sinks[s->n_sinks++]);
+			s->dashboard = 1;
 			continue;
 		}
 		if (strcmp(name, "tui") == 0) {
@@ -277,6 +286,7 @@ static void close_session(struct session *s)
 static int drive(struct session *s)
 {
 	struct sigaction sa, old_int, old_term;
+	struct sl_chat_stdin *chat = NULL;
 	pthread_t th;
 	double since = 0;
 	int interrupted = 0, code;
@@ -294,6 +304,8 @@ static int drive(struct session *s)
 			     s->verb);
 		return SL_EXIT_USAGE;
 	}
+	if (!s->dashboard && sl_config_bool(s->core->cfg, "chat", 1))
+		chat = sl_chat_stdin_start(&s->core->host);
 	while (!atomic_load(&s->done)) {
 		if (signals_seen && !interrupted) {
 			interrupted = 1;
@@ -306,6 +318,8 @@ static int drive(struct session *s)
 		if (interrupted && sl_monotonic() - since > QUIESCE_S) {
 			/* the job in flight dies with us (PDEATHSIG) */
 			sl_engine_teardown(s->engine);
+			if (have_tio)
+				tcsetattr(STDIN_FILENO, TCSANOW, &saved_tio);
 			printf("run %s interrupted: resume with `sbxloop "
 			       "resume %s`\n",
 			       s->run_id, s->run_id);
@@ -315,6 +329,7 @@ static int drive(struct session *s)
 		sleep_ms(50);
 	}
 	pthread_join(th, NULL);
+	sl_chat_stdin_stop(chat);
 	if (signals_seen && !interrupted)
 		interrupted = 1;
 	if (interrupted) {
@@ -355,6 +370,7 @@ static int parse_options(struct session *s, int argc, char **argv,
 		O_NOKOF,
 		O_TUI,
 		O_NOTUI,
+		O_NOCHAT,
 		O_GH
 	};
 	static const struct option run_opts[] = {
@@ -366,11 +382,13 @@ static int parse_options(struct session *s, int argc, char **argv,
 		{"no-keep-on-failure", no_argument, NULL, O_NOKOF},
 		{"tui", no_argument, NULL, O_TUI},
 		{"no-tui", no_argument, NULL, O_NOTUI},
+		{"no-chat", no_argument, NULL, O_NOCHAT},
 		{NULL, 0, NULL, 0},
 	};
 	static const struct option resume_opts[] = {
 		{"tui", no_argument, NULL, O_TUI},
 		{"no-tui", no_argument, NULL, O_NOTUI},
+		{"no-chat", no_argument, NULL, O_NOCHAT},
 		{NULL, 0, NULL, 0},
 	};
 	char **ov = sl_xcalloc(MAX_OVERRIDES, sizeof(*ov));
@@ -410,6 +428,10 @@ static int parse_options(struct session *s, int argc, char **argv,
 			break;
 		case O_NOTUI:
 			s->no_tui = 1;
+			break;
+		case O_NOCHAT:
+			ov[n++] = sl_xstrdup("chat");
+			ov[n++] = sl_xstrdup("false");
 			break;
 		default:
 			sl_cli_error("unknown option '%s'", argv[optind - 1]);
@@ -479,6 +501,8 @@ static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 			code = SL_EXIT_USAGE;
 			goto out;
 		}
+	if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_tio) == 0)
+		have_tio = 1;
 	open_sinks(&s);
 	open_reporters(&s);
 	code = open_provider(&s);

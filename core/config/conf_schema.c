@@ -160,6 +160,11 @@ const struct sl_config_spec sl_core_schema[] = {
 	 "never remove a run's sandboxes at the end", NULL},
 	{"keep_on_failure", BOOL, "false", NULL,
 	 "keep the sandboxes of a run that fails, for debugging", NULL},
+	{"chat", BOOL, "true", NULL,
+	 "take steering messages typed on this terminal: the dashboard's "
+	 "input line, or stdin lines with --no-tui (`sbxloop steer` works "
+	 "either way)",
+	 NULL},
 	{"worker_path", STR, NULL, NULL,
 	 "host path of sbxloop-worker (default: the installed one)", NULL},
 

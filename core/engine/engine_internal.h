@@ -97,6 +97,10 @@ struct sl_engine {
 	struct sl_instance **reporters;
 	size_t n_reporters;
 	int resumed;
+	/* steering: the task under way, the standing guidance (strings) */
+	struct task *current;
+	cJSON *guidance;
+	int steer_attempts;
 	/* what a reporter delivered, for the summary (or why it did not) */
 	long long delivered_number;
 	char *delivered_url;
@@ -214,6 +218,16 @@ void sl_engine_jobs_close(struct sl_engine *e);
 int sl_engine_reporters_start(struct sl_engine *e, struct sbxloop_error *err);
 /* deliver (when `final` is completed), then run_end; failures logged. */
 void sl_engine_reporters_end(struct sl_engine *e, const char *final);
+
+/* ---- steer.c ------------------------------------------------------------ */
+
+/* Route host->chat_post() to this run's inbox, or stop routing. */
+void sl_engine_chat_open(struct sl_engine *e);
+void sl_engine_chat_close(struct sl_engine *e);
+/* e->guidance from the run row's JSON list (NULL or bad: empty). */
+int sl_engine_load_guidance(struct sl_engine *e, const char *json);
+/* Answer the pending steering messages, oldest first (a boundary). */
+int sl_engine_steer(struct sl_engine *e, struct sbxloop_error *err);
 
 /* ---- harvest.c ---------------------------------------------------------- */
 

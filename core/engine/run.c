@@ -45,6 +45,8 @@ void sl_engine_free(struct sl_engine *e)
 
 	if (!e)
 		return;
+	sl_engine_chat_close(e);
+	cJSON_Delete(e->guidance);
 	sl_engine_tasks_clear(e);
 	sl_pair_free(e->pair);
 	sl_worker_forget_resources();
@@ -126,7 +128,7 @@ int sl_engine_boundary(struct sl_engine *e, struct sbxloop_error *err)
 		free(why);
 		return rc;
 	}
-	return 0;
+	return sl_engine_steer(e, err);
 }
 
 int sl_engine_budget(const struct sl_engine *e, const char *key, int dflt)
@@ -144,6 +146,7 @@ void sl_engine_phase_ctx(struct sl_engine *e, const struct task *t,
 	pc->prompts_dir = e->prompts_dir;
 	pc->workspace = e->workspace;
 	pc->task_id = t ? t->id : NULL;
+	pc->guidance = e->guidance;
 }
 
 /* ---- the run ------------------------------------------------------------ */
@@ -284,6 +287,9 @@ static int drive(struct sl_engine *e, const char *pinned,
 	e->deadline = sl_monotonic() +
 		      sl_config_double(e->core->cfg,
 				       "budgets.max_wall_clock_s", 7200.0);
+	if (!e->guidance)
+		sl_engine_load_guidance(e, NULL);
+	sl_engine_chat_open(e);
 	rc = sl_engine_set_run_state(e, SBXLOOP_RUN_PROVISIONING, NULL, err);
 	if (rc < 0)
 		return rc;
@@ -315,6 +321,10 @@ static int drive(struct sl_engine *e, const char *pinned,
 		goto fail;
 	announce_roster(e);
 	rc = schedule(e, err);
+	if (rc < 0)
+		goto fail;
+	/* what came in during the last task is still answered */
+	rc = sl_engine_steer(e, err);
 	if (rc < 0)
 		goto fail;
 	rc = sl_engine_set_run_state(e, SBXLOOP_RUN_FINALIZING, NULL, err);
@@ -462,6 +472,7 @@ int sl_engine_resume(struct sl_engine *e, const char *run_id,
 	}
 	e->outcome = ri.outcome;
 	ri.outcome = NULL;
+	sl_engine_load_guidance(e, ri.guidance_json);
 	e->resumed = 1;
 	sl_core_set_run(e->core, e->run_id);
 	d = cJSON_CreateObject();

@@ -398,6 +398,13 @@ static int step_execute(struct sl_engine *e, struct task *t,
 	rc = apply_execute(e, t, out, err);
 	if (rc < 0)
 		goto out;
+	/*
+	 * A phase boundary before the review (cancel, the wall clock,
+	 * steering); a steered task left SCRUTINIZING for planning.
+	 */
+	rc = sl_engine_boundary(e, err);
+	if (rc < 0 || t->state != SL_TASK_SCRUTINIZING)
+		goto out;
 	rc = scrutinize(e, t, report, err);
 out:
 	free(report);
@@ -649,26 +656,15 @@ static int resources_exhausted(struct sl_engine *e, struct task *t)
 	return 1;
 }
 
-int sl_engine_run_task(struct sl_engine *e, struct task *t,
-		       struct sbxloop_error *err)
+/* From the task's stored state to a terminal one, a boundary per step. */
+static int run_steps(struct sl_engine *e, struct task *t,
+		     struct sbxloop_error *err)
 {
 	int (*step)(struct sl_engine *, struct task *, struct sbxloop_error *);
-	cJSON *d;
-	int rc = 0;
+	int rc = resume_committed(e, t, err);
 
-	if (t->state == SL_TASK_PENDING) {
-		rc = sl_engine_set_task_state(e, t, SL_TASK_PLANNING, err);
-		if (rc < 0)
-			return rc;
-	}
-	d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "task_id", t->id);
-	cJSON_AddStringToObject(d, "title", t->title);
-	sl_engine_emit(e, SBXLOOP_EV_TASK_START, d);
-	rc = resume_committed(e, t, err);
 	if (rc < 0)
 		return rc;
-
 	while (!sl_task_terminal(t)) {
 		rc = sl_engine_boundary(e, err);
 		if (rc < 0)
@@ -697,6 +693,29 @@ int sl_engine_run_task(struct sl_engine *e, struct task *t,
 		if (rc < 0)
 			return rc;
 	}
+	return 0;
+}
+
+int sl_engine_run_task(struct sl_engine *e, struct task *t,
+		       struct sbxloop_error *err)
+{
+	cJSON *d;
+	int rc = 0;
+
+	if (t->state == SL_TASK_PENDING) {
+		rc = sl_engine_set_task_state(e, t, SL_TASK_PLANNING, err);
+		if (rc < 0)
+			return rc;
+	}
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "task_id", t->id);
+	cJSON_AddStringToObject(d, "title", t->title);
+	sl_engine_emit(e, SBXLOOP_EV_TASK_START, d);
+	e->current = t;
+	rc = run_steps(e, t, err);
+	e->current = NULL;
+	if (rc < 0)
+		return rc;
 	sl_engine_harvest_task(e);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "task_id", t->id);

@@ -29,6 +29,13 @@ typedef int sl_emit_fn(struct sl_core *core, const char *type,
 typedef int sl_job_fn(void *user, const char *role, cJSON *job, cJSON **result,
 		      struct sbxloop_error *err);
 
+/*
+ * Where host->chat_post() goes (set by the engine while it drives a run):
+ * queue `text` for the run, *id its message id.
+ */
+typedef int sl_chat_fn(void *user, const char *text, int64_t *id,
+		       struct sbxloop_error *err);
+
 /* An instantiated component: its ops table and instance context. */
 struct sl_instance {
 	const struct sbxloop_component *component;
@@ -47,7 +54,9 @@ struct sl_core {
 	struct sl_instance sandbox; /* the active provider, when created */
 	sl_job_fn *job;             /* NULL: no sandbox takes jobs */
 	void *job_user;
-	pthread_mutex_t job_lock; /* guards job and job_user */
+	sl_chat_fn *chat; /* NULL: no run takes messages */
+	void *chat_user;
+	pthread_mutex_t job_lock; /* guards job, chat and their users */
 	int state_read_only;      /* the command only reads the store */
 };
 
@@ -76,5 +85,7 @@ void sl_core_set_run(struct sl_core *core, const char *run_id);
  * `user` alive until the plugins that may call it are destroyed.
  */
 void sl_core_set_job_hook(struct sl_core *core, sl_job_fn *fn, void *user);
+/* Route host->chat_post() to `fn` (NULL: refuse messages from now on). */
+void sl_core_set_chat_hook(struct sl_core *core, sl_chat_fn *fn, void *user);
 
 #endif

@@ -241,6 +241,42 @@ void sl_core_set_job_hook(struct sl_core *core, sl_job_fn *fn, void *user)
 	pthread_mutex_unlock(&core->job_lock);
 }
 
+void sl_core_set_chat_hook(struct sl_core *core, sl_chat_fn *fn, void *user)
+{
+	pthread_mutex_lock(&core->job_lock);
+	core->chat = fn;
+	core->chat_user = fn ? user : NULL;
+	pthread_mutex_unlock(&core->job_lock);
+}
+
+/*
+ * The hook is called under job_lock, so the engine that clears it never
+ * frees what a message in flight still uses.
+ */
+static int host_chat_post(const struct sbxloop_host *host, const char *text,
+			  int64_t *id_out, struct sbxloop_error *err)
+{
+	struct sl_core *core = core_of(host);
+	int64_t id = 0;
+	int rc;
+
+	if (id_out)
+		*id_out = 0;
+	if (!text || !*text)
+		return sl_error(err, SBXLOOP_EINVAL,
+				"chat_post: the message is empty");
+	pthread_mutex_lock(&core->job_lock);
+	if (core->chat)
+		rc = core->chat(core->chat_user, text, &id, err);
+	else
+		rc = sl_error(err, SBXLOOP_ENOTFOUND,
+			      "no run takes steering messages now");
+	pthread_mutex_unlock(&core->job_lock);
+	if (rc == 0 && id_out)
+		*id_out = id;
+	return rc;
+}
+
 static void fill_host(struct sl_core *core)
 {
 	struct sbxloop_host *h = &core->host;
@@ -271,6 +307,7 @@ static void fill_host(struct sl_core *core)
 	h->sandbox_exec = host_sandbox_exec;
 	h->state_read_only = host_state_read_only;
 	h->sandbox_job = host_sandbox_job;
+	h->chat_post = host_chat_post;
 }
 
 int sl_core_open(struct sl_core **out, const struct sl_config_opts *o,

@@ -421,6 +421,84 @@ static int guard_event_last_ts(void *ctx, const char *run_id, double *ts,
 	return rc;
 }
 
+/* The inbox slots (1.6) are optional: a store without them refuses. */
+static int no_inbox(const struct guard *g, struct sbxloop_error *err)
+{
+	(void)g;
+	return sl_error(err, SBXLOOP_EUNSUPPORTED,
+			"the store keeps no steering inbox (its plugin was "
+			"built before SDK 1.6)");
+}
+
+static int guard_inbox_push(void *ctx, const char *run_id, const char *text,
+			    int64_t *id_out, struct sbxloop_error *err)
+{
+	struct guard *g = ctx;
+	struct scrub s = SCRUB_INIT;
+	int rc;
+
+	if (!SBXLOOP_HAS_SLOT(g->ops, struct sbxloop_store_ops, inbox_push))
+		return no_inbox(g, err);
+	rc = g->ops->inbox_push(g->ctx, clean(&s, run_id), clean(&s, text),
+				id_out, err);
+	scrub_release(&s);
+	return rc;
+}
+
+struct chat_cb {
+	int (*cb)(void *user, const struct sbxloop_chat_row *msg);
+	void *user;
+};
+
+static int chat_cb(void *user, const struct sbxloop_chat_row *row)
+{
+	struct chat_cb *w = user;
+	struct sbxloop_chat_row copy;
+	struct scrub s = SCRUB_INIT;
+	int rc;
+
+	memset(&copy, 0, sizeof(copy));
+	memcpy(&copy, row, row_size(row->struct_size, sizeof(copy)));
+	copy.struct_size = sizeof(copy);
+	copy.run_id = clean(&s, copy.run_id);
+	copy.text = clean(&s, copy.text);
+	rc = w->cb(w->user, &copy);
+	scrub_release(&s);
+	return rc;
+}
+
+static int guard_inbox_pending(void *ctx, const char *run_id,
+			       int (*cb)(void *user,
+					 const struct sbxloop_chat_row *msg),
+			       void *user, struct sbxloop_error *err)
+{
+	struct guard *g = ctx;
+	struct chat_cb w = {cb, user};
+	struct scrub s = SCRUB_INIT;
+	int rc;
+
+	if (!SBXLOOP_HAS_SLOT(g->ops, struct sbxloop_store_ops, inbox_pending))
+		return no_inbox(g, err);
+	rc = g->ops->inbox_pending(g->ctx, clean(&s, run_id), chat_cb, &w,
+				   err);
+	scrub_release(&s);
+	return rc;
+}
+
+static int guard_inbox_done(void *ctx, const char *run_id, int64_t id,
+			    struct sbxloop_error *err)
+{
+	struct guard *g = ctx;
+	struct scrub s = SCRUB_INIT;
+	int rc;
+
+	if (!SBXLOOP_HAS_SLOT(g->ops, struct sbxloop_store_ops, inbox_done))
+		return no_inbox(g, err);
+	rc = g->ops->inbox_done(g->ctx, clean(&s, run_id), id, err);
+	scrub_release(&s);
+	return rc;
+}
+
 static const struct sbxloop_store_ops guard_ops = {
 	.struct_size = sizeof(struct sbxloop_store_ops),
 	.create = guard_create,
@@ -439,6 +517,9 @@ static const struct sbxloop_store_ops guard_ops = {
 	.flush = guard_flush,
 	.events_query = guard_events_query,
 	.event_last_ts = guard_event_last_ts,
+	.inbox_push = guard_inbox_push,
+	.inbox_pending = guard_inbox_pending,
+	.inbox_done = guard_inbox_done,
 };
 
 void sl_store_guard_wrap(struct sl_instance *inst)

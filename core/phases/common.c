@@ -77,7 +77,8 @@ cJSON *sl_phase_base_vars(const struct sl_phase_ctx *pc)
 			  domain_list(sl_egress_registries));
 	sl_phase_var_take(v, "declarable_registries",
 			  domain_list(sl_egress_declarable));
-	sl_phase_var_set(v, "guidance", "(none)");
+	sl_phase_var_take(v, "guidance",
+			  sl_phase_render_list(pc->guidance, "(none)"));
 	return v;
 }
 

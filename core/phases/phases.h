@@ -35,6 +35,7 @@ struct sl_phase_ctx {
 	const char *prompts_dir;
 	const char *workspace; /* host path of the workspace */
 	const char *task_id;   /* tags relayed events; NULL outside tasks */
+	const cJSON *guidance; /* the run's standing guidance (strings) */
 };
 
 /* Clip to the last 6000 chars with a marker; caller frees. */
@@ -89,6 +90,16 @@ int sl_phase_verify(const struct sl_phase_ctx *pc, const cJSON *spec,
 int sl_phase_validate(const struct sl_phase_ctx *pc, const cJSON *spec,
 		      const char *verify_results, cJSON **verdict,
 		      struct sbxloop_error *err);
+
+/*
+ * STEER: a read-only, fresh session answers the user's `message` about
+ * the run. `board` and `current` are the rendered task board and current
+ * task block. *verdict (caller frees): reply, action (continue,
+ * steer_task or steer_run) and guidance (non-blank unless continue).
+ */
+int sl_phase_steer(const struct sl_phase_ctx *pc, const char *board,
+		   const char *current, const char *message, cJSON **verdict,
+		   struct sbxloop_error *err);
 
 /* Verify-command lint: appends "- <prefix><message>" lines to `out`. */
 void sl_verify_lint(const struct sl_core *core, const cJSON *commands,

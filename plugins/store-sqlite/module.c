@@ -25,6 +25,9 @@ static const struct sbxloop_store_ops store_sqlite_ops = {
 	.flush = sq_flush,
 	.events_query = sq_events_query,
 	.event_last_ts = sq_event_last_ts,
+	.inbox_push = sq_inbox_push,
+	.inbox_pending = sq_inbox_pending,
+	.inbox_done = sq_inbox_done,
 };
 
 static const struct sbxloop_component store_sqlite_components[] = {

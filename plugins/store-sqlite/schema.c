@@ -85,6 +85,20 @@
 	" NEW.job_id, coalesce(NEW.data_json, '{}');"                         \
 	" END;"
 
+/*
+ * v4: the steering inbox. A message is pending while taken_at is NULL;
+ * the partial index keeps the engine's per-boundary look a single probe.
+ */
+#define STORE_V4_INBOX                                                        \
+	"CREATE TABLE IF NOT EXISTS chat_inbox ("                             \
+	" id INTEGER PRIMARY KEY AUTOINCREMENT,"                              \
+	" run_id TEXT NOT NULL,"                                              \
+	" text TEXT NOT NULL,"                                                \
+	" created_at REAL NOT NULL,"                                          \
+	" taken_at REAL);"                                                    \
+	"CREATE INDEX IF NOT EXISTS idx_chat_pending"                         \
+	" ON chat_inbox(run_id, id) WHERE taken_at IS NULL;"
+
 const char store_schema_current[] =
 	"CREATE TABLE IF NOT EXISTS runs ("
 	" run_id TEXT PRIMARY KEY,"
@@ -119,7 +133,8 @@ const char store_schema_current[] =
 	" status TEXT NOT NULL,"
 	" output_json TEXT NOT NULL DEFAULT '{}',"
 	" started_at REAL NOT NULL,"
-	" ended_at REAL NOT NULL);" STORE_STATE_INDEXES STORE_V3_EVENTS;
+	" ended_at REAL NOT NULL);" STORE_STATE_INDEXES STORE_V3_EVENTS
+		STORE_V4_INBOX;
 
 const struct store_column store_v2_columns[] = {
 	{"runs", "config_json", "TEXT NOT NULL DEFAULT '{}'"},
@@ -163,8 +178,5 @@ static const char store_upgrade_v2[] =
 	"DROP TABLE events_v2;";
 
 const char *const store_schema_upgrade[STORE_SCHEMA_VERSION + 1] = {
-	NULL,
-	store_upgrade_v1,
-	store_upgrade_v2,
-	NULL,
+	NULL, store_upgrade_v1, store_upgrade_v2, STORE_V4_INBOX, NULL,
 };

@@ -6,7 +6,7 @@
 #define SBXLOOP_STORE_SQLITE_SCHEMA_H
 
 /* The version this build writes (PRAGMA user_version). */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 /*
  * The kinds of event_names (v3): what an event's key columns name. The

@@ -13,6 +13,7 @@
  *                    one table each: its writes and its queries
  *   events.c         the event buffer: append, flush, writing it out
  *   events_query.c   reading events back, as envelopes
+ *   inbox.c          the steering inbox (chat_inbox)
  *   schema.c         the SQL text of the schema and its migrations
  *
  * Durability: WAL with synchronous=FULL, so a COMMIT has reached the disk
@@ -266,6 +267,15 @@ int sq_attempts_list(void *ctx, const char *run_id, const char *task_id,
 		     void *user, struct sbxloop_error *err);
 
 /* store.c: the store's life. */
+/* inbox.c: the steering inbox. */
+int sq_inbox_push(void *ctx, const char *run_id, const char *text,
+		  int64_t *id_out, struct sbxloop_error *err);
+int sq_inbox_pending(void *ctx, const char *run_id,
+		     int (*cb)(void *user, const struct sbxloop_chat_row *msg),
+		     void *user, struct sbxloop_error *err);
+int sq_inbox_done(void *ctx, const char *run_id, int64_t id,
+		  struct sbxloop_error *err);
+
 int sq_create(const struct sbxloop_host *host, void **ctx,
 	      struct sbxloop_error *err);
 void sq_destroy(void *ctx);

@@ -380,6 +380,7 @@ static int run_cb(void *user, const struct sbxloop_run_row *row)
 	r->reason = dup_or_empty(row->reason);
 	r->workspace = dup_or_empty(row->workspace);
 	r->kept_reason = dup_or_empty(row->kept_reason);
+	r->guidance_json = dup_or_empty(row->guidance_json);
 	r->mounted = row->mounted;
 	return 0;
 }
@@ -403,6 +404,7 @@ void rt_run_release(struct rt_run *r)
 	free(r->reason);
 	free(r->workspace);
 	free(r->kept_reason);
+	free(r->guidance_json);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -86,6 +86,7 @@ struct rt_run {
 	char *reason;
 	char *workspace;
 	char *kept_reason;
+	char *guidance_json;
 	int mounted;
 };
 void rt_run_get(const char *run, struct rt_run *r);

@@ -158,6 +158,34 @@ S["tui_gauges"] = [D(task("t1"), task("t2", ["t1"]), task("t3", ["t2"])),
                    P("t1"), fake_disk("t1", 50), slow(SP, 3), VA,
                    P("t2"), fake_disk("t2", 85), slow(SP, 3), VA,
                    P("t3"), fake_disk("t3", 97), slow(SP, 3), VA]
+# tests/e2e/test-steer.c: chat steering. A STEER reply is consumed at the
+# phase boundary after the message arrives.
+def STEER(action, guidance="", reply="noted"):
+    return {"json": {"reply": reply, "action": action, "guidance": guidance}}
+# a message sent during a slow EXECUTE: the first STEER reply breaks the
+# schema (steer_task without guidance) and is asked again; the task then
+# plans again with the user's feedback, spending no budget
+S["steer_task"] = [D(task("t1")), P(), slow(E(), 4),
+                   {"json": {"reply": "ok", "action": "steer_task"}},
+                   STEER("steer_task", "write the file in capitals", "will do"),
+                   P(), E(), SP, VA]
+# queued while the run is stopped (killed after t1's plan), answered on
+# resume as standing guidance; a second kill and resume keeps it
+S["steer_resume"] = [D(task("t1"), task("t2", ["t1"])), P("t1"),
+                     STEER("steer_run", "add a license header to every file"),
+                     E("t1"), SP, VA, P("t2"), E("t2"), SP, VA]
+# a STEER session that fails (no JSON, twice) is reported, the run goes on
+S["steer_fails"] = [D(task("t1")), P(), slow(E(), 4),
+                    {"text": "I am not sure."}, {"text": "Still not sure."},
+                    SP, VA]
+# steer_task with no task under way (t1 done, message queued before the
+# resume that only finishes the run) becomes steer_run
+S["steer_between"] = [D(task("t1")), P(), E(), SP, VA,
+                      STEER("steer_task", "prefer small commits")]
+# test-tui: a chat round trip typed into the dashboard
+S["tui_chat"] = [D(task("t1")), P(), slow(E(), 6),
+                 STEER("steer_run", "use tabs, not spaces", "sure, tabs from now on"),
+                 SP, VA]
 for k, v in S.items():
     with open(k + ".json", "w") as f:
         json.dump(v, f, indent=1); f.write("\n")

@@ -58,8 +58,9 @@ END_TEST
 
 START_TEST(test_shipped_prompts_render_with_the_engine_variables)
 {
-	static const char *const names[] = {"decompose", "plan", "execute",
-					    "scrutinize", "validate"};
+	static const char *const names[] = {"decompose", "plan",
+					    "execute",   "scrutinize",
+					    "validate",  "steer"};
 	static const char *const vars[] = {"outcome",
 					   "max_tasks",
 					   "retry_context",
@@ -77,7 +78,10 @@ START_TEST(test_shipped_prompts_render_with_the_engine_variables)
 					   "evidence",
 					   "verify_results",
 					   "baseline_registries",
-					   "declarable_registries"};
+					   "declarable_registries",
+					   "task_board",
+					   "current_task",
+					   "message"};
 	struct sbxloop_error err = {0, ""};
 	char dirname[4200];
 	cJSON *v = cJSON_CreateObject();

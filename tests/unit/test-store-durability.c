@@ -90,7 +90,7 @@ START_TEST(test_v1_database_is_migrated_in_place_with_data_intact)
 	u.kept_reason = "manual";
 	ck_assert_int_eq(ops->run_update(store, &u, NULL, 0, &err), 0);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 4);
 	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM events"), 2);
 	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM runs WHERE"
 				     " reason = 'reconciled'"
@@ -147,7 +147,7 @@ START_TEST(test_an_unversioned_database_gains_the_missing_columns)
 			 0);
 	ck_assert_int_eq(s.n, 1);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 4);
 	sqlite3_close(db);
 }
 END_TEST
@@ -238,7 +238,7 @@ START_TEST(test_v2_database_moves_its_events_to_keyed_rows)
 	ck_assert(strstr(fakehost_log(fh), "from schema 2 to 3") != NULL);
 	/* Every event, through the view, exactly as it was. */
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 4);
 	after = raw_text(db, EVENTS_DIGEST);
 	ck_assert_str_eq(after, before);
 	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master"
@@ -296,6 +296,30 @@ START_TEST(test_v2_database_moves_its_events_to_keyed_rows)
 }
 END_TEST
 
+START_TEST(test_v3_database_gains_the_steering_inbox)
+{
+	int64_t id = 0;
+	sqlite3 *db;
+
+	ck_assert_int_eq(ops->create(fakehost_host(fh), &store, &err), 0);
+	make_run("r1", NULL, 0);
+	ops->destroy(store);
+	store = NULL;
+	db = raw_open();
+	raw_exec(db, "DROP TABLE chat_inbox; PRAGMA user_version = 3");
+	sqlite3_close(db);
+	ck_assert_msg(ops->create(fakehost_host(fh), &store, &err) == 0, "%s",
+		      err.message);
+	ck_assert(strstr(fakehost_log(fh), "from schema 3 to 4") != NULL);
+	ck_assert_int_eq(ops->inbox_push(store, "r1", "hi", &id, &err), 0);
+	ck_assert_int_gt(id, 0);
+	db = raw_open();
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM runs"), 1);
+	sqlite3_close(db);
+}
+END_TEST
+
 START_TEST(test_a_newer_schema_is_refused)
 {
 	sqlite3 *db = raw_open();
@@ -314,7 +338,7 @@ START_TEST(test_a_fresh_database_is_wal_and_current)
 	sqlite3 *db = raw_open();
 	sqlite3_stmt *st = NULL;
 
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 4);
 	ck_assert_int_eq(
 		sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL),
 		SQLITE_OK);
@@ -663,6 +687,7 @@ static Suite *schema_suite(void)
 	tcase_add_test(tc,
 		       test_an_unversioned_database_gains_the_missing_columns);
 	tcase_add_test(tc, test_v2_database_moves_its_events_to_keyed_rows);
+	tcase_add_test(tc, test_v3_database_gains_the_steering_inbox);
 	tcase_add_test(tc, test_a_newer_schema_is_refused);
 	tcase_add_test(tc, test_a_garbage_file_is_refused_and_left_alone);
 	tcase_add_test(tc, test_an_unreadable_state_dir_is_refused);

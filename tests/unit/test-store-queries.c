@@ -652,6 +652,73 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+
+static int seen_chat(void *user, const struct sbxloop_chat_row *m)
+{
+	struct seen *s = user;
+
+	snprintf(s->items[s->n], sizeof(s->items[0]), "%lld|%s|%s",
+		 (long long)m->id, m->run_id, m->text);
+	s->num[s->n] = m->created_at;
+	s->n++;
+	return s->stop_after && s->n >= s->stop_after;
+}
+
+START_TEST(test_inbox_is_fifo_per_run_until_marked_done)
+{
+	struct seen s = {0};
+	int64_t a = 0, b = 0, c = 0;
+
+	make_run("r1", NULL, 0);
+	make_run("r2", NULL, 0);
+	ck_assert_int_eq(ops->inbox_push(store, "r1", "first", &a, &err), 0);
+	ck_assert_int_eq(ops->inbox_push(store, "r2", "other run", &b, &err),
+			 0);
+	ck_assert_int_eq(ops->inbox_push(store, "r1", "second", &c, &err), 0);
+	ck_assert(a > 0 && b > a && c > b);
+	ck_assert_int_eq(ops->inbox_pending(store, "r1", seen_chat, &s, &err),
+			 0);
+	ck_assert_int_eq(s.n, 2);
+	ck_assert_str_eq(s.items[0], "1|r1|first");
+	ck_assert_str_eq(s.items[1], "3|r1|second");
+	ck_assert(s.num[0] > 0);
+	/* done once, done again: still fine, and gone from pending */
+	ck_assert_int_eq(ops->inbox_done(store, "r1", a, &err), 0);
+	ck_assert_int_eq(ops->inbox_done(store, "r1", a, &err), 0);
+	/* another run's id does not take this run's message */
+	ck_assert_int_eq(ops->inbox_done(store, "r2", c, &err), 0);
+	memset(&s, 0, sizeof(s));
+	ck_assert_int_eq(ops->inbox_pending(store, "r1", seen_chat, &s, &err),
+			 0);
+	ck_assert_int_eq(s.n, 1);
+	ck_assert_str_eq(s.items[0], "3|r1|second");
+	/* a callback may stop the walk */
+	ck_assert_int_eq(ops->inbox_push(store, "r1", "third", NULL, &err), 0);
+	memset(&s, 0, sizeof(s));
+	s.stop_after = 1;
+	ck_assert_int_eq(ops->inbox_pending(store, "r1", seen_chat, &s, &err),
+			 0);
+	ck_assert_int_eq(s.n, 1);
+}
+END_TEST
+
+START_TEST(test_inbox_of_an_unknown_run_is_enotfound)
+{
+	struct seen s = {0};
+	int64_t id = 7;
+
+	ck_assert_int_eq(ops->inbox_push(store, "nope", "hi", &id, &err),
+			 SBXLOOP_ENOTFOUND);
+	ck_assert_int_eq(id, 7);
+	ck_assert_int_eq(
+		ops->inbox_pending(store, "nope", seen_chat, &s, &err), 0);
+	ck_assert_int_eq(s.n, 0);
+	ck_assert_int_eq(ops->inbox_push(store, NULL, "hi", NULL, &err),
+			 SBXLOOP_EINVAL);
+}
+END_TEST
+
 static Suite *runs_suite(void)
 {
 	TCase *tc;
@@ -666,6 +733,8 @@ static Suite *runs_suite(void)
 		tc, test_conditional_update_refused_reports_the_state_found);
 	tcase_add_test(tc,
 		       test_conditional_update_applies_in_an_allowed_state);
+	tcase_add_test(tc, test_inbox_is_fifo_per_run_until_marked_done);
+	tcase_add_test(tc, test_inbox_of_an_unknown_run_is_enotfound);
 	return s;
 }
 

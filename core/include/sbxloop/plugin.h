@@ -35,6 +35,9 @@
  *   1.5  sbxloop_host.sandbox_job (run a worker job in the run's
  *        sandbox of a role: how a reporter acts through the github
  *        sandbox without holding its token).
+ *   1.6  sbxloop_host.chat_post (a sink's input line queues a steering
+ *        message for the run) and the store's steering inbox
+ *        (sbxloop_store_ops.inbox_push, inbox_pending, inbox_done).
  */
 #ifndef SBXLOOP_PLUGIN_H
 #define SBXLOOP_PLUGIN_H
@@ -48,7 +51,7 @@ extern "C" {
 
 #define SBXLOOP_PLUGIN_MAGIC 0x5342584cu /* "SBXL" */
 #define SBXLOOP_ABI_MAJOR 1
-#define SBXLOOP_ABI_MINOR 5
+#define SBXLOOP_ABI_MINOR 6
 
 /* The symbol every module exports. */
 #define SBXLOOP_DESCRIPTOR_SYMBOL "sbxloop_plugin_descriptor"
@@ -286,6 +289,19 @@ struct sbxloop_host {
 			   const char *job_json, char **result_json,
 			   struct sbxloop_error *err);
 	/* ---- the members of ABI 1.5 end here ---- */
+
+	/*
+	 * 1.6: queue a steering message from the user for the current run
+	 * (a sink's input line). The engine takes it at its next phase
+	 * boundary: chat.message, a read-only STEER session, chat.action
+	 * and chat.reply, all carrying *id_out (may be NULL) as
+	 * message_id. SBXLOOP_ENOTFOUND: no run takes messages now;
+	 * SBXLOOP_EUNSUPPORTED: the store keeps no inbox; SBXLOOP_EINVAL:
+	 * empty text. Safe from any thread. Check with SBXLOOP_HAS_SLOT.
+	 */
+	int (*chat_post)(const struct sbxloop_host *host, const char *text,
+			 int64_t *id_out, struct sbxloop_error *err);
+	/* ---- the members of ABI 1.6 end here ---- */
 };
 
 /*

@@ -114,6 +114,19 @@ struct sbxloop_run_update {
 	/* ---- the members of ABI 1.0 end here; later minors append ---- */
 };
 
+/*
+ * 1.6: one steering message of a run's inbox. `id` grows with every
+ * push, across runs.
+ */
+struct sbxloop_chat_row {
+	uint32_t struct_size;
+	int64_t id;
+	const char *run_id;
+	const char *text;
+	double created_at;
+	/* ---- the members of ABI 1.6 end here; later minors append ---- */
+};
+
 struct sbxloop_store_ops {
 	uint32_t struct_size;
 	/* Opens (creating or migrating) the store under host->state_dir(). */
@@ -179,6 +192,26 @@ struct sbxloop_store_ops {
 	int (*event_last_ts)(void *ctx, const char *run_id, double *ts,
 			     struct sbxloop_error *err);
 	/* ---- the members of ABI 1.0 end here; later minors append ---- */
+
+	/*
+	 * 1.6: the steering inbox, shared between processes: `sbxloop
+	 * steer` and a sink's input line push, the run's engine reads the
+	 * pending messages at each phase boundary, oldest first, and marks
+	 * each done once it has been answered. A message pushed while no
+	 * process drives the run waits for `resume`. inbox_push fails with
+	 * SBXLOOP_ENOTFOUND when the run does not exist; inbox_done of a
+	 * message already done is not an error. Optional as a group: a
+	 * store without them has no steering (check with SBXLOOP_HAS_SLOT).
+	 */
+	int (*inbox_push)(void *ctx, const char *run_id, const char *text,
+			  int64_t *id_out, struct sbxloop_error *err);
+	int (*inbox_pending)(void *ctx, const char *run_id,
+			     int (*cb)(void *user,
+				       const struct sbxloop_chat_row *msg),
+			     void *user, struct sbxloop_error *err);
+	int (*inbox_done)(void *ctx, const char *run_id, int64_t id,
+			  struct sbxloop_error *err);
+	/* ---- the members of ABI 1.6 end here; later minors append ---- */
 };
 SBXLOOP_OPS_HEAD_CHECK(struct sbxloop_store_ops);
 
