@@ -19,6 +19,10 @@
 #include "tui.h"
 
 #define OUTCOME_MAX 200
+#define CHAT_SHOWN 3
+/* leaves room for the gauges, grants, tokens, chat and input lines */
+#define TASKS_SHOWN (TUI_MAX_LINES - 16)
+#define CHAT_TEXT_MAX 120
 
 static void set_str(char **dst, const char *src)
 {
@@ -71,7 +75,7 @@ static struct tui_task *task_of(struct tui_model *m, const char *id)
 }
 
 static void update_task(struct tui_model *m, const cJSON *data,
-			const char *id_key)
+			const char *id_key, double ts)
 {
 	struct tui_task *t = task_of(m, str(data, id_key));
 	double d;
@@ -79,6 +83,9 @@ static void update_task(struct tui_model *m, const cJSON *data,
 	if (!t)
 		return;
 	set_str(&t->title, str(data, "title"));
+	if (str(data, "state") &&
+	    (!t->state || strcmp(t->state, str(data, "state")) != 0))
+		t->state_ts = ts;
 	set_str(&t->state, str(data, "state"));
 	if (num(data, "revisions", &d))
 		t->revisions = (int)d;
@@ -160,6 +167,75 @@ static void update_grants(struct tui_model *m, const char *domain, int add)
 		m->n_grants++;
 }
 
+/* ------------------------------------------------------------- chat */
+
+static struct tui_chat *chat_of(struct tui_model *m, long long id)
+{
+	size_t i;
+
+	for (i = 0; i < m->n_chat; i++)
+		if (m->chat[i].id == id)
+			return &m->chat[i];
+	return NULL;
+}
+
+static struct tui_chat *chat_add(struct tui_model *m, long long id,
+				 const char *text)
+{
+	struct tui_chat *grown, *c = chat_of(m, id);
+
+	if (c)
+		return c;
+	grown = realloc(m->chat, (m->n_chat + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	m->chat = grown;
+	c = &grown[m->n_chat];
+	memset(c, 0, sizeof(*c));
+	c->id = id;
+	c->text = strdup(text ? text : "");
+	if (!c->text)
+		return NULL;
+	m->n_chat++;
+	return c;
+}
+
+void tui_model_chat_queued(struct tui_model *m, long long id, const char *text)
+{
+	chat_add(m, id, text);
+	free(m->notice);
+	m->notice = NULL;
+}
+
+void tui_model_set_notice(struct tui_model *m, const char *notice)
+{
+	free(m->notice);
+	m->notice = notice ? strdup(notice) : NULL;
+}
+
+static void update_chat(struct tui_model *m, const char *type,
+			const cJSON *data)
+{
+	struct tui_chat *c;
+	double id;
+
+	if (!num(data, "message_id", &id))
+		return;
+	if (!strcmp(type, SBXLOOP_EV_CHAT_MESSAGE)) {
+		c = chat_add(m, (long long)id, str(data, "text"));
+		if (c)
+			c->answering = 1;
+		return;
+	}
+	c = chat_of(m, (long long)id);
+	if (!c)
+		return;
+	free(c->text);
+	memmove(c, c + 1,
+		(size_t)(&m->chat[m->n_chat] - (c + 1)) * sizeof(*c));
+	m->n_chat--;
+}
+
 int tui_model_update(struct tui_model *m, const struct sbxloop_event *ev,
 		     const cJSON *data)
 {
@@ -184,13 +260,13 @@ int tui_model_update(struct tui_model *m, const struct sbxloop_event *ev,
 	} else if (!strcmp(t, SBXLOOP_EV_TASK_START) ||
 		   !strcmp(t, SBXLOOP_EV_TASK_STATE) ||
 		   !strcmp(t, SBXLOOP_EV_TASK_END)) {
-		update_task(m, data, "task_id");
+		update_task(m, data, "task_id", ev->ts);
 	} else if (!strcmp(t, SBXLOOP_EV_RUN_TASKS)) {
 		const cJSON *o;
 
 		cJSON_ArrayForEach (
 			o, cJSON_GetObjectItemCaseSensitive(data, "tasks"))
-			update_task(m, o, "id");
+			update_task(m, o, "id", ev->ts);
 	} else if (!strcmp(t, SBXLOOP_EV_SANDBOX_RESOURCES)) {
 		update_gauge(m, data);
 	} else if (!strcmp(t, SBXLOOP_EV_POLICY_ALLOW)) {
@@ -203,6 +279,9 @@ int tui_model_update(struct tui_model *m, const struct sbxloop_event *ev,
 		if (num(data, "output_tokens", &d))
 			m->tokens_out += (long long)d;
 		m->have_tokens = 1;
+	} else if (!strcmp(t, SBXLOOP_EV_CHAT_MESSAGE) ||
+		   !strcmp(t, SBXLOOP_EV_CHAT_REPLY)) {
+		update_chat(m, t, data);
 	} else {
 		return 0;
 	}
@@ -219,6 +298,10 @@ void tui_model_release(struct tui_model *m)
 		free(m->tasks[i].state);
 	}
 	free(m->tasks);
+	for (i = 0; i < m->n_chat; i++)
+		free(m->chat[i].text);
+	free(m->chat);
+	free(m->notice);
 	for (i = 0; i < m->n_gauges; i++)
 		free(m->gauges[i].role);
 	free(m->gauges);
@@ -245,6 +328,7 @@ static void line_add(struct tui_lines *l, int style, const char *fmt, ...)
 	vsnprintf(l->line[l->n].text, sizeof(l->line[l->n].text), fmt, ap);
 	va_end(ap);
 	l->line[l->n].style = style;
+	l->line[l->n].tail = 0;
 	l->n++;
 }
 
@@ -257,6 +341,50 @@ static void clock_span(char *buf, size_t n, double s)
 			 v % 60);
 	else
 		snprintf(buf, n, "%ld:%02ld", v / 60, v % 60);
+}
+
+/* A row of the task table: its time in a working state last. */
+static void task_line(const struct tui_task *t, double now,
+		      struct tui_lines *out)
+{
+	const char *st = t->state ? t->state : SBXLOOP_TASK_PENDING;
+	char *title = render_one_line(t->title ? t->title : "", 32, 1, 1);
+	char rr[24], span[32] = "";
+
+	snprintf(rr, sizeof(rr), "%d/%d", t->revisions, t->replans);
+	if (t->state_ts > 0 && !sbxloop_task_state_is_terminal(st) &&
+	    strcmp(st, SBXLOOP_TASK_PENDING) != 0)
+		clock_span(span, sizeof(span), now - t->state_ts);
+	line_add(out, render_task_style(st), "%-8s %-32s %-13s %-10s %s",
+		 t->id, title ? title : "",
+		 !strcmp(st, SBXLOOP_TASK_PENDING) ? "waiting" : st, rr, span);
+	free(title);
+}
+
+/* Queued messages (three at most), a notice and the input line. */
+static void chat_lines(const struct tui_model *m, struct tui_lines *out)
+{
+	size_t i;
+
+	for (i = 0; i < m->n_chat && i < CHAT_SHOWN; i++) {
+		const struct tui_chat *c = &m->chat[i];
+		char *text = render_one_line(c->text, CHAT_TEXT_MAX, 1, 0);
+
+		line_add(out, c->answering ? RENDER_CYAN : RENDER_DIM,
+			 "%s #%lld: %s", c->answering ? "answering" : "queued",
+			 c->id, text ? text : "");
+		free(text);
+	}
+	if (m->n_chat > CHAT_SHOWN)
+		line_add(out, RENDER_DIM, "+%zu more queued",
+			 m->n_chat - CHAT_SHOWN);
+	if (m->notice)
+		line_add(out, RENDER_YELLOW, "not sent: %s", m->notice);
+	if (m->input) {
+		line_add(out, RENDER_BOLD, "steer> %s", m->input);
+		if (out->n)
+			out->line[out->n - 1].tail = 1;
+	}
 }
 
 void tui_model_panel(const struct tui_model *m, double now,
@@ -286,22 +414,18 @@ void tui_model_panel(const struct tui_model *m, double now,
 	if (outcome && *outcome)
 		line_add(out, RENDER_DIM, "%s", outcome);
 	free(outcome);
-	line_add(out, RENDER_BOLD, "%-8s %-32s %-13s %s", "task", "title",
-		 "state", "rev/replan");
+	line_add(out, RENDER_BOLD, "%-8s %-32s %-13s %-10s %s", "task",
+		 "title", "state", "rev/replan", "in state");
 	if (!m->n_tasks)
 		line_add(out, RENDER_DIM, "%-8s %-32s %-13s", "\xe2\x80\xa6",
 			 "decomposing outcome", "waiting");
 	for (i = 0; i < m->n_tasks; i++) {
-		const struct tui_task *t = &m->tasks[i];
-		const char *st = t->state ? t->state : SBXLOOP_TASK_PENDING;
-		char *title =
-			render_one_line(t->title ? t->title : "", 32, 1, 1);
-
-		line_add(out, render_task_style(st), "%-8s %-32s %-13s %d/%d",
-			 t->id, title ? title : "",
-			 !strcmp(st, SBXLOOP_TASK_PENDING) ? "waiting" : st,
-			 t->revisions, t->replans);
-		free(title);
+		if (i == TASKS_SHOWN && m->n_tasks > TASKS_SHOWN + 1) {
+			line_add(out, RENDER_DIM, "+%zu more tasks",
+				 m->n_tasks - TASKS_SHOWN);
+			break;
+		}
+		task_line(&m->tasks[i], now, out);
 	}
 	for (i = 0; i < m->n_gauges; i++) {
 		const struct tui_gauge *g = &m->gauges[i];
@@ -336,4 +460,5 @@ void tui_model_panel(const struct tui_model *m, double now,
 	if (m->have_tokens)
 		line_add(out, RENDER_DIM, "tokens: %lld in \xc2\xb7 %lld out",
 			 m->tokens_in, m->tokens_out);
+	chat_lines(m, out);
 }

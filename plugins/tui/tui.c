@@ -12,12 +12,15 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +33,7 @@
 
 #define TICK_MS 100
 #define FLUSH_WAIT_S 3
+#define ERR_LINE_MAX 4096
 
 struct buf {
 	char *p;
@@ -54,6 +58,16 @@ struct tui {
 	int final_req;
 	int final_done;
 	unsigned long redraws;
+	/* keyboard and stderr: the reader thread (in and the model's
+	 * chat under lock) */
+	struct tui_input in;
+	int chat_on;            /* the input line is shown and read */
+	int err_rd;             /* the stderr pipe's read end, -1 none */
+	struct buf err_partial; /* a stderr line not yet ended */
+	struct buf outbox;      /* lines to send, each NUL-ended */
+	pthread_t reader;
+	int reader_started;
+	int reader_stop;
 	/* render thread only */
 	struct buf frame;
 	struct buf panel;             /* the panel as last written */
@@ -69,6 +83,10 @@ static char reset_seq[128];
 static size_t reset_len;
 static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE};
 static struct sigaction old_crash[4], old_winch;
+/* put back by destroy and by the crash handler (async-signal-safe) */
+static struct termios saved_tio;
+static volatile sig_atomic_t tio_changed;
+static volatile sig_atomic_t saved_err = -1; /* the real stderr, dup'ed */
 
 /* --------------------------------------------------------------- bytes */
 
@@ -157,6 +175,10 @@ static void on_winch(int sig)
 
 static void on_crash(int sig)
 {
+	if (tio_changed)
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tio);
+	if (saved_err >= 0)
+		dup2(saved_err, STDERR_FILENO);
 	if (write(STDOUT_FILENO, reset_seq, reset_len) < 0) {
 		/* nothing left to try */
 	}
@@ -189,6 +211,225 @@ static void restore_signals(void)
 		sigaction(crash_signals[i], &old_crash[i], NULL);
 }
 
+/* -------------------------------------------------- keyboard, stderr */
+
+/* Queue one line of stderr for the transcript (lock held). */
+static void queue_err_line(struct tui *u, const char *line, size_t n)
+{
+	char *safe = sl_term_safe_n(line, n, 0);
+
+	if (!safe)
+		return;
+	add_style(&u->queue, &u->term, 0);
+	buf_adds(&u->queue, safe);
+	buf_adds(&u->queue, u->term.sgr0);
+	buf_adds(&u->queue, "\r\n");
+	free(safe);
+	u->dirty = 1;
+}
+
+/* Split what stderr gave into lines for the transcript (lock held). */
+static void take_err(struct tui *u, const char *p, size_t n, int final)
+{
+	struct buf *b = &u->err_partial;
+	size_t i, start = 0;
+
+	buf_add(b, p, n);
+	if (b->oom) {
+		buf_free(b);
+		return;
+	}
+	for (i = 0; i < b->len; i++)
+		if (b->p[i] == '\n') {
+			queue_err_line(u, b->p + start, i - start);
+			start = i + 1;
+		}
+	if (start < b->len && (final || b->len - start > ERR_LINE_MAX)) {
+		queue_err_line(u, b->p + start, b->len - start);
+		start = b->len;
+	}
+	memmove(b->p, b->p + start, b->len - start);
+	b->len -= start;
+	if (b->p)
+		b->p[b->len] = '\0';
+}
+
+/*
+ * The lines Enter queued, sent through the host on the render thread:
+ * the reader thread never waits for the store, so it always drains the
+ * stderr pipe (a writer blocked on a full pipe could hold the store).
+ */
+static void send_lines(struct tui *u)
+{
+	struct buf out;
+	size_t at = 0;
+
+	pthread_mutex_lock(&u->lock);
+	out = u->outbox;
+	memset(&u->outbox, 0, sizeof(u->outbox));
+	pthread_mutex_unlock(&u->lock);
+	while (at < out.len) {
+		const char *text = out.p + at;
+		struct sbxloop_error err = {0, ""};
+		int64_t id = 0;
+		int rc = u->host->chat_post(u->host, text, &id, &err);
+
+		pthread_mutex_lock(&u->lock);
+		if (rc < 0)
+			tui_model_set_notice(&u->model, err.message);
+		else
+			tui_model_chat_queued(&u->model, (long long)id, text);
+		u->dirty = 1;
+		pthread_mutex_unlock(&u->lock);
+		at += strlen(text) + 1;
+	}
+	buf_free(&out);
+}
+
+static void read_keys(struct tui *u)
+{
+	unsigned char keys[256];
+	ssize_t n = read(STDIN_FILENO, keys, sizeof(keys)), i;
+
+	if (n <= 0) {
+		if (n == 0 || (errno != EINTR && errno != EAGAIN))
+			u->chat_on = 0; /* the terminal went away */
+		return;
+	}
+	pthread_mutex_lock(&u->lock);
+	for (i = 0; i < n; i++) {
+		int k = tui_input_feed(&u->in, keys[i]);
+
+		if (k == TUI_KEY_ENTER) {
+			buf_add(&u->outbox, u->in.text, u->in.len + 1);
+			tui_input_clear(&u->in);
+			pthread_cond_broadcast(&u->cond);
+		}
+		if (k != TUI_KEY_NONE)
+			u->dirty = 1;
+	}
+	pthread_mutex_unlock(&u->lock);
+}
+
+static void read_err(struct tui *u)
+{
+	char chunk[4096];
+	ssize_t n = read(u->err_rd, chunk, sizeof(chunk));
+
+	if (n <= 0)
+		return;
+	pthread_mutex_lock(&u->lock);
+	take_err(u, chunk, (size_t)n, 0);
+	pthread_mutex_unlock(&u->lock);
+}
+
+static void *reader_main(void *arg)
+{
+	struct tui *u = arg;
+
+	for (;;) {
+		struct pollfd p[2];
+		nfds_t n = 0;
+		int stop;
+
+		pthread_mutex_lock(&u->lock);
+		stop = u->reader_stop;
+		pthread_mutex_unlock(&u->lock);
+		if (stop)
+			break;
+		if (u->chat_on)
+			p[n++] = (struct pollfd){STDIN_FILENO, POLLIN, 0};
+		if (u->err_rd >= 0)
+			p[n++] = (struct pollfd){u->err_rd, POLLIN, 0};
+		if (poll(p, n, TICK_MS) <= 0)
+			continue;
+		for (nfds_t i = 0; i < n; i++) {
+			if (!(p[i].revents & (POLLIN | POLLHUP)))
+				continue;
+			if (p[i].fd == STDIN_FILENO)
+				read_keys(u);
+			else
+				read_err(u);
+		}
+	}
+	return NULL;
+}
+
+/*
+ * cbreak on a terminal stdin when chat is on and the host can take a
+ * message: keys come one at a time, unechoed; Ctrl-C still signals.
+ */
+static void keyboard_open(struct tui *u)
+{
+	struct termios raw;
+
+	if (!SBXLOOP_HAS_SLOT(u->host, struct sbxloop_host, chat_post) ||
+	    !u->host->config_bool(u->host, "chat", 1) ||
+	    !isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &saved_tio) < 0)
+		return;
+	raw = saved_tio;
+	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	raw.c_cc[VMIN] = 1;
+	raw.c_cc[VTIME] = 0;
+	if (tcsetattr(STDIN_FILENO, TCSANOW, &raw) < 0)
+		return;
+	tio_changed = 1;
+	u->chat_on = 1;
+	u->model.input = u->in.text;
+}
+
+static void keyboard_close(struct tui *u)
+{
+	if (tio_changed) {
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tio);
+		tio_changed = 0;
+	}
+	u->chat_on = 0;
+	u->model.input = NULL;
+}
+
+/* fd 2 becomes a pipe this sink reads; the real one is kept aside. */
+static void stderr_open(struct tui *u)
+{
+	int fds[2], keep;
+
+	u->err_rd = -1;
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return;
+	keep = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (keep < 0 || dup2(fds[1], STDERR_FILENO) < 0) {
+		if (keep >= 0)
+			close(keep);
+		close(fds[0]);
+		close(fds[1]);
+		return;
+	}
+	close(fds[1]);
+	saved_err = keep;
+	u->err_rd = fds[0];
+}
+
+/* The real stderr back, and what the pipe still held into the queue. */
+static void stderr_close(struct tui *u)
+{
+	char chunk[4096];
+	ssize_t n;
+
+	if (u->err_rd < 0)
+		return;
+	dup2(saved_err, STDERR_FILENO);
+	close(saved_err);
+	saved_err = -1;
+	fcntl(u->err_rd, F_SETFL, O_NONBLOCK);
+	pthread_mutex_lock(&u->lock);
+	while ((n = read(u->err_rd, chunk, sizeof(chunk))) > 0)
+		take_err(u, chunk, (size_t)n, 0);
+	take_err(u, "", 0, 1);
+	pthread_mutex_unlock(&u->lock);
+	close(u->err_rd);
+	u->err_rd = -1;
+}
+
 /* --------------------------------------------------------------- frame */
 
 /* The panel as bytes, each line clipped to width - 1 characters. */
@@ -199,7 +440,7 @@ static void compose_panel(struct tui *u, const struct tui_lines *lines)
 	u->panel.len = 0;
 	u->panel.oom = 0;
 	for (i = 0; i < lines->n; i++) {
-		const char *text = lines->line[i].text;
+		const char *text = lines->line[i].text, *from;
 		char *safe = sl_term_safe(text, 0);
 		size_t n, chars;
 
@@ -209,15 +450,23 @@ static void compose_panel(struct tui *u, const struct tui_lines *lines)
 		}
 		n = strlen(safe);
 		chars = render_utf8_len(safe, n);
-		if (chars > max) {
+		from = safe;
+		if (chars > max && lines->line[i].tail) {
+			/* keep the end: where the user types */
+			from += render_utf8_bytes(safe, n, chars - (max - 1));
+			n = strlen(from);
+			chars = max;
+		} else if (chars > max) {
 			n = render_utf8_bytes(safe, n, max - 1);
 			chars = max;
 		}
 		if (i)
 			buf_adds(&u->panel, "\r\n");
 		add_style(&u->panel, &u->term, lines->line[i].style);
-		buf_add(&u->panel, safe, n);
-		if (n < strlen(safe))
+		if (from != safe)
+			buf_adds(&u->panel, "\xe2\x80\xa6");
+		buf_add(&u->panel, from, n);
+		if (from == safe && n < strlen(safe))
 			buf_adds(&u->panel, "\xe2\x80\xa6");
 		buf_adds(&u->panel, u->term.sgr0);
 		u->line_w[i] = chars;
@@ -337,12 +586,14 @@ static void *render_main(void *arg)
 		}
 		pthread_mutex_lock(&u->lock);
 		while (!u->stop && !(u->final_req && !u->final_done) &&
+		       !u->outbox.len &&
 		       pthread_cond_timedwait(&u->cond, &u->lock, &until) == 0)
 			;
 		stop = u->stop;
 		if (stop)
 			u->final_req = 1; /* the last frame keeps its panel */
 		pthread_mutex_unlock(&u->lock);
+		send_lines(u);
 		write_frame(u);
 	}
 	return NULL;
@@ -356,6 +607,17 @@ static void tui_destroy(void *ctx)
 
 	if (!u)
 		return;
+	if (u->reader_started) {
+		pthread_mutex_lock(&u->lock);
+		u->reader_stop = 1;
+		pthread_mutex_unlock(&u->lock);
+		pthread_join(u->reader, NULL);
+	}
+	stderr_close(u);
+	pthread_mutex_lock(&u->lock);
+	keyboard_close(u);
+	u->dirty = 1;
+	pthread_mutex_unlock(&u->lock);
 	if (u->started) {
 		pthread_mutex_lock(&u->lock);
 		u->stop = 1;
@@ -374,6 +636,8 @@ static void tui_destroy(void *ctx)
 	buf_free(&u->queue);
 	buf_free(&u->frame);
 	buf_free(&u->panel);
+	buf_free(&u->err_partial);
+	buf_free(&u->outbox);
 	tui_term_release(&u->term);
 	free(u);
 }
@@ -399,6 +663,7 @@ static int tui_create(const struct sbxloop_host *host, void **ctx,
 				       "out of memory");
 	u->host = host;
 	u->fd = STDOUT_FILENO;
+	u->err_rd = -1;
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	if (tui_term_load(&u->term, u->fd, !(nc && *nc)) < 0) {
@@ -423,6 +688,15 @@ static int tui_create(const struct sbxloop_host *host, void **ctx,
 		goto out;
 	}
 	u->started = 1;
+	keyboard_open(u);
+	stderr_open(u);
+	if ((u->chat_on || u->err_rd >= 0) &&
+	    pthread_create(&u->reader, NULL, reader_main, u) == 0)
+		u->reader_started = 1;
+	else {
+		stderr_close(u);
+		keyboard_close(u);
+	}
 	*ctx = u;
 	return 0;
 out:

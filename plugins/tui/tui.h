@@ -19,7 +19,27 @@ struct tui_task {
 	char *state;
 	int revisions;
 	int replans;
+	double state_ts; /* when it entered its state (event time) */
 };
+
+/* A steering message typed here or seen in a chat.message event. */
+struct tui_chat {
+	long long id;
+	char *text;
+	int answering; /* its chat.message arrived: a STEER session runs */
+};
+
+/* The input line being typed (input.c). */
+#define TUI_INPUT_MAX 1024
+struct tui_input {
+	char text[TUI_INPUT_MAX];
+	size_t len;
+	size_t start;  /* where a character still being typed begins */
+	unsigned need; /* its continuation bytes still to come */
+	int esc;       /* inside an escape sequence */
+};
+
+enum { TUI_KEY_NONE, TUI_KEY_EDIT, TUI_KEY_ENTER };
 
 /* The latest sandbox.resources of one sandbox role. */
 struct tui_gauge {
@@ -44,6 +64,10 @@ struct tui_model {
 	size_t n_grants;
 	long long tokens_in, tokens_out;
 	int have_tokens;
+	struct tui_chat *chat; /* queued or being answered, oldest first */
+	size_t n_chat;
+	char *notice;      /* why the last message was not queued */
+	const char *input; /* the line being typed (borrowed); NULL: none */
 };
 
 /* The panel: one styled line each (RENDER_* bits), not yet clipped. */
@@ -52,6 +76,7 @@ struct tui_lines {
 	struct {
 		char text[TUI_LINE_MAX];
 		int style;
+		int tail; /* too wide: keep its end (the input line) */
 	} line[TUI_MAX_LINES];
 };
 
@@ -62,6 +87,19 @@ void tui_model_release(struct tui_model *m);
 /* The panel's lines at time `now` (epoch seconds). */
 void tui_model_panel(const struct tui_model *m, double now,
 		     struct tui_lines *out);
+
+/* A message queued through host->chat_post (shown until answered). */
+void tui_model_chat_queued(struct tui_model *m, long long id,
+			   const char *text);
+void tui_model_set_notice(struct tui_model *m, const char *notice);
+
+/*
+ * Feed one byte typed on the terminal: TUI_KEY_EDIT when the line
+ * changed, TUI_KEY_ENTER when in->text is a line to send (non-blank,
+ * trimmed; the caller clears it), else TUI_KEY_NONE.
+ */
+int tui_input_feed(struct tui_input *in, unsigned char c);
+void tui_input_clear(struct tui_input *in);
 
 extern const struct sbxloop_sink_ops tui_sink_ops;
 

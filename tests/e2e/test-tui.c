@@ -344,6 +344,39 @@ static int has_color(const char *text)
 	return 0;
 }
 
+/* The terminal's line discipline after the run (stty -a in stty.txt). */
+static void assert_terminal_modes_restored(void)
+{
+	char *stty = read_file("stty.txt");
+
+	ck_assert_msg(strstr(stty, " icanon") && !strstr(stty, "-icanon") &&
+			      strstr(stty, " echo ") &&
+			      !strstr(stty, "-echo "),
+		      "line mode or echo left off after the run:\n%s", stty);
+	free(stty);
+}
+
+#define STTY_TAIL "; rc=$?; stty -a > stty.txt; (exit $rc)"
+
+/* `sbxloop steer RUN TEXT` from a second shell: its exit code. */
+static int steer_from_another_shell(const char *run, const char *text)
+{
+	pid_t c = fork();
+
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		if (chdir(rt_dir()) < 0)
+			_exit(126);
+		if (!freopen("steer.txt", "w", stdout) ||
+		    !freopen("steer-err.txt", "w", stderr))
+			_exit(126);
+		execl(env_or("SBXLOOP_BIN", "sbxloop"), "sbxloop", "steer",
+		      run, text, (char *)NULL);
+		_exit(127);
+	}
+	return wait_code(c);
+}
+
 START_TEST(test_the_panel_shows_the_run_and_the_transcript_stays_in_order)
 {
 	char *screen, *run, *line, *all;
@@ -509,10 +542,11 @@ START_TEST(test_ctrl_c_leaves_the_terminal_usable)
 	char *screen, *flag;
 
 	config("tui_slow", NULL);
-	start("build two files", NULL, NULL);
+	start("build two files", NULL, STTY_TAIL);
 	free(must_see("", "executing"));
 	free(tmux("send-keys -t t C-c"));
 	screen = must_see("-S -", "DONE-130");
+	assert_terminal_modes_restored();
 	ck_assert_msg(strstr(screen, "interrupted"),
 		      "no interrupt message:\n%s", screen);
 	free(screen);
@@ -599,6 +633,80 @@ START_TEST(test_a_pipe_gets_the_plain_transcript)
 }
 END_TEST
 
+START_TEST(test_a_typed_message_steers_the_run_and_a_second_shell_too)
+{
+	char *screen, *run, *p;
+
+	config("tui_chat", NULL);
+	start("build two files", NULL, STTY_TAIL);
+	free(must_see("", "executing"));
+	free(must_see("", "steer> "));
+	/* typed with a slip, mended with Backspace; an arrow key is
+	 * swallowed, not typed */
+	free(tmux("send-keys -t t -l 'use tsbs'"));
+	free(tmux("send-keys -t t BSpace BSpace BSpace Up"));
+	free(tmux("send-keys -t t -l 'abs please'"));
+	screen = must_see("", "steer> use tabs please");
+	ck_assert_msg(!strstr(screen, "[A"), "an escape was typed:\n%s",
+		      screen);
+	free(screen);
+	free(tmux("send-keys -t t Enter"));
+	free(must_see("", "queued #1: use tabs please"));
+	run = last_run();
+	ck_assert_int_eq(steer_from_another_shell(run, "how far along?"), 0);
+	/* both answered at the boundary after t1's EXECUTE, in order */
+	screen = must_see("-S -", "DONE-0");
+	ck_assert_msg(
+		at(screen, "you: use tabs please") >= 0 &&
+			at(screen, "you: use tabs please") <
+				at(screen, "reply: sure, tabs from now on") &&
+			at(screen, "reply: sure, tabs from now on") <
+				at(screen, "you: how far along?") &&
+			at(screen, "you: how far along?") <
+				at(screen, "reply: t1 is under review now"),
+		"the chat is missing or out of order:\n%s", screen);
+	ck_assert_msg(strstr(screen, "standing guidance for the rest of the "
+				     "run: use tabs, not spaces"),
+		      "no chat.action line:\n%s", screen);
+	free(screen);
+	/* the next task's planner and executor were told */
+	p = read_file("scenario.json.prompt.4");
+	ck_assert_msg(strstr(p, "use tabs please"),
+		      "the STEER prompt lacks the message:\n%s", p);
+	free(p);
+	p = read_file("scenario.json.prompt.8");
+	ck_assert_msg(strstr(p, "- use tabs, not spaces"),
+		      "t2's plan prompt lacks the guidance:\n%s", p);
+	free(p);
+	p = read_file("scenario.json.prompt.9");
+	ck_assert_msg(strstr(p, "- use tabs, not spaces"),
+		      "t2's execute prompt lacks the guidance:\n%s", p);
+	free(p);
+	assert_terminal_modes_restored();
+	free(run);
+}
+END_TEST
+
+START_TEST(test_stderr_lands_above_the_panel_not_inside_it)
+{
+	char *screen;
+
+	/* the local provider warns on stderr as the run starts */
+	config("tui_slow", NULL);
+	start("build two files", NULL, STTY_TAIL);
+	screen = must_see("-S -", "DONE-0");
+	ck_assert_msg(count(screen, "  state: ") == 1,
+		      "a stale panel is left in the scrollback:\n%s", screen);
+	ck_assert_msg(at(screen, "warning: critics are not confined") >= 0 &&
+			      at(screen, "warning: critics are not confined") <
+				      at(screen, "run.end completed"),
+		      "the stderr warning is not in the transcript:\n%s",
+		      screen);
+	free(screen);
+	assert_terminal_modes_restored();
+}
+END_TEST
+
 static Suite *tui_suite(void)
 {
 	Suite *s = suite_create("tui");
@@ -616,6 +724,10 @@ static Suite *tui_suite(void)
 	tcase_add_test(tc, test_a_crash_signal_restores_the_terminal);
 	tcase_add_test(tc, test_no_color_draws_the_panel_without_colours);
 	tcase_add_test(tc, test_a_pipe_gets_the_plain_transcript);
+	tcase_add_test(
+		tc,
+		test_a_typed_message_steers_the_run_and_a_second_shell_too);
+	tcase_add_test(tc, test_stderr_lands_above_the_panel_not_inside_it);
 	suite_add_tcase(s, tc);
 	return s;
 }

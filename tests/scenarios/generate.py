@@ -182,10 +182,12 @@ S["steer_fails"] = [D(task("t1")), P(), slow(E(), 4),
 # resume that only finishes the run) becomes steer_run
 S["steer_between"] = [D(task("t1")), P(), E(), SP, VA,
                       STEER("steer_task", "prefer small commits")]
-# test-tui: a chat round trip typed into the dashboard
-S["tui_chat"] = [D(task("t1")), P(), slow(E(), 6),
+# test-tui: a message typed into the dashboard (kept as guidance) and
+# one sent by `sbxloop steer` from a second shell (answered, no change)
+S["tui_chat"] = [D(task("t1"), task("t2", ["t1"])), P("t1"), slow(E("t1"), 8),
                  STEER("steer_run", "use tabs, not spaces", "sure, tabs from now on"),
-                 SP, VA]
+                 STEER("continue", "", "t1 is under review now"),
+                 SP, VA, P("t2"), E("t2"), SP, VA]
 for k, v in S.items():
     with open(k + ".json", "w") as f:
         json.dump(v, f, indent=1); f.write("\n")
