@@ -19,10 +19,10 @@
 
 static int is_tchar(int c)
 {
-	return isalnum(c) || strchr("!#$%&'*+-.^_`|~", c) != NULL;
+	return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
-/* "a.b", "127.0.0.1", "[::1]", "0x7f.1": anything not a DNS name */
+/* "127.0.0.1", "[::1]", "0x7f.1", "2130706433": an address, no name */
 static int ip_literal(const char *h)
 {
 	struct in6_addr a6;
@@ -60,20 +60,22 @@ static int take_host(const char *raw, size_t len, char *out,
 	out[len] = '\0';
 	if (len > 1 && out[len - 1] == '.')
 		out[len - 1] = '\0';
-	if (ip_literal(out)) {
-		*r = (struct lp_refusal){403,
-					 "an IP literal is never allowed; "
-					 "use a host name"};
-		return -1;
-	}
 	for (i = 0; out[i]; i++) {
 		char c = out[i];
 
 		if (!(islower((unsigned char)c) || isdigit((unsigned char)c) ||
 		      c == '-' || c == '.')) {
+			/* not a name: nothing worth recording either */
+			out[0] = '\0';
 			*r = (struct lp_refusal){400, "no valid host name"};
 			return -1;
 		}
+	}
+	if (ip_literal(out)) {
+		*r = (struct lp_refusal){403,
+					 "an IP literal is never allowed; "
+					 "use a host name"};
+		return -1;
 	}
 	if (!sl_pattern_valid(out, 0)) {
 		*r = (struct lp_refusal){403, "not a host name the policy can "

@@ -357,6 +357,20 @@ START_TEST(test_hostile_heads_are_refused_and_the_proxy_goes_on)
 	memset(huge + strlen(huge), 'a', sizeof(huge) - strlen(huge) - 1);
 	huge[sizeof(huge) - 1] = '\0';
 	ck_assert_int_eq(proxy_ask(sock, huge, resp, sizeof(resp)), 431);
+	/* a NUL byte in the method */
+	{
+		static const char nul[] = "GE\0T http://allowed.test/ HTTP/1.1"
+					  "\r\n\r\n";
+		int fd = proxy_connect(sock);
+		ssize_t n;
+
+		ck_assert_int_eq(send(fd, nul, sizeof(nul) - 1, 0),
+				 (ssize_t)sizeof(nul) - 1);
+		n = recv(fd, resp, sizeof(resp) - 1, 0);
+		ck_assert_int_gt(n, 12);
+		ck_assert_int_eq(strncmp(resp, "HTTP/1.1 400", 12), 0);
+		close(fd);
+	}
 	/* a client that leaves half way is no problem either */
 	close(proxy_connect(sock));
 	/* nothing reached the allowed host; the proxy still serves */
