@@ -6,6 +6,7 @@
  * each TCP connection to the unix socket PATH, the host's egress proxy
  * bound into the sandbox. It exits as CMD does (its status, or by its
  * signal). Nothing is decided here: the proxy decides every request.
+ * Each connection is relayed on a thread (common/relay.c).
  * Called only by main.c's dispatch.
  */
 #include "config.h"
@@ -14,6 +15,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,27 +60,41 @@ static int listen_loopback(unsigned port)
 	return fd;
 }
 
-/* One connection, in a child of its own: relay it to the proxy. */
-static void serve(int tcp, const char *sock_path)
+struct bridged {
+	int tcp;
+	const char *sock_path;
+};
+
+/*
+ * One connection, on a thread of its own (a fork per connection cost
+ * ~0.3 ms more per request): relay it to the proxy.
+ */
+static void *serve(void *arg)
 {
+	struct bridged *b = arg;
 	struct sockaddr_un sa;
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", b->sock_path);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		static const char down[] =
 			"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n"
 			"Connection: close\r\n\r\n";
 
 		/* the proxy is gone (its sandbox was removed): no egress */
-		if (send(tcp, down, sizeof(down) - 1, MSG_NOSIGNAL) < 0) {
+		if (send(b->tcp, down, sizeof(down) - 1, MSG_NOSIGNAL) < 0) {
 			/* the client left first: nothing to tell */
 		}
-		_exit(1);
+	} else {
+		sl_relay(b->tcp, fd, NULL, 0, NULL);
 	}
-	_exit(sl_relay(tcp, fd, NULL, 0, NULL) == 0 ? 0 : 1);
+	if (fd >= 0)
+		close(fd);
+	close(b->tcp);
+	free(b);
+	return NULL;
 }
 
 int wk_bridge(int argc, char **argv)
@@ -87,6 +103,7 @@ int wk_bridge(int argc, char **argv)
 	unsigned long port = 0;
 	sigset_t chld, old;
 	pid_t job, pid;
+	pthread_attr_t attr;
 	int i, lfd, sfd, devnull, status = 0;
 
 	for (i = 2; i < argc; i++) {
@@ -141,6 +158,10 @@ int wk_bridge(int argc, char **argv)
 		dup2(devnull, STDOUT_FILENO);
 		close(devnull);
 	}
+	/* threads only after the fork: the job starts from a clean copy */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 128 * 1024);
 	for (;;) {
 		struct pollfd pf[2] = {{lfd, POLLIN, 0}, {sfd, POLLIN, 0}};
 
@@ -166,19 +187,25 @@ int wk_bridge(int argc, char **argv)
 		}
 		if (pf[0].revents) {
 			int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+			struct bridged *b;
+			pthread_t t;
 
 			if (c < 0)
 				continue;
-			pid = fork();
-			if (pid == 0) {
-				close(lfd);
-				close(sfd);
-				serve(c, sock_path);
+			b = malloc(sizeof(*b));
+			if (b) {
+				b->tcp = c;
+				b->sock_path = sock_path;
 			}
-			close(c);
+			if (!b || pthread_create(&t, &attr, serve, b) != 0) {
+				free(b);
+				close(c);
+			}
 		}
 	}
 	close(lfd);
+	pthread_attr_destroy(&attr);
+	/* open relays end with the process: the job is done */
 	if (WIFSIGNALED(status)) {
 		signal(WTERMSIG(status), SIG_DFL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
