@@ -192,16 +192,6 @@ static int allows_locked(const struct lproxy *p, const char *host)
 	return plist_covers(&p->grants, host) && !plist_covers(&p->deny, host);
 }
 
-int lproxy_allows(struct lproxy *p, const char *host)
-{
-	int ok;
-
-	pthread_mutex_lock(&p->lock);
-	ok = allows_locked(p, host);
-	pthread_mutex_unlock(&p->lock);
-	return ok;
-}
-
 /* ---- the record -------------------------------------------------------- */
 
 static double wall_now(void)

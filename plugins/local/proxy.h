@@ -51,8 +51,8 @@ void lproxy_stop(struct lproxy *p);
  * The proxy of `sandbox` under `state_dir` running in this process, for
  * the granter: 0 with the change applied (the next request or CONNECT
  * sees it; a revoke also ends the open connections it no longer
- * allows), SBXLOOP_ENOTFOUND when this process runs no proxy for it.
- * `replace_seed` with lproxy_seed replaces the baseline.
+ * allows), SBXLOOP_ENOTFOUND when this process runs no proxy for it,
+ * SBXLOOP_ENOMEM. lproxy_seed replaces the baseline (copied).
  */
 int lproxy_grant(const char *state_dir, const char *sandbox,
 		 const char *pattern);
@@ -69,8 +69,5 @@ int lproxy_seed(const char *state_dir, const char *sandbox,
  * store is written only from the threads that call the provider.
  */
 void lproxy_flush(struct lproxy *p);
-
-/* 1 when `host` (a name, any case) may be reached now, else 0. */
-int lproxy_allows(struct lproxy *p, const char *host);
 
 #endif
