@@ -57,6 +57,8 @@
 #define PENDING_MAX 256
 #define HOST_MAX LP_HOST_MAX
 #define CONN_STACK (256 * 1024)
+/* Connections served at once per sandbox; more wait in the backlog. */
+#define CONN_MAX 256
 
 struct plist {
 	char **v;
@@ -702,7 +704,7 @@ static void *listener_main(void *arg)
 		struct pollfd pf[2] = {{p->listen_fd, POLLIN, 0},
 				       {p->wake[0], POLLIN, 0}};
 		struct conn *c;
-		int fd;
+		int fd, busy;
 
 		if (poll(pf, 2, -1) < 0) {
 			if (errno == EINTR)
@@ -712,6 +714,14 @@ static void *listener_main(void *arg)
 		if (pf[1].revents)
 			break;
 		reap(p, 0);
+		pthread_mutex_lock(&p->lock);
+		busy = p->n_conns >= CONN_MAX;
+		pthread_mutex_unlock(&p->lock);
+		if (busy) {
+			/* a job holding every slot slows only itself */
+			poll(NULL, 0, 10);
+			continue;
+		}
 		fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
