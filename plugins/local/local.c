@@ -313,9 +313,9 @@ static int policy_seed(void *ctx, const char *sandbox,
 			  : 0;
 	return p->host->error_set(
 		p->host, err, SBXLOOP_EUNSUPPORTED,
-		"local: cannot seed sandbox '%s' with '%s': only a sandbox "
-		"with local.network: proxy can enforce per-domain egress "
-		"(this one's network is either none or the whole host)",
+		"local: cannot seed sandbox '%s' with '%s': the local "
+		"provider cannot enforce per-domain egress (its network is "
+		"either none or the whole host; local.network: proxy can)",
 		sandbox ? sandbox : "", domains[0]);
 }
 
@@ -333,9 +333,9 @@ static int policy_grant(void *ctx, const struct sbxloop_grant *grant,
 			  : 0;
 	return p->host->error_set(
 		p->host, err, SBXLOOP_EUNSUPPORTED,
-		"local: cannot grant '%s' to sandbox '%s': only a sandbox "
-		"with local.network: proxy can enforce per-domain egress "
-		"(this one's network is either none or the whole host)",
+		"local: cannot grant '%s' to sandbox '%s': the local provider "
+		"cannot enforce per-domain egress (its network is either none "
+		"or the whole host; local.network: proxy can)",
 		domain, sandbox);
 }
 
