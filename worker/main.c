@@ -44,6 +44,8 @@ static void usage(FILE *f)
 	      "[--mem-warn P] [--mem-abort P]\n"
 	      "   or: sbxloop-worker check-agent [PRESET]\n"
 	      "   or: sbxloop-worker check-github\n"
+	      "   or: sbxloop-worker bridge --port PORT --socket PATH -- "
+	      "COMMAND [ARG...]\n"
 	      "   or: sbxloop-worker version\n",
 	      f);
 }
@@ -430,6 +432,8 @@ int main(int argc, char **argv)
 		return wk_check_agent(argc == 3 ? argv[2] : NULL);
 	if (argc == 2 && !strcmp(argv[1], "check-github"))
 		return wk_check_github();
+	if (argc >= 2 && !strcmp(argv[1], "bridge"))
+		return wk_bridge(argc, argv);
 	if (argc >= 2 &&
 	    (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))) {
 		usage(stdout);

@@ -192,4 +192,10 @@ cJSON *wk_extract_json(const char *text);
 /* Bytes the last wk_extract_json examined, scans and parses (tests). */
 size_t wk_extract_last_work(void);
 
+/*
+ * bridge.c: `sbxloop-worker bridge`, the loopback-to-unix-socket bridge
+ * of a proxy sandbox around a command; returns its exit status.
+ */
+int wk_bridge(int argc, char **argv);
+
 #endif

@@ -292,6 +292,7 @@ static const char *const tool_variables[] = {
 	"SBXLOOP_JOB_GRACE_S",
 	"SBXLOOP_KEEP_MODULES",
 	"SBXLOOP_PLUGIN_PATH",
+	"SBXLOOP_PROXY_RESOLVE",
 	"SBXLOOP_WORKER",
 	/* the worker, which inherits them from the host's environment */
 	"SBXLOOP_AGENT_PRESET",

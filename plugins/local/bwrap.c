@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "bwrap.h"
+#include "proxy.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -142,15 +143,17 @@ struct bind {
  * sandbox's pid namespace, a private /tmp, the workspace (read-only
  * when `ws_ro`), the shared paths, the sandbox's home/ (never the
  * sandbox directory: its metadata stays out of reach) and the worker,
- * read-only. When the state_dir lies under a writable bind it is hidden
+ * read-only, and with `proxy_sock` (may be NULL) the egress proxy's
+ * socket at LPROXY_INNER_SOCKET, read-only (connecting needs no write
+ * access). When the state_dir lies under a writable bind it is hidden
  * by a tmpfs before the binds inside it are made, so neither the store
  * nor any sandbox's metadata can be reached through the workspace or a
  * shared directory. Every string of `argv` stays borrowed.
  */
 int dirbox_bwrap_argv(const struct dirbox *box, struct bwv *b, const char *ws,
 		      int ws_ro, const char *home, char *shared,
-		      const char *worker, const char *cwd,
-		      const char *const *argv)
+		      const char *worker, const char *proxy_sock,
+		      const char *cwd, const char *const *argv)
 {
 	struct bind binds[SHARED_MAX + 1];
 	char real_state[PATH_MAX], *line, *save = NULL;
@@ -216,6 +219,9 @@ int dirbox_bwrap_argv(const struct dirbox *box, struct bwv *b, const char *ws,
 	bw_add3(b, "--bind", home, home);
 	if (worker && *worker)
 		bw_add3(b, "--ro-bind", worker, worker);
+	/* -try: a proxy stopped meanwhile leaves the job without egress */
+	if (proxy_sock)
+		bw_add3(b, "--ro-bind-try", proxy_sock, LPROXY_INNER_SOCKET);
 	bw_add3(b, "--remount-ro", "/", NULL);
 	bw_add(b, "--unshare-all");
 	bw_add(b, "--die-with-parent");

@@ -26,8 +26,8 @@ struct bwv {
  */
 int dirbox_bwrap_argv(const struct dirbox *box, struct bwv *b, const char *ws,
 		      int ws_ro, const char *home, char *shared,
-		      const char *worker, const char *cwd,
-		      const char *const *argv);
+		      const char *worker, const char *proxy_sock,
+		      const char *cwd, const char *const *argv);
 void dirbox_bwv_free(struct bwv *b);
 /* Is `path` `base` or below it? Both absolute. */
 int dirbox_path_within(const char *path, const char *base);

@@ -13,6 +13,7 @@
 
 #include "dirbox.h"
 #include "bwrap.h"
+#include "proxy.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +30,19 @@
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
 extern char **environ;
+
+/*
+ * What a job of a proxy sandbox gets: its only way out is the bridge on
+ * loopback, which carries every TCP connection to the host's proxy.
+ */
+static const char *const proxy_env[] = {
+	"HTTP_PROXY=http://127.0.0.1:" LPROXY_PORT_STR,
+	"HTTPS_PROXY=http://127.0.0.1:" LPROXY_PORT_STR,
+	"http_proxy=http://127.0.0.1:" LPROXY_PORT_STR,
+	"https_proxy=http://127.0.0.1:" LPROXY_PORT_STR,
+	"NO_PROXY=localhost,127.0.0.1",
+	"no_proxy=localhost,127.0.0.1",
+	NULL};
 
 /* Host variables a sandboxed command inherits; everything else is cut. */
 static const char *const env_keep[] = {"PATH",   "LANG", "LC_ALL", "TERM",
@@ -129,6 +143,9 @@ static int build_env(const struct dirbox *box, const char *home,
 		rc = envlist_setf(env, "HOME", home);
 	for (i = 0; extra && extra[i] && !rc; i++)
 		rc = envlist_set(env, extra[i]);
+	/* last: a job's own setting would only cut it off */
+	for (i = 0; box->bwrap && box->proxy && proxy_env[i] && !rc; i++)
+		rc = envlist_set(env, proxy_env[i]);
 	return rc;
 }
 
@@ -523,6 +540,49 @@ int dirbox_remove(struct dirbox *box, const char *name,
 	return 0;
 }
 
+/*
+ * `argv` run under the worker's bridge (sbxloop-worker bridge), which
+ * listens on 127.0.0.1:LPROXY_PORT in the job's network namespace and
+ * carries each connection to the proxy's socket. The worker already is
+ * in every sandbox and runs as the job's parent there, so the bridge
+ * lives exactly as long as the job: no second helper to ship, start or
+ * reap. *out (free it) borrows every string.
+ */
+static int bridge_argv(const struct dirbox *box, const char *name,
+		       const char *worker, const char *const *argv,
+		       const char ***out, struct sbxloop_error *err)
+{
+	static const char *const head[] = {"bridge",
+					   "--port",
+					   LPROXY_PORT_STR,
+					   "--socket",
+					   LPROXY_INNER_SOCKET,
+					   "--"};
+	size_t n = 0, h = sizeof(head) / sizeof(*head), i;
+	const char **v;
+
+	if (!*worker)
+		return box->host->error_set(
+			box->host, err, SBXLOOP_EINVAL,
+			"%s: sandbox '%s' has network 'proxy' but no "
+			"executable sbxloop-worker to bridge its jobs to the "
+			"egress proxy",
+			box->label, name);
+	while (argv[n])
+		n++;
+	v = calloc(n + h + 2, sizeof(*v));
+	if (!v)
+		return box->host->error_set(box->host, err, SBXLOOP_ENOMEM,
+					    "%s: out of memory", box->label);
+	v[0] = worker;
+	for (i = 0; i < h; i++)
+		v[1 + i] = head[i];
+	for (i = 0; i < n; i++)
+		v[1 + h + i] = argv[i];
+	*out = v;
+	return 0;
+}
+
 int dirbox_exec(struct dirbox *box, const char *name,
 		const struct sbxloop_exec_spec *spec,
 		struct sbxloop_proc_result *res, struct sbxloop_error *err)
@@ -533,6 +593,8 @@ int dirbox_exec(struct dirbox *box, const char *name,
 	/* the bubblewrap argv borrows its lines until the command ends */
 	char shared[SHARED_MAX * (SBXLOOP_PATH_MAX + 1)];
 	char worker[SBXLOOP_PATH_MAX];
+	char sock[SBXLOOP_PATH_MAX + 16];
+	const char **bridged = NULL;
 	struct envlist env = {NULL, 0, 0};
 	struct sbxloop_proc_spec ps;
 	struct bwv wrapped;
@@ -588,8 +650,17 @@ int dirbox_exec(struct dirbox *box, const char *name,
 				     sizeof(worker), &ignored) != 0 ||
 		    access(worker, X_OK) != 0)
 			worker[0] = '\0';
+		if (box->proxy) {
+			rc = bridge_argv(box, name, worker, spec->argv,
+					 &bridged, err);
+			if (rc)
+				goto out;
+			snprintf(sock, sizeof(sock), "%s/%s", dir,
+				 LPROXY_SOCKET);
+		}
 		if (dirbox_bwrap_argv(box, &wrapped, ws, ws_ro, home, shared,
-				      worker, cwd, spec->argv)) {
+				      worker, box->proxy ? sock : NULL, cwd,
+				      bridged ? bridged : spec->argv)) {
 			rc = host->error_set(host, err, SBXLOOP_ENOMEM,
 					     "%s: out of memory", box->label);
 			goto out;
@@ -617,6 +688,7 @@ int dirbox_exec(struct dirbox *box, const char *name,
 				     box->label, spec->argv[0],
 				     spec->timeout_s, name);
 out:
+	free(bridged);
 	dirbox_bwv_free(&wrapped);
 	envlist_free(&env);
 	return rc;

@@ -17,7 +17,12 @@ struct dirbox {
 	char state[SBXLOOP_PATH_MAX]; /* the state_dir, hidden under bwrap */
 	int bwrap;                    /* run commands under bubblewrap */
 	int share_net;                /* bwrap only: keep the host network */
-	uint32_t caps;                /* what this instance enforces */
+	/*
+	 * bwrap only: no network but the egress proxy, reached through
+	 * the worker's bridge (set by local.c, which runs the proxies)
+	 */
+	int proxy;
+	uint32_t caps; /* what this instance enforces */
 };
 
 /* Capabilities of a bubblewrap instance sharing no network: the best. */

@@ -45,6 +45,7 @@
 #define SBXLOOP_EV_POLICY_ALLOW "policy.allow"
 #define SBXLOOP_EV_POLICY_DENY "policy.deny"
 #define SBXLOOP_EV_POLICY_REVOKE "policy.revoke"
+#define SBXLOOP_EV_POLICY_BLOCKED "policy.blocked"
 
 /* sandboxes */
 #define SBXLOOP_EV_SANDBOX_PROVISION_START "sandbox.provision_start"
