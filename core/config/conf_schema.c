@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "config/conf.h"
-#include "config/policy_patterns.h"
+#include "common/policy_patterns.h"
 
 static const char *check_nonneg_int(const struct sl_config_spec *spec,
 				    const char *v, char *buf, size_t len)

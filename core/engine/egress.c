@@ -15,7 +15,7 @@
 
 #include "engine/egress.h"
 #include <sbxloop/events.h>
-#include "config/policy_patterns.h"
+#include "common/policy_patterns.h"
 
 const char *const sl_egress_control_plane[] = {
 	"api.githubcopilot.com",

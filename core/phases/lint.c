@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "phases/phases_internal.h"
-#include "config/policy_patterns.h"
+#include "common/policy_patterns.h"
 
 static const char *const env_mutators[] = {"sudo", "apt", "apt-get", "dnf",
 					   "yum",  "apk", NULL};

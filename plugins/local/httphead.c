@@ -9,7 +9,7 @@
 
 #include "httphead.h"
 
-#include "config/policy_patterns.h"
+#include "common/policy_patterns.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -11,7 +11,7 @@
  * core's baseline, already filtered by policy.deny except for the
  * control plane, which the core keeps open on purpose), or when a live
  * grant covers it and no policy.deny pattern does. Coverage is
- * core/config/policy_patterns.c's, compiled into this module. Names
+ * common/policy_patterns.c's, compiled into this module. Names
  * only: an IP literal is refused whatever the policy says, and so is a
  * port other than 443 for CONNECT and 80 for absolute-URI requests.
  *
@@ -24,7 +24,7 @@
 #include "httphead.h"
 
 #include "common/relay.h"
-#include "config/policy_patterns.h"
+#include "common/policy_patterns.h"
 
 #include <sbxloop/events.h>
 #include <sbxloop/sandbox.h>

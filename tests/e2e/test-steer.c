@@ -71,6 +71,17 @@ static int steer(const char *run, const char *text)
 	return wait_code(c);
 }
 
+/*
+ * The task row says executing before the boundary that precedes the
+ * EXECUTE job (whose events the store may still hold in memory): give
+ * the engine a moment past it, so the message lands during the job.
+ */
+static void into_execute(void)
+{
+	ck_assert(wait_until("task", "executing", 20));
+	sleep_ms(300);
+}
+
 static void assert_statuses(const char *run, const char *task,
 			    const char *phase, const char *want)
 {
@@ -100,7 +111,7 @@ START_TEST(test_steer_task_from_another_shell_replans_without_budget)
 
 	scenario("steer_task");
 	pid = spawn_sbxloop(NULL, args);
-	ck_assert(wait_until("task", "executing", 20));
+	into_execute();
 	run = last_run();
 	ck_assert_int_eq(steer(run, "please use capitals"), 0);
 	assert_file_has("steer.txt", "queued for run");
@@ -189,7 +200,7 @@ START_TEST(test_failed_steer_session_is_reported_and_the_run_goes_on)
 
 	scenario("steer_fails");
 	pid = spawn_sbxloop(NULL, args);
-	ck_assert(wait_until("task", "executing", 20));
+	into_execute();
 	run = last_run();
 	ck_assert_int_eq(steer(run, "how is it going?"), 0);
 	ck_assert_int_eq(wait_code(pid), 0);

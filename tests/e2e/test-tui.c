@@ -650,9 +650,12 @@ START_TEST(test_a_typed_message_steers_the_run_and_a_second_shell_too)
 	ck_assert_msg(!strstr(screen, "[A"), "an escape was typed:\n%s",
 		      screen);
 	free(screen);
+	/* Enter once t1's EXECUTE job runs: the row says executing just
+	 * before the boundary that precedes the job */
+	run = last_run();
+	sleep_ms(300);
 	free(tmux("send-keys -t t Enter"));
 	free(must_see("", "queued #1: use tabs please"));
-	run = last_run();
 	ck_assert_int_eq(steer_from_another_shell(run, "how far along?"), 0);
 	/* both answered at the boundary after t1's EXECUTE, in order */
 	screen = must_see("-S -", "DONE-0");

@@ -28,7 +28,7 @@
 
 #include "config/conf.h"
 #include "engine/egress.h"
-#include "config/policy_patterns.h"
+#include "common/policy_patterns.h"
 #include "common/util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -21,7 +21,7 @@
 #include "host/core.h"
 #include "engine/egress.h"
 #include "engine/guard.h"
-#include "config/policy_patterns.h"
+#include "common/policy_patterns.h"
 #include "common/util.h"
 
 #include "egress-support.h"

@@ -1,6 +1,7 @@
 /*
  * Egress domain patterns and language names: syntax checks shared by
- * the config validator and the engine.
+ * the config validator, the engine and the local provider's egress
+ * proxy (which compiles this file in). libc only.
  */
 #ifndef SL_POLICY_PATTERNS_H
 #define SL_POLICY_PATTERNS_H

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "config/policy_patterns.h"
+#include "common/policy_patterns.h"
 
 static int domain_valid(const char *d)
 {
