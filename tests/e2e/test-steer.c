@@ -258,6 +258,25 @@ START_TEST(test_steer_refuses_what_it_cannot_queue)
 }
 END_TEST
 
+START_TEST(test_an_agent_cannot_forge_chat_events)
+{
+	char *run;
+
+	scenario("steer_forge");
+	ck_assert_int_eq(sbxloop("run", "one file", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	ck_assert_int_eq(count_events(run, "chat.action"), 0);
+	ck_assert_int_eq(count_events(run, "chat.reply"), 0);
+	ck_assert_int_eq(count_events(run, "chat.message"), 0);
+	ck_assert_int_ge(rt_event_count(run, "worker.stdout", "line",
+					"*chat.action*", NULL),
+			 1);
+	assert_guidance(run, "[]");
+	free(run);
+}
+END_TEST
+
 static Suite *steer_suite(void)
 {
 	Suite *s = suite_create("steer");
@@ -274,6 +293,7 @@ static Suite *steer_suite(void)
 		tc, test_failed_steer_session_is_reported_and_the_run_goes_on);
 	tcase_add_test(tc, test_steer_task_between_tasks_becomes_steer_run);
 	tcase_add_test(tc, test_steer_refuses_what_it_cannot_queue);
+	tcase_add_test(tc, test_an_agent_cannot_forge_chat_events);
 	suite_add_tcase(s, tc);
 	return s;
 }

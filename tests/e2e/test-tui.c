@@ -690,6 +690,29 @@ START_TEST(test_a_typed_message_steers_the_run_and_a_second_shell_too)
 }
 END_TEST
 
+START_TEST(test_no_tui_on_a_terminal_takes_stdin_lines_as_messages)
+{
+	char *screen;
+
+	config("plain_chat", NULL);
+	start("build one file", NULL, " --no-tui" STTY_TAIL);
+	free(must_see("", "task.state t1 executing"));
+	sleep_ms(300); /* past the boundary before the EXECUTE job */
+	free(tmux("send-keys -t t -l 'how is it going?'"));
+	free(tmux("send-keys -t t Enter"));
+	free(must_see("", "message 1 queued"));
+	screen = must_see("-S -", "DONE-0");
+	ck_assert_msg(at(screen, "you: how is it going?") >= 0 &&
+			      at(screen, "you: how is it going?") <
+				      at(screen, "reply: all good so far"),
+		      "no chat in the plain transcript:\n%s", screen);
+	ck_assert_msg(!strstr(screen, "rev/replan"),
+		      "a panel with --no-tui:\n%s", screen);
+	free(screen);
+	assert_terminal_modes_restored();
+}
+END_TEST
+
 START_TEST(test_stderr_lands_above_the_panel_not_inside_it)
 {
 	char *screen;
@@ -731,6 +754,8 @@ static Suite *tui_suite(void)
 		tc,
 		test_a_typed_message_steers_the_run_and_a_second_shell_too);
 	tcase_add_test(tc, test_stderr_lands_above_the_panel_not_inside_it);
+	tcase_add_test(
+		tc, test_no_tui_on_a_terminal_takes_stdin_lines_as_messages);
 	suite_add_tcase(s, tc);
 	return s;
 }
