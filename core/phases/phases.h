@@ -101,6 +101,12 @@ int sl_phase_steer(const struct sl_phase_ctx *pc, const char *board,
 		   const char *current, const char *message, cJSON **verdict,
 		   struct sbxloop_error *err);
 
+/*
+ * The STEER reply's check, alone: 0 and *out (caller frees) normalised
+ * (reply, action, guidance), or -1 and *problem (caller frees).
+ */
+int sl_phase_steer_verdict(const cJSON *in, cJSON **out, char **problem);
+
 /* Verify-command lint: appends "- <prefix><message>" lines to `out`. */
 void sl_verify_lint(const struct sl_core *core, const cJSON *commands,
 		    const char *prefix, struct sl_buf *out);

@@ -52,6 +52,16 @@ fail:
 	return -1;
 }
 
+int sl_phase_steer_verdict(const cJSON *in, cJSON **out, char **problem)
+{
+	struct sl_buf msg = SL_BUF_INIT;
+	int rc = validate_steer(NULL, in, out, &msg);
+
+	*problem = rc < 0 ? sl_buf_detach(&msg) : NULL;
+	sl_buf_release(&msg);
+	return rc;
+}
+
 int sl_phase_steer(const struct sl_phase_ctx *pc, const char *board,
 		   const char *current, const char *message, cJSON **verdict,
 		   struct sbxloop_error *err)

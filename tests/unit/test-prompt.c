@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "phases/phases.h"
 #include "phases/prompt.h"
 #include "testutil.h"
 
@@ -104,6 +105,58 @@ START_TEST(test_shipped_prompts_render_with_the_engine_variables)
 }
 END_TEST
 
+/* The STEER reply `json` checked: its normalised form or "!problem". */
+static char *verdict(const char *json)
+{
+	cJSON *in = cJSON_Parse(json), *out = NULL;
+	char *problem = NULL, *r;
+
+	ck_assert_ptr_nonnull(in);
+	if (sl_phase_steer_verdict(in, &out, &problem) < 0) {
+		ck_assert_ptr_null(out);
+		r = malloc(strlen(problem) + 2);
+		sprintf(r, "!%s", problem);
+		free(problem);
+	} else {
+		ck_assert_ptr_null(problem);
+		r = cJSON_PrintUnformatted(out);
+		cJSON_Delete(out);
+	}
+	cJSON_Delete(in);
+	return r;
+}
+
+static void assert_verdict(const char *json, const char *want)
+{
+	char *got = verdict(json);
+
+	ck_assert_msg(want[0] == '!' ? strncmp(got, want, strlen(want)) == 0
+				     : strcmp(got, want) == 0,
+		      "%s gave %s, not %s", json, got, want);
+	free(got);
+}
+
+START_TEST(test_steer_verdicts_are_checked_strictly)
+{
+	/* defaults: continue, no guidance, no reply */
+	assert_verdict("{}", "{\"reply\":\"\",\"action\":\"continue\","
+			     "\"guidance\":\"\"}");
+	assert_verdict("{\"reply\":\"ok\",\"action\":\"steer_run\","
+		       "\"guidance\":\"use tabs\"}",
+		       "{\"reply\":\"ok\",\"action\":\"steer_run\","
+		       "\"guidance\":\"use tabs\"}");
+	assert_verdict("{\"action\":\"steer_task\"}",
+		       "!action steer_task needs non-blank 'guidance'");
+	assert_verdict("{\"action\":\"steer_run\",\"guidance\":\"  \\n\"}",
+		       "!action steer_run needs non-blank 'guidance'");
+	assert_verdict("{\"action\":\"reboot\",\"guidance\":\"x\"}",
+		       "!'action' must be continue, steer_task or steer_run");
+	assert_verdict("{\"reply\":\"ok\",\"mood\":\"happy\"}", "!");
+	assert_verdict("{\"reply\":7}", "!");
+	assert_verdict("{\"action\":null}", "!");
+}
+END_TEST
+
 static Suite *prompt_suite(void)
 {
 	Suite *s = suite_create("prompt");
@@ -111,6 +164,7 @@ static Suite *prompt_suite(void)
 
 	tcase_add_test(tc, test_prompt_substitutes_and_keeps_literal_dollars);
 	tcase_add_test(tc, test_prompt_missing_variable_is_an_error);
+	tcase_add_test(tc, test_steer_verdicts_are_checked_strictly);
 	tcase_add_test(tc,
 		       test_shipped_prompts_render_with_the_engine_variables);
 	suite_add_tcase(s, tc);
