@@ -75,6 +75,11 @@ const struct sl_command sl_commands[] = {
 	 "  MESSAGE  what you want changed; a read-only agent answers it and\n"
 	 "           may re-plan the task under way or keep it as standing\n"
 	 "           guidance (a stopped run answers it on resume)\n"},
+	{"egress", SL_NEEDS_STORE, sl_cmd_egress,
+	 "sbxloop egress RUN [--json]",
+	 "what the run's plans declared, what was granted, and what its "
+	 "sandboxes attempted",
+	 "  --json   the report as one JSON object\n"},
 	{"artifacts", SL_NEEDS_STORE, sl_cmd_artifacts,
 	 "sbxloop artifacts RUN [--tree|--list] [--path]",
 	 "list a run's results on the host and what was excluded",

@@ -155,6 +155,7 @@ int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_deliver(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_steer(struct sl_cli *cli, int argc, char **argv);
+int sl_cmd_egress(struct sl_cli *cli, int argc, char **argv);
 
 /*
  * Chat on a plain terminal (cmd_steer.c): a thread posting each line of

@@ -11,8 +11,25 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "engine/egress_report.h"
 #include "host/redact.h"
 #include "common/util.h"
+
+/* One line when the sandbox tried hosts no plan declared (best effort). */
+static void egress_line(struct sl_engine *e, FILE *out)
+{
+	struct sbxloop_error err = {0, ""};
+	cJSON *report = NULL;
+	char *line;
+
+	if (sl_egress_report(e->st, e->sctx, e->run_id, &report, &err) < 0)
+		return;
+	line = sl_egress_report_blocked_line(report);
+	if (line)
+		fprintf(out, "%s\n", line);
+	free(line);
+	cJSON_Delete(report);
+}
 
 void sl_engine_print_summary(struct sl_engine *e, FILE *dest)
 {
@@ -83,6 +100,7 @@ void sl_engine_print_summary(struct sl_engine *e, FILE *dest)
 			"delivery failed: %s\n  retry with: sbxloop deliver "
 			"%s\n",
 			e->delivery_error, e->run_id);
+	egress_line(e, out);
 	fprintf(out, "events: sbxloop logs %s\n", e->run_id);
 	fclose(out);
 	shown = sl_shown(text, SL_TERM_KEEP_NL);

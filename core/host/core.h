@@ -85,6 +85,14 @@ void sl_core_set_run(struct sl_core *core, const char *run_id);
  * `user` alive until the plugins that may call it are destroyed.
  */
 void sl_core_set_job_hook(struct sl_core *core, sl_job_fn *fn, void *user);
+/*
+ * The task and phase of the job this thread is running (NULL, NULL: none
+ * now). An event a plugin emits on this thread meanwhile (a provider's
+ * policy.blocked as the job's exec returns) is attributed to them when
+ * its data names no task. Thread-local, so concurrent jobs keep theirs.
+ */
+void sl_core_job_context(const char *task_id, const char *phase);
+
 /* Route host->chat_post() to `fn` (NULL: refuse messages from now on). */
 void sl_core_set_chat_hook(struct sl_core *core, sl_chat_fn *fn, void *user);
 

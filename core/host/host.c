@@ -89,14 +89,50 @@ static const char *host_config_list_item(const struct sbxloop_host *host,
 	return sl_config_list_item(core_of(host)->cfg, path, i);
 }
 
+static _Thread_local const char *job_task, *job_phase;
+
+void sl_core_job_context(const char *task_id, const char *phase)
+{
+	job_task = task_id;
+	job_phase = phase;
+}
+
+/* data_json with the running job's task and phase, or NULL (unchanged). */
+static char *with_job_context(const char *data_json)
+{
+	cJSON *d;
+	char *out;
+
+	if (!job_task && !job_phase)
+		return NULL;
+	d = cJSON_Parse(data_json ? data_json : "{}");
+	if (!cJSON_IsObject(d) ||
+	    cJSON_GetObjectItemCaseSensitive(d, "task_id")) {
+		cJSON_Delete(d);
+		return NULL;
+	}
+	if (job_task)
+		cJSON_AddStringToObject(d, "task_id", job_task);
+	if (job_phase && !cJSON_GetObjectItemCaseSensitive(d, "phase"))
+		cJSON_AddStringToObject(d, "phase", job_phase);
+	out = cJSON_PrintUnformatted(d);
+	cJSON_Delete(d);
+	return out;
+}
+
 static int host_emit(const struct sbxloop_host *host, const char *type,
 		     const char *job_id, const char *data_json)
 {
 	struct sl_core *core = core_of(host);
+	char *stamped;
+	int rc;
 
 	if (!core->emit)
 		return 0;
-	return core->emit(core, type, job_id, data_json);
+	stamped = with_job_context(data_json);
+	rc = core->emit(core, type, job_id, stamped ? stamped : data_json);
+	free(stamped);
+	return rc;
 }
 
 static const char *host_run_id(const struct sbxloop_host *host)

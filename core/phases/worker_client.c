@@ -196,6 +196,23 @@ static void add_diag(struct sl_buf *b, const struct relay *r, int rc,
 	}
 }
 
+/* The phase a job of `persona` belongs to (for plugin events). */
+static const char *phase_of(const char *persona)
+{
+	static const char *const map[][2] = {
+		{"decomposer", "decompose"}, {"planner", "plan"},
+		{"executor", "execute"},     {"scrutinizer", "scrutinize"},
+		{"verifier", "verify"},      {"validator", "validate"},
+		{"steering", "steer"},
+	};
+	size_t i;
+
+	for (i = 0; persona && i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(persona, map[i][0]))
+			return map[i][1];
+	return NULL;
+}
+
 int sl_worker_submit(struct sl_core *core,
 		     const struct sbxloop_sandbox_info *info, cJSON *job,
 		     const struct sl_job_tags *tags, cJSON **result,
@@ -284,7 +301,11 @@ int sl_worker_submit(struct sl_core *core,
 	sl_log(SBXLOOP_LOG_DEBUG, "job %s: %s", job_id,
 	       cJSON_GetStringValue(
 		       cJSON_GetObjectItemCaseSensitive(job, "kind")));
+	if (r.agent)
+		sl_core_job_context(tags ? tags->task_id : NULL,
+				    phase_of(tags ? tags->persona : NULL));
 	rc = ops->exec(core->sandbox.ctx, info->name, &spec, &pr, err);
+	sl_core_job_context(NULL, NULL);
 	if (rc == SBXLOOP_ETIMEDOUT || pr.timed_out) {
 		rc = sl_error(err, SBXLOOP_ETIMEDOUT,
 			      "job %s exceeded %gs (+%gs grace)", job_id,

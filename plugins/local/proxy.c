@@ -68,7 +68,15 @@ struct plist {
 struct record {
 	char domain[HOST_MAX];
 	unsigned long long allowed, blocked;
+	unsigned long long allowed_told; /* allowed already reported */
 	double first, last;
+};
+
+/* Allowed connections to one domain since the last flush. */
+struct used {
+	char domain[HOST_MAX];
+	unsigned long long count;
+	double last;
 };
 
 struct blocked {
@@ -301,15 +309,49 @@ static void write_record(struct lproxy *p, const struct record *recs, size_t n,
 		unlink(tmp);
 }
 
+/* policy.connect per domain allowed since the last flush (the caller's
+ * thread); the catch-all record's domains are unnamed, so not told. */
+static void report_used(struct lproxy *p, const struct used *u, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		char dom[HOST_MAX * 6], sbx[SBXLOOP_NAME_MAX * 6];
+		char data[2 * (HOST_MAX * 6 + SBXLOOP_NAME_MAX * 6) + 256];
+
+		json_text(dom, sizeof(dom), u[i].domain);
+		json_text(sbx, sizeof(sbx), p->sandbox);
+		snprintf(data, sizeof(data),
+			 "{\"domain\":\"%s\",\"sandbox\":\"%s\","
+			 "\"count\":%llu,\"last_ts\":%.3f}",
+			 dom, sbx, u[i].count, u[i].last);
+		p->host->emit(p->host, SBXLOOP_EV_POLICY_CONNECT, NULL, data);
+	}
+}
+
 void lproxy_flush(struct lproxy *p)
 {
 	struct blocked *pending = NULL;
 	struct record *recs = NULL, other;
+	struct used *used = NULL;
 	unsigned long long unreported;
-	size_t n = 0, n_recs = 0, i;
+	size_t n = 0, n_recs = 0, n_used = 0, i;
 	int dirty;
 
 	pthread_mutex_lock(&p->lock);
+	used = malloc((p->n_records + 1) * sizeof(*used));
+	for (i = 0; used && i < p->n_records; i++) {
+		struct record *r = &p->records[i];
+
+		if (r->allowed == r->allowed_told)
+			continue;
+		snprintf(used[n_used].domain, sizeof(used[n_used].domain),
+			 "%s", r->domain);
+		used[n_used].count = r->allowed - r->allowed_told;
+		used[n_used].last = r->last;
+		r->allowed_told = r->allowed;
+		n_used++;
+	}
 	dirty = p->record_dirty;
 	p->record_dirty = 0;
 	if (p->n_pending) {
@@ -356,6 +398,8 @@ void lproxy_flush(struct lproxy *p)
 			     unreported, p->sandbox, LPROXY_RECORD);
 	if (dirty && recs)
 		write_record(p, recs, n_recs, &other);
+	report_used(p, used, n_used);
+	free(used);
 	free(pending);
 	free(recs);
 }

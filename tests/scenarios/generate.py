@@ -194,6 +194,19 @@ S["tui_chat"] = [D(task("t1"), task("t2", ["t1"])), P("t1"), slow(E("t1"), 8),
                  STEER("steer_run", "use tabs, not spaces", "sure, tabs from now on"),
                  STEER("continue", "", "t1 is under review now"),
                  SP, VA, P("t2"), E("t2"), SP, VA]
+# tests/e2e/test-egress-run.c: under bwrap with the local egress proxy,
+# EXECUTE reaches the host its plan declared and is refused two others
+# (one under a denied wildcard); SCRUTINIZE tries the declared host again
+# after the grant was revoked; a second declaration is never used
+CURL = "curl -s -m 10 -o /dev/null -w '%%{http_code}\\n' http://%s/ >> %s; true"
+S["egress_observed"] = [D(task("t1")),
+                        declare(P(), ("allowed.test", "fetch the fixture"),
+                                ("unused.test", "maybe later")),
+                        E(run=[CURL % ("allowed.test", "execute-codes.txt"),
+                               CURL % ("other.test", "execute-codes.txt"),
+                               CURL % ("x.evil.test", "execute-codes.txt")]),
+                        dict(SP, run=[CURL % ("allowed.test", "/tmp/critic-codes.txt")]),
+                        VA]
 # test-tui: a line typed on stdin under --no-tui
 S["plain_chat"] = [D(task("t1")), P(), slow(E(), 6),
                    STEER("continue", "", "all good so far"), SP, VA]

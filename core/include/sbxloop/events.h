@@ -46,6 +46,10 @@
 #define SBXLOOP_EV_POLICY_DENY "policy.deny"
 #define SBXLOOP_EV_POLICY_REVOKE "policy.revoke"
 #define SBXLOOP_EV_POLICY_BLOCKED "policy.blocked"
+/* allowed connections to one domain since the last report, counted */
+#define SBXLOOP_EV_POLICY_CONNECT "policy.connect"
+/* a substrate's own egress log, collected before teardown (sbx) */
+#define SBXLOOP_EV_POLICY_OBSERVED "policy.observed"
 
 /* sandboxes */
 #define SBXLOOP_EV_SANDBOX_PROVISION_START "sandbox.provision_start"
