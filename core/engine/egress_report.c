@@ -66,8 +66,17 @@ static void bump(cJSON *obj, const char *key, double by)
 
 /* ---- reading the store -------------------------------------------------- */
 
+/* A phase attempt's time window, to place traffic a substrate logged. */
+struct window {
+	char task_id[64];
+	char phase[24];
+	double from, to;
+};
+
 struct gather {
 	cJSON *tasks;
+	struct window *win;
+	size_t n_win;
 	struct sbxloop_error *err;
 };
 
@@ -84,13 +93,26 @@ static int task_cb(void *user, const struct sbxloop_task_row *row)
 	return 0;
 }
 
-/* A plan attempt: each egress entry it declared, once per task. */
-static int plan_cb(void *user, const struct sbxloop_attempt_row *a)
+/*
+ * Every attempt's window; a plan attempt's egress entries, each once per
+ * task.
+ */
+static int attempt_cb(void *user, const struct sbxloop_attempt_row *a)
 {
 	struct gather *g = user;
 	cJSON *out, *t, *declared;
 	const cJSON *e;
 
+	if (a->task_id) {
+		struct window *w;
+
+		g->win = sl_xrealloc(g->win, (g->n_win + 1) * sizeof(*g->win));
+		w = &g->win[g->n_win++];
+		snprintf(w->task_id, sizeof(w->task_id), "%s", a->task_id);
+		snprintf(w->phase, sizeof(w->phase), "%s", a->phase);
+		w->from = a->started_at;
+		w->to = a->ended_at;
+	}
 	if (strcmp(a->phase, "plan") != 0 || !a->task_id)
 		return 0;
 	out = cJSON_Parse(a->output_json ? a->output_json : "{}");
@@ -157,6 +179,17 @@ static int decision_allows(const char *d)
 	return d && (!strncmp(d, "allow", 5) || !strcmp(d, "permit"));
 }
 
+/* The attempt whose window holds `ts` (a substrate's log entry). */
+static const struct window *placed(const struct gather *g, double ts)
+{
+	size_t i;
+
+	for (i = 0; ts > 0 && i < g->n_win; i++)
+		if (ts >= g->win[i].from && ts <= g->win[i].to)
+			return &g->win[i];
+	return NULL;
+}
+
 static int event_cb(void *user, const struct sbxloop_event *ev)
 {
 	struct gather *g = user;
@@ -169,6 +202,16 @@ static int event_cb(void *user, const struct sbxloop_event *ev)
 	if (!*dom) {
 		cJSON_Delete(d);
 		return 0;
+	}
+	if (!*task && !strcmp(type, SBXLOOP_EV_POLICY_OBSERVED)) {
+		/* aggregated by sbx: placed by when it was first seen */
+		const struct window *w =
+			placed(g, sl_json_num(d, "first_ts", 0));
+
+		if (w) {
+			task = w->task_id;
+			phase = w->phase;
+		}
 	}
 	t = task_entry(g->tasks, task);
 	if (!strcmp(type, SBXLOOP_EV_POLICY_ALLOW) ||
@@ -278,10 +321,13 @@ int sl_egress_report(const struct sbxloop_store_ops *st, void *sctx,
 	*out = NULL;
 	cJSON_AddStringToObject(report, "run_id", run_id);
 	g.tasks = cJSON_AddArrayToObject(report, "tasks");
+	g.win = NULL;
+	g.n_win = 0;
 	g.err = err;
 	rc = st->tasks_list(sctx, run_id, task_cb, &g, err);
 	if (rc == 0)
-		rc = st->attempts_list(sctx, run_id, NULL, plan_cb, &g, err);
+		rc = st->attempts_list(sctx, run_id, NULL, attempt_cb, &g,
+				       err);
 	if (rc == 0) {
 		memset(&q, 0, sizeof(q));
 		q.struct_size = sizeof(q);
@@ -289,6 +335,7 @@ int sl_egress_report(const struct sbxloop_store_ops *st, void *sctx,
 		q.type_prefix = SBXLOOP_EV_FAMILY_POLICY;
 		rc = st->events_query(sctx, &q, event_cb, &g, err);
 	}
+	free(g.win);
 	if (rc < 0) {
 		cJSON_Delete(report);
 		return rc;

@@ -327,6 +327,9 @@ static int prov_sandbox_remove(void *ctx, const char *name,
 	struct sbxloop_error ignored = {0, ""};
 	int rc;
 
+	/* what its traffic did, while sbx still knows the sandbox */
+	if (box_find(p, name))
+		sbxp_collect_netlog(&p->sbx, name);
 	/* stopping first lets sbx end in-flight execs cleanly; a sandbox
 	 * sbx does not know needs no `rm` either */
 	if (sbxp_checkv(&p->sbx, stop, &ignored) == SBXLOOP_ENOTFOUND) {

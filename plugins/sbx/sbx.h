@@ -64,6 +64,10 @@ int sbxp_check(struct sbxp *s, const struct sbxp_call *call,
 int sbxp_checkv(struct sbxp *s, const char *const *args,
 		struct sbxloop_error *err);
 
+/* `sbx policy log SANDBOX --json` as policy.observed events (netlog.c);
+ * best effort, before the sandbox is removed. */
+void sbxp_collect_netlog(struct sbxp *s, const char *sandbox);
+
 /* One `policy allow network SANDBOX a,b,c` for the whole list (a NULL
  * or empty list is no call). */
 int sbxp_allow_network(struct sbxp *s, const char *sandbox,

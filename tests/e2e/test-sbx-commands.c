@@ -926,6 +926,84 @@ END_TEST
 
 /* ---------------------------------------------------------------- suite */
 
+/*
+ * Observed egress on sbx: the fake's host proxy decides the sandbox's
+ * curl by the rules the run set (policy allow/rm network), logs each
+ * decision, and the provider reads `sbx policy log NAME --json` before
+ * removing the sandbox; `sbxloop egress` places each entry in the phase
+ * it was first seen in.
+ */
+START_TEST(test_run_records_what_sbx_saw_and_egress_reports_it)
+{
+	const char *run[] = {"run", "fetch the fixture", "--no-tui", NULL};
+	struct tu_run r;
+	char id[40] = "", *log, *fin;
+	cJSON *rep, *t, *o;
+	int seen = 0;
+
+	write_run_config_with("egress_observed",
+			      "policy:\n  allow: [\"allowed.test\", "
+			      "\"unused.test\"]\n  deny: [\"*.evil.test\"]\n");
+	sbxloop(&r, run);
+	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
+	ck_assert_msg(strstr(r.out, "egress: 2 attempt(s) to 2 host(s) no "
+				    "plan declared were blocked (other.test, "
+				    "x.evil.test)"),
+		      "%s", r.out);
+	fin = strstr(r.out, " finished: ");
+	ck_assert_ptr_nonnull(fin);
+	while (fin > r.out && fin[-1] != ' ')
+		fin--;
+	ck_assert_int_eq(sscanf(fin, "%39s", id), 1);
+	tu_run_free(&r);
+	ck_assert(call_names("policy log ", "sbxloop-"));
+	fin = sl_xasprintf("%s/netlog.jsonl", fake_dir);
+	log = tu_read(fin);
+	free(fin);
+	ck_assert_msg(log && strstr(log, "\"host\":\"allowed.test\","
+					 "\"decision\":\"allow\""),
+		      "netlog: %s", log ? log : "(none)");
+	free(log);
+	{
+		const char *eg[] = {"egress", id, "--json", NULL};
+
+		sbxloop(&r, eg);
+	}
+	ck_assert_int_eq(r.status, 0);
+	rep = cJSON_Parse(r.out);
+	ck_assert_ptr_nonnull(rep);
+	tu_run_free(&r);
+	t = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "tasks"), 0);
+	ck_assert_str_eq(cJSON_GetObjectItem(t, "task_id")->valuestring, "t1");
+	cJSON_ArrayForEach (o, cJSON_GetObjectItem(t, "observed")) {
+		const char *h = cJSON_GetObjectItem(o, "host")->valuestring;
+		cJSON *ph = cJSON_GetObjectItem(o, "phases");
+
+		if (!strcmp(h, "allowed.test")) {
+			seen++;
+			ck_assert_int_eq(
+				cJSON_GetObjectItem(o, "allowed")->valueint,
+				1);
+			ck_assert_ptr_nonnull(
+				cJSON_GetObjectItem(ph, "execute"));
+			/* tried again in SCRUTINIZE, after the revoke */
+			ck_assert_ptr_nonnull(
+				cJSON_GetObjectItem(ph, "scrutinize"));
+		} else if (!strcmp(h, "other.test")) {
+			seen++;
+			ck_assert_int_eq(
+				cJSON_GetObjectItem(o, "blocked")->valueint,
+				1);
+		}
+	}
+	ck_assert_int_eq(seen, 2);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(
+				 rep, "blocked_undeclared")),
+			 2);
+	cJSON_Delete(rep);
+}
+END_TEST
+
 static Suite *sbx_commands_suite(void)
 {
 	Suite *s = suite_create("sbx commands");
@@ -956,6 +1034,8 @@ static Suite *sbx_commands_suite(void)
 		test_run_with_a_repo_provisions_the_pair_and_splits_tokens);
 	tcase_add_loop_test(tc, test_run_missing_token_creates_nothing, 0, 2);
 	tcase_add_test(tc, test_run_sigterm_leaves_no_sandbox_and_no_secret);
+	tcase_add_test(tc,
+		       test_run_records_what_sbx_saw_and_egress_reports_it);
 	tcase_add_test(
 		tc,
 		test_run_falls_back_to_the_next_strategy_when_registration_fails);

@@ -173,7 +173,8 @@ int cmd_exec(int argc, char **argv, const char *in, size_t in_len)
 	const char *name = NULL, *workdir = NULL;
 	const char *envs[64];
 	char *fs, *home, *dir, **cargv;
-	int i, nenv = 0, interactive = 0, first, st, fds[2];
+	int i, nenv = 0, interactive = 0, first, st, fds[2], lfd;
+	unsigned port = 0;
 	pid_t pid;
 	cJSON *meta;
 
@@ -235,6 +236,8 @@ int cmd_exec(int argc, char **argv, const char *in, size_t in_len)
 	}
 	if (pipe(fds) < 0)
 		return 125;
+	/* the sandbox's HTTP(S) goes through the fake's host proxy */
+	lfd = net_open(&port);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0)
@@ -255,6 +258,17 @@ int cmd_exec(int argc, char **argv, const char *in, size_t in_len)
 		setenv("HOME", home, 1);
 		setenv("SBX_FAKE_FS", fs, 1);
 		setenv("COPYFILE_DISABLE", "1", 1);
+		if (lfd >= 0) {
+			char *url = xprintf("http://127.0.0.1:%u", port);
+
+			setenv("HTTP_PROXY", url, 1);
+			setenv("HTTPS_PROXY", url, 1);
+			setenv("http_proxy", url, 1);
+			setenv("https_proxy", url, 1);
+			setenv("NO_PROXY", "localhost,127.0.0.1", 1);
+			setenv("no_proxy", "localhost,127.0.0.1", 1);
+			close(lfd);
+		}
 		/* field reality: proxy secrets never reach exec'd processes */
 		unsetenv("COPILOT_GITHUB_TOKEN");
 		unsetenv("GH_TOKEN");
@@ -286,8 +300,11 @@ int cmd_exec(int argc, char **argv, const char *in, size_t in_len)
 		}
 	}
 	close(fds[1]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	if (lfd >= 0)
+		st = net_serve(lfd, name, pid);
+	else
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
 	for (i = 0; i < argc - first; i++)
 		free(cargv[i]);
 	free(cargv);
@@ -497,6 +514,8 @@ int cmd_policy(int argc, char **argv)
 		puts("ID  SCOPE  TYPE  DECISION  RESOURCES");
 		return 0;
 	}
+	if (!strcmp(action, "log"))
+		return cmd_policy_log(argc, argv);
 	if (!strcmp(action, "init") || !strcmp(action, "set-default")) {
 		rec = cJSON_CreateObject();
 		cJSON_AddStringToObject(rec, "action", action);

@@ -7,6 +7,7 @@
 #define SBXLOOP_TESTS_FAKE_SBX_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <cjson/cJSON.h>
 
@@ -49,5 +50,11 @@ int cmd_rm(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_secret(int argc, char **argv, const char *in);
 int cmd_template(int argc, char **argv);
+int cmd_policy_log(int argc, char **argv);
+
+/* The sandbox network (sbx-net.c): a proxy listener on 127.0.0.1 for an
+ * exec, served until `child` exits (its wait status). */
+int net_open(unsigned *port);
+int net_serve(int lfd, const char *sandbox, pid_t child);
 
 #endif
