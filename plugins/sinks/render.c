@@ -329,7 +329,8 @@ int render_dense_style(const char *type, const cJSON *data)
 	if ((!strcmp(type, SBXLOOP_EV_PHASE_END) && status &&
 	     !strcmp(status, "verify_suspect")) ||
 	    strstr(type, "fallback") || strstr(type, "missing") ||
-	    strstr(type, "warning") || !strcmp(type, SBXLOOP_EV_POLICY_DENY))
+	    strstr(type, "warning") || !strcmp(type, SBXLOOP_EV_POLICY_DENY) ||
+	    !strcmp(type, SBXLOOP_EV_POLICY_BLOCKED))
 		return RENDER_YELLOW;
 	return RENDER_DIM;
 }
