@@ -313,6 +313,13 @@ struct ledger_entry {
 	char *reason;
 	char *task_id;
 	int granter; /* index in the chain; -1 = seeded at provisioning */
+	/*
+	 * The tasks whose EXECUTE holds the grant open (lanes sharing a
+	 * sandbox): it is revoked when the last one leaves.
+	 */
+	char **holders;
+	size_t n_holders;
+	int permanent; /* its granter cannot revoke: open for good */
 };
 
 struct sl_egress_ledger {
@@ -338,13 +345,48 @@ static void ledger_add(struct sl_egress_ledger *l, const char *domain,
 	e->reason = sl_xstrdup(reason ? reason : "");
 	e->task_id = sl_xstrdup(task_id);
 	e->granter = granter;
+	e->holders = NULL;
+	e->n_holders = 0;
+	e->permanent = 0;
+	if (granter >= 0 && task_id) {
+		e->holders = sl_xcalloc(1, sizeof(*e->holders));
+		e->holders[e->n_holders++] = sl_xstrdup(task_id);
+	}
 }
 
 static void entry_clear(struct ledger_entry *e)
 {
+	size_t i;
+
 	free(e->domain);
 	free(e->reason);
 	free(e->task_id);
+	for (i = 0; i < e->n_holders; i++)
+		free(e->holders[i]);
+	free(e->holders);
+}
+
+static int holder_index(const struct ledger_entry *e, const char *task_id)
+{
+	size_t i;
+
+	for (i = 0; task_id && i < e->n_holders; i++)
+		if (!strcmp(e->holders[i], task_id))
+			return (int)i;
+	return -1;
+}
+
+/* The granted (not seeded) entry covering `domain`, or NULL. */
+static struct ledger_entry *granted_cover(struct sl_egress_ledger *l,
+					  const char *domain)
+{
+	size_t i;
+
+	for (i = 0; i < l->n_entries; i++)
+		if (l->entries[i].granter >= 0 &&
+		    sl_pattern_covers(l->entries[i].domain, domain))
+			return &l->entries[i];
+	return NULL;
 }
 
 struct sl_egress_ledger *sl_egress_ledger_new(
@@ -510,8 +552,27 @@ int sl_egress_grant_all(struct sl_egress_ledger *l, const char *task_id,
 				    reason, NULL, msg);
 			goto next;
 		}
-		if (sl_egress_ledger_has(l, d))
-			goto next_quiet;
+		if (sl_egress_ledger_has(l, d)) {
+			struct ledger_entry *held = granted_cover(l, d);
+
+			/* another lane's grant: held open for this task too */
+			if (!held || held->permanent || !task_id ||
+			    holder_index(held, task_id) >= 0)
+				goto next_quiet;
+			held->holders = sl_xrealloc(
+				held->holders, (held->n_holders + 1) *
+						       sizeof(*held->holders));
+			held->holders[held->n_holders++] = sl_xstrdup(task_id);
+			msg = sl_xasprintf("egress granted: %s — already open "
+					   "for task %s, now held for %s too",
+					   d,
+					   held->task_id ? held->task_id : "?",
+					   task_id);
+			emit_policy(
+				l, SBXLOOP_EV_POLICY_ALLOW, task_id, d, reason,
+				granter_name(l, (size_t)held->granter), msg);
+			goto next;
+		}
 		memset(&g, 0, sizeof(g));
 		g.struct_size = sizeof(g);
 		g.sandbox = l->sandbox;
@@ -570,15 +631,32 @@ int sl_egress_revoke_all(struct sl_egress_ledger *l, const char *task_id,
 		char *msg;
 		int r;
 
-		if (e->granter < 0) {
+		if (e->granter < 0 || e->permanent) {
 			i++;
 			continue;
 		}
 		gr = &l->chain[e->granter];
 		if (!SBXLOOP_HAS_SLOT(gr->ops, struct sbxloop_policy_ops,
 				      revoke)) {
+			e->permanent = 1;
 			i++;
 			continue;
+		}
+		if (task_id) {
+			int h = holder_index(e, task_id);
+
+			if (h >= 0) {
+				free(e->holders[h]);
+				memmove(&e->holders[h], &e->holders[h + 1],
+					(e->n_holders - (size_t)h - 1) *
+						sizeof(*e->holders));
+				e->n_holders--;
+			}
+			/* another lane's EXECUTE still needs it */
+			if (e->n_holders) {
+				i++;
+				continue;
+			}
 		}
 		memset(&g, 0, sizeof(g));
 		g.struct_size = sizeof(g);
@@ -589,6 +667,7 @@ int sl_egress_revoke_all(struct sl_egress_ledger *l, const char *task_id,
 		g.phase = "execute";
 		r = gr->ops->revoke(gr->ctx, &g, &e2);
 		if (r == SBXLOOP_EUNSUPPORTED) {
+			e->permanent = 1;
 			i++;
 			continue;
 		}

@@ -92,7 +92,10 @@ void sl_egress_ledger_free(struct sl_egress_ledger *ledger);
 /*
  * At EXECUTE entry: grant each declared {domain, reason} of `egress`
  * (a plan's array, borrowed). Out of bounds or refused by every granter
- * → policy.deny; already granted → nothing; granted → policy.allow.
+ * → policy.deny; seeded or already held by this task → nothing; granted
+ * → policy.allow; granted for another task whose EXECUTE still runs (a
+ * lane sharing the sandbox) → this task holds it too, policy.allow
+ * naming both, no granter call.
  * Returns 0, or a negative code when a granter failed for another
  * reason than being unable to (infrastructure: the caller fails).
  */
@@ -100,8 +103,10 @@ int sl_egress_grant_all(struct sl_egress_ledger *ledger, const char *task_id,
 			const cJSON *egress, struct sbxloop_error *err);
 
 /*
- * At EXECUTE exit: revoke every grant whose granter can revoke, each a
- * policy.revoke event. Grants of granters without a revoke slot stay
+ * At EXECUTE exit of `task_id`: the task lets go of its grants; each
+ * one no task holds any more is revoked (when its granter can), a
+ * policy.revoke naming `task_id`. `task_id` NULL (teardown, a signal)
+ * revokes every grant. Grants of granters without a revoke slot stay
  * for the sandbox's life. Returns 0, or the first failure's code after
  * trying them all (the grant then stays in the ledger).
  */

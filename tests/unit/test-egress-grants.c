@@ -184,9 +184,57 @@ START_TEST(test_grant_is_idempotent_per_domain)
 	l = sl_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
 	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
 	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
-	ck_assert_int_eq(sl_egress_grant_all(l, "t2", eg, &err), 0);
 	ck_assert_str_eq(f.calls, "grant:api.example.com t1 execute sb;");
 	ck_assert_int_eq(cJSON_GetArraySize(events), 1);
+	/* a second task joins without a granter call, and says so */
+	ck_assert_int_eq(sl_egress_grant_all(l, "t2", eg, &err), 0);
+	ck_assert_str_eq(f.calls, "grant:api.example.com t1 execute sb;");
+	ck_assert_int_eq(cJSON_GetArraySize(events), 2);
+	ck_assert_str_eq(ev_type(1), "policy.allow");
+	ck_assert_str_eq(ev_str(1, "task_id"), "t2");
+	sl_egress_ledger_free(l);
+	cJSON_Delete(eg);
+}
+END_TEST
+
+/*
+ * Lanes sharing a sandbox: a grant stays open while any task's EXECUTE
+ * holds it, and is revoked (naming the task) when the last one leaves.
+ */
+START_TEST(test_grant_stays_while_another_lane_executes)
+{
+	struct fake f = {"fake", 0, 0, ""};
+	struct sl_egress_granter chain[] = {{"fake", &fake_ops, &f}};
+	struct sbxloop_error err = {0, ""};
+	struct sl_egress_ledger *l;
+	cJSON *eg = cJSON_Parse(declared);
+
+	load("policy:\n  allow: [\"*.example.com\"]\n");
+	l = sl_egress_ledger_new(cfg, "sb", chain, 1, capture, NULL);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t2", eg, &err), 0);
+	/* t1 leaves: t2 still executes, nothing is revoked */
+	ck_assert_int_eq(sl_egress_revoke_all(l, "t1", &err), 0);
+	ck_assert_str_eq(f.calls, "grant:api.example.com t1 execute sb;");
+	ck_assert(sl_egress_ledger_has(l, "api.example.com"));
+	/* t1 again (a revision) holds it again, t2 leaves: still open */
+	ck_assert_int_eq(sl_egress_grant_all(l, "t1", eg, &err), 0);
+	ck_assert_int_eq(sl_egress_revoke_all(l, "t2", &err), 0);
+	ck_assert(sl_egress_ledger_has(l, "api.example.com"));
+	/* the last one leaves: revoked, the event names it */
+	ck_assert_int_eq(sl_egress_revoke_all(l, "t1", &err), 0);
+	ck_assert_str_eq(f.calls, "grant:api.example.com t1 execute sb;"
+				  "revoke:api.example.com;");
+	ck_assert(!sl_egress_ledger_has(l, "api.example.com"));
+	ck_assert_str_eq(ev_type(cJSON_GetArraySize(events) - 1),
+			 "policy.revoke");
+	ck_assert_str_eq(ev_str(cJSON_GetArraySize(events) - 1, "task_id"),
+			 "t1");
+	/* teardown (no task) revokes whatever is left */
+	ck_assert_int_eq(sl_egress_grant_all(l, "t3", eg, &err), 0);
+	ck_assert_int_eq(sl_egress_grant_all(l, "t4", eg, &err), 0);
+	ck_assert_int_eq(sl_egress_revoke_all(l, NULL, &err), 0);
+	ck_assert(!sl_egress_ledger_has(l, "api.example.com"));
 	sl_egress_ledger_free(l);
 	cJSON_Delete(eg);
 }
@@ -590,6 +638,7 @@ static Suite *egress_grants_suite(void)
 	tcase_add_checked_fixture(tl, ledger_setup, ledger_teardown);
 	tcase_add_test(tl, test_grant_emits_policy_allow_with_context);
 	tcase_add_test(tl, test_grant_is_idempotent_per_domain);
+	tcase_add_test(tl, test_grant_stays_while_another_lane_executes);
 	tcase_add_test(tl, test_domain_under_a_seeded_wildcard_needs_no_grant);
 	tcase_add_test(tl, test_out_of_bounds_grant_is_a_policy_deny);
 	tcase_add_test(tl, test_unsupporting_granter_passes_to_the_next);
