@@ -24,65 +24,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runs.h"
+
 #define EXECUTE_S 0.5
 #define MAX_N 200
-
-static const char *env_or(const char *name, const char *dflt)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : dflt;
-}
 
 static void sleep_ms(long ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
 	nanosleep(&ts, NULL);
-}
-
-static int write_files(const char *dir, int n)
-{
-	char path[256];
-	FILE *f;
-	int i;
-
-	snprintf(path, sizeof(path), "%s/scenario.json", dir);
-	f = fopen(path, "w");
-	if (!f)
-		return -1;
-	fputs("[{\"json\":{\"tasks\":[", f);
-	for (i = 1; i <= n; i++)
-		fprintf(f, "%s{\"id\":\"t%d\",\"title\":\"task %d\"}",
-			i > 1 ? "," : "", i, i);
-	fputs("]}}", f);
-	for (i = 1; i <= n; i++)
-		fprintf(f,
-			",\n{\"json\":{\"steps\":[\"nothing\"]}}"
-			",\n{\"text\":\"done t%d\",\"sleep_s\":%g}"
-			",\n{\"json\":{\"reply\":\"noted\"}}"
-			",\n{\"json\":{\"verdict\":\"pass\"}}"
-			",\n{\"json\":{\"verdict\":\"accept\"}}",
-			i, EXECUTE_S);
-	fputs("]\n", f);
-	if (fclose(f) != 0)
-		return -1;
-	snprintf(path, sizeof(path), "%s/sbxloop.yaml", dir);
-	f = fopen(path, "w");
-	if (!f)
-		return -1;
-	fprintf(f,
-		"state_dir: state\n"
-		"prompts_dir: %s/prompts\n"
-		"worker_path: %s\n"
-		"plugins:\n  sandbox: local\n  sinks: []\n"
-		"agent:\n  backend: script\n  script: scenario.json\n"
-		"budgets:\n  max_tasks: %d\n"
-		"limits:\n  disk_warn: 0\n  disk_abort: 0\n  mem_warn: 0\n"
-		"  mem_abort: 0\n",
-		env_or("SBXLOOP_SRCDIR", "."),
-		env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"), n + 1);
-	return fclose(f);
 }
 
 /* sbxloop ARGS in `dir`, output discarded: the child's pid. */
@@ -99,8 +50,8 @@ static pid_t spawn(const char *dir, const char *a1, const char *a2,
 		dup2(null, 0);
 		dup2(null, 1);
 		dup2(null, 2);
-		execl(env_or("SBXLOOP_BIN", "./sbxloop"), "sbxloop", a1, a2,
-		      a3, a4, (char *)NULL);
+		execl(bench_env_or("SBXLOOP_BIN", "./sbxloop"), "sbxloop", a1,
+		      a2, a3, a4, (char *)NULL);
 		_exit(127);
 	}
 	return pid;
@@ -158,7 +109,13 @@ static int bench(int n)
 	pid_t pid;
 	int i, rc = -1;
 
-	if (!mkdtemp(dir) || write_files(dir, n) < 0)
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/scenario.json", dir);
+	if (bench_write_scenario(path, n, EXECUTE_S, 1) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/sbxloop.yaml", dir);
+	if (bench_write_config(path, n, "  sandbox: local\n  sinks: []\n") < 0)
 		return -1;
 	pid = spawn(dir, "run", "benchmark", "--no-tui", NULL);
 	snprintf(path, sizeof(path), "%s/state/state.db", dir);

@@ -27,66 +27,10 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "runs.h"
 
-static const char *env_or(const char *name, const char *dflt)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : dflt;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int write_scenario(const char *path, int n)
-{
-	FILE *f = fopen(path, "w");
-	int i;
-
-	if (!f)
-		return -1;
-	fputs("[{\"json\":{\"tasks\":[", f);
-	for (i = 1; i <= n; i++)
-		fprintf(f, "%s{\"id\":\"t%d\",\"title\":\"task %d\"}",
-			i > 1 ? "," : "", i, i);
-	fputs("]}}", f);
-	for (i = 1; i <= n; i++)
-		fprintf(f,
-			",\n{\"json\":{\"steps\":[\"nothing\"]}}"
-			",\n{\"text\":\"done t%d\"}"
-			",\n{\"json\":{\"verdict\":\"pass\"}}"
-			",\n{\"json\":{\"verdict\":\"accept\"}}",
-			i);
-	fputs("]\n", f);
-	return fclose(f);
-}
-
-static int write_config(const char *path, int n)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return -1;
-	fprintf(f,
-		"state_dir: state\n"
-		"prompts_dir: %s/prompts\n"
-		"worker_path: %s\n"
-		"plugins:\n  sandbox: sbx\n"
-		"  secrets: [sbx-proxy, plain-env]\n  policy: [sbx]\n"
-		"  sinks: []\n"
-		"agent:\n  backend: script\n  script: scenario.json\n"
-		"budgets:\n  max_tasks: %d\n"
-		"limits:\n  disk_warn: 0\n  disk_abort: 0\n  mem_warn: 0\n"
-		"  mem_abort: 0\n",
-		env_or("SBXLOOP_SRCDIR", "."),
-		env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"), n + 1);
-	return fclose(f);
-}
+#define PLUGINS                                                               \
+	"  sandbox: sbx\n  secrets: [sbx-proxy, plain-env]\n  policy: [sbx]\n  sinks: []\n"
 
 static long count_lines(const char *path)
 {
@@ -117,15 +61,15 @@ static int bench(int n)
 	if (!mkdtemp(dir))
 		return -1;
 	snprintf(path, sizeof(path), "%s/scenario.json", dir);
-	if (write_scenario(path, n) < 0)
+	if (bench_write_scenario(path, n, 0, 0) < 0)
 		goto out;
 	snprintf(path, sizeof(path), "%s/sbxloop.yaml", dir);
-	if (write_config(path, n) < 0)
+	if (bench_write_config(path, n, PLUGINS) < 0)
 		goto out;
 	if (asprintf(&fake_bin, "%s/tests/fakes/bin",
-		     env_or("SBXLOOP_BUILDDIR", ".")) < 0 ||
-	    asprintf(&new_path, "%s:%s", fake_bin, env_or("PATH", "/bin")) <
-		    0 ||
+		     bench_env_or("SBXLOOP_BUILDDIR", ".")) < 0 ||
+	    asprintf(&new_path, "%s:%s", fake_bin,
+		     bench_env_or("PATH", "/bin")) < 0 ||
 	    asprintf(&fake_dir, "%s/fake", dir) < 0)
 		goto out;
 	snprintf(path, sizeof(path), "%s/sbx", fake_bin);
@@ -136,7 +80,7 @@ static int bench(int n)
 			path);
 		goto out;
 	}
-	t0 = now();
+	t0 = bench_now();
 	pid = fork();
 	if (pid < 0)
 		goto out;
@@ -152,15 +96,15 @@ static int bench(int n)
 		if (!getenv("COPILOT_GITHUB_TOKEN"))
 			setenv("COPILOT_GITHUB_TOKEN",
 			       "ghp_benchTOKEN0123456789abcdef", 1);
-		execl(env_or("SBXLOOP_BIN", "./sbxloop"), "sbxloop", "run",
-		      "benchmark", "--no-tui", (char *)NULL);
+		execl(bench_env_or("SBXLOOP_BIN", "./sbxloop"), "sbxloop",
+		      "run", "benchmark", "--no-tui", (char *)NULL);
 		_exit(127);
 	}
 	memset(&si, 0, sizeof(si));
 	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 &&
 	       errno == EINTR)
 		;
-	wall = now() - t0;
+	wall = bench_now() - t0;
 	bench_proc_cpu(pid, &own);
 	cpu = own.user_ms + own.sys_ms;
 	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)

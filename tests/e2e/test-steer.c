@@ -51,26 +51,6 @@ static void assert_prompt_lacks(int n, const char *needle)
 	free(p);
 }
 
-/* `sbxloop steer RUN TEXT` beside the run: its exit code; output in
- * steer.txt. */
-static int steer(const char *run, const char *text)
-{
-	pid_t c = fork();
-
-	ck_assert_int_ge(c, 0);
-	if (c == 0) {
-		if (chdir(rt_dir()) < 0)
-			_exit(126);
-		if (!freopen("steer.txt", "w", stdout) ||
-		    !freopen("steer-err.txt", "w", stderr))
-			_exit(126);
-		execl(env_or("SBXLOOP_BIN", "sbxloop"), "sbxloop", "steer",
-		      run, text, (char *)NULL);
-		_exit(127);
-	}
-	return wait_code(c);
-}
-
 /*
  * The task row says executing before the boundary that precedes the
  * EXECUTE job (whose events the store may still hold in memory): give
@@ -113,7 +93,7 @@ START_TEST(test_steer_task_from_another_shell_replans_without_budget)
 	pid = spawn_sbxloop(NULL, args);
 	into_execute();
 	run = last_run();
-	ck_assert_int_eq(steer(run, "please use capitals"), 0);
+	ck_assert_int_eq(rt_steer(run, "please use capitals"), 0);
 	assert_file_has("steer.txt", "queued for run");
 	ck_assert_int_eq(wait_code(pid), 0);
 	assert_run_state(run, "completed");
@@ -168,7 +148,8 @@ START_TEST(test_message_queued_while_stopped_becomes_lasting_guidance)
 	ck_assert_int_eq(wait_code(spawn_sbxloop(kill_plan, args)),
 			 128 + SIGKILL);
 	run = last_run();
-	ck_assert_int_eq(steer(run, "every file needs a license header"), 0);
+	ck_assert_int_eq(rt_steer(run, "every file needs a license header"),
+			 0);
 	assert_file_has("steer.txt", "queued for run");
 	resume[1] = run;
 	ck_assert_int_eq(wait_code(spawn_sbxloop(kill_validate, resume)),
@@ -202,7 +183,7 @@ START_TEST(test_failed_steer_session_is_reported_and_the_run_goes_on)
 	pid = spawn_sbxloop(NULL, args);
 	into_execute();
 	run = last_run();
-	ck_assert_int_eq(steer(run, "how is it going?"), 0);
+	ck_assert_int_eq(rt_steer(run, "how is it going?"), 0);
 	ck_assert_int_eq(wait_code(pid), 0);
 	assert_run_state(run, "completed");
 	assert_statuses(run, "t1", "steer", "error");
@@ -229,7 +210,7 @@ START_TEST(test_steer_task_between_tasks_becomes_steer_run)
 	ck_assert_int_eq(wait_code(spawn_sbxloop(kill_validate, args)),
 			 128 + SIGKILL);
 	run = last_run();
-	ck_assert_int_eq(steer(run, "small commits please"), 0);
+	ck_assert_int_eq(rt_steer(run, "small commits please"), 0);
 	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
 	assert_run_state(run, "completed");
 	assert_prompt_has(6, "between tasks");
@@ -248,10 +229,10 @@ START_TEST(test_steer_refuses_what_it_cannot_queue)
 	scenario("happy1");
 	ck_assert_int_eq(sbxloop("run", "once", "--no-tui"), 0);
 	run = last_run();
-	ck_assert_int_eq(steer(run, "too late"), 2);
+	ck_assert_int_eq(rt_steer(run, "too late"), 2);
 	assert_file_has("steer-err.txt", "already completed");
-	ck_assert_int_eq(steer("r-nosuchrun", "hello"), 2);
-	ck_assert_int_eq(steer(run, "   "), 2);
+	ck_assert_int_eq(rt_steer("r-nosuchrun", "hello"), 2);
+	ck_assert_int_eq(rt_steer(run, "   "), 2);
 	assert_file_has("steer-err.txt", "empty");
 	ck_assert_int_eq(q_int("SELECT count(*) FROM chat_inbox"), 0);
 	free(run);

@@ -358,25 +358,6 @@ static void assert_terminal_modes_restored(void)
 
 #define STTY_TAIL "; rc=$?; stty -a > stty.txt; (exit $rc)"
 
-/* `sbxloop steer RUN TEXT` from a second shell: its exit code. */
-static int steer_from_another_shell(const char *run, const char *text)
-{
-	pid_t c = fork();
-
-	ck_assert_int_ge(c, 0);
-	if (c == 0) {
-		if (chdir(rt_dir()) < 0)
-			_exit(126);
-		if (!freopen("steer.txt", "w", stdout) ||
-		    !freopen("steer-err.txt", "w", stderr))
-			_exit(126);
-		execl(env_or("SBXLOOP_BIN", "sbxloop"), "sbxloop", "steer",
-		      run, text, (char *)NULL);
-		_exit(127);
-	}
-	return wait_code(c);
-}
-
 START_TEST(test_the_panel_shows_the_run_and_the_transcript_stays_in_order)
 {
 	char *screen, *run, *line, *all;
@@ -656,7 +637,7 @@ START_TEST(test_a_typed_message_steers_the_run_and_a_second_shell_too)
 	sleep_ms(300);
 	free(tmux("send-keys -t t Enter"));
 	free(must_see("", "queued #1: use tabs please"));
-	ck_assert_int_eq(steer_from_another_shell(run, "how far along?"), 0);
+	ck_assert_int_eq(rt_steer(run, "how far along?"), 0);
 	/* both answered at the boundary after t1's EXECUTE, in order */
 	screen = must_see("-S -", "DONE-0");
 	ck_assert_msg(

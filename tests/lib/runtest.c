@@ -863,3 +863,21 @@ int wait_until(const char *what, const char *value, double secs)
 	}
 	return 0;
 }
+
+int rt_steer(const char *run, const char *text)
+{
+	pid_t c = fork();
+
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		if (chdir(rt_dir()) < 0)
+			_exit(126);
+		if (!freopen("steer.txt", "w", stdout) ||
+		    !freopen("steer-err.txt", "w", stderr))
+			_exit(126);
+		execl(env_or("SBXLOOP_BIN", "sbxloop"), "sbxloop", "steer",
+		      run, text, (char *)NULL);
+		_exit(127);
+	}
+	return wait_code(c);
+}

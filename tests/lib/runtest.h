@@ -61,6 +61,11 @@ struct tu_run;
 /* sbxloop ARGS (NULL-terminated, at most 14) to completion in the
  * scratch dir, output captured (tu_run_free it). */
 void rt_capture(struct tu_run *r, const char *const *args);
+/*
+ * `sbxloop steer RUN TEXT` from another process, beside a run: its exit
+ * code; its output in steer.txt and steer-err.txt of the scratch dir.
+ */
+int rt_steer(const char *run, const char *text);
 /* sbxloop with up to three arguments, to completion: its exit code. */
 int sbxloop(const char *a1, const char *a2, const char *a3);
 
