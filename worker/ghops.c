@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "github.h"
+#include "common/base64.h"
 #include "common/json.h"
 
 #define PROGRESS_EVERY 10
@@ -261,64 +262,6 @@ static int pr_list(struct wk_gh *g, const cJSON *p, cJSON **out)
 
 /* ----------------------------------------------------------- contents */
 
-static int b64_value(int c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
-		return 62;
-	if (c == '/' || c == '_')
-		return 63;
-	return -1;
-}
-
-/*
- * Decode base64, skipping whitespace (GitHub wraps it at 60 columns).
- * Returns the bytes (caller frees, NUL-terminated) or NULL when the
- * text is not base64; *compact gets the text without whitespace.
- */
-static unsigned char *b64_decode(const char *s, size_t *len, char **compact)
-{
-	size_t n = strlen(s), o = 0, k = 0;
-	unsigned char *out = malloc(n / 4 * 3 + 4);
-	char *c = malloc(n + 1);
-	unsigned acc = 0;
-	int bits = 0;
-
-	if (!out || !c)
-		abort();
-	for (; *s; s++) {
-		int v;
-
-		if (*s == '\n' || *s == '\r' || *s == ' ' || *s == '\t')
-			continue;
-		c[k++] = *s;
-		if (*s == '=')
-			continue;
-		v = b64_value((unsigned char)*s);
-		if (v < 0) {
-			free(out);
-			free(c);
-			return NULL;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (unsigned char)((acc >> bits) & 0xff);
-		}
-	}
-	c[k] = '\0';
-	out[o] = '\0';
-	*len = o;
-	*compact = c;
-	return out;
-}
-
 /* Valid UTF-8 (no overlongs, no surrogates) without a NUL byte? */
 static int utf8_text(const unsigned char *s, size_t n)
 {
@@ -420,7 +363,7 @@ static int contents_read(struct wk_gh *g, const cJSON *p, cJSON **out)
 		cJSON_Delete(b);
 		content = sl_json_str(r, "content", "");
 	}
-	bytes = b64_decode(content, &len, &compact);
+	bytes = sl_b64_decode(content, &len);
 	if (!bytes) {
 		rc = wk_gh_fail(g, NULL, 0,
 				"GitHub sent '%s' in an encoding other than "
@@ -435,6 +378,10 @@ static int contents_read(struct wk_gh *g, const cJSON *p, cJSON **out)
 		cJSON_AddStringToObject(*out, "content", (const char *)bytes);
 		cJSON_AddFalseToObject(*out, "binary");
 	} else {
+		/* the bytes as one unwrapped line of base64 */
+		compact = sl_b64_encode(bytes, len, 0);
+		if (!compact)
+			abort();
 		cJSON_AddStringToObject(*out, "content", compact);
 		cJSON_AddTrueToObject(*out, "binary");
 	}

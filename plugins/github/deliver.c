@@ -19,6 +19,7 @@
 #include <sbxloop/events.h>
 
 #include "github.h"
+#include "common/base64.h"
 
 #define BLOB_BATCH_MAX (4u << 20) /* base64 bytes per blobs job */
 #define PR_LINES_MAX 50
@@ -158,7 +159,7 @@ static int bootstrap(struct gh *g, struct target *t, char *why, size_t n)
 		 g->run_id, g->outcome);
 	snprintf(readme, sizeof(readme),
 		 "# %s\n\nInitialized by sbxloop run %s.\n", name, g->run_id);
-	b64 = gh_base64((const unsigned char *)readme, strlen(readme));
+	b64 = sl_b64_encode((const unsigned char *)readme, strlen(readme), 0);
 	cJSON_AddStringToObject(p, "path", "README.md");
 	cJSON_AddStringToObject(p, "message", msg);
 	cJSON_AddStringToObject(p, "content_b64", b64 ? b64 : "");
@@ -206,7 +207,7 @@ static int upload_blobs(struct gh *g, struct gh_plan *plan, char *why,
 				continue;
 			if (bytes && bytes + len > BLOB_BATCH_MAX)
 				break;
-			b64 = gh_base64(f->data, f->len);
+			b64 = sl_b64_encode(f->data, f->len, 0);
 			if (!b64) {
 				cJSON_Delete(p);
 				snprintf(why, n, "out of memory");

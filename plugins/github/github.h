@@ -129,7 +129,6 @@ void gh_plan_release(struct gh_plan *p);
 char *gh_pr_body(const struct gh *g, const struct sbxloop_run_info *run,
 		 const struct gh_plan *p);
 void gh_plan_print(const struct gh *g, const struct gh_plan *p, FILE *out);
-char *gh_base64(const unsigned char *data, size_t len);
 
 /* deliver.c: deliver the run as one pull request (dry_run: print). */
 int gh_deliver(struct gh *g, const struct sbxloop_run_info *run,

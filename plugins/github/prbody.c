@@ -67,37 +67,6 @@ static void code(struct text *t, const char *s)
 		adds(t, "`");
 }
 
-char *gh_base64(const unsigned char *data, size_t len)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
-				  "qrstuvwxyz0123456789+/";
-	char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
-	size_t i;
-
-	if (!out)
-		return NULL;
-	for (i = 0; i + 2 < len; i += 3) {
-		unsigned v = (unsigned)data[i] << 16 |
-			     (unsigned)data[i + 1] << 8 | data[i + 2];
-
-		*o++ = tab[v >> 18 & 63];
-		*o++ = tab[v >> 12 & 63];
-		*o++ = tab[v >> 6 & 63];
-		*o++ = tab[v & 63];
-	}
-	if (i < len) {
-		unsigned v = (unsigned)data[i] << 16 |
-			     (i + 1 < len ? (unsigned)data[i + 1] << 8 : 0);
-
-		*o++ = tab[v >> 18 & 63];
-		*o++ = tab[v >> 12 & 63];
-		*o++ = i + 1 < len ? tab[v >> 6 & 63] : '=';
-		*o++ = '=';
-	}
-	*o = '\0';
-	return out;
-}
-
 static void file_lines(struct text *t, const struct gh_plan *p)
 {
 	char head[64];

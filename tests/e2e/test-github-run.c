@@ -23,6 +23,7 @@
 #include "common/util.h"
 #include "github-support.h"
 #include "runtest.h"
+#include "common/base64.h"
 #include "testutil.h"
 
 #define TOKEN "ghp_e2eGitHubRunToken0123456789abcdefXYZ"
@@ -171,32 +172,6 @@ static const cJSON *branch_files(const cJSON *repo, const char *branch)
 	return at(at(repo, "files"), ref);
 }
 
-static char *b64_decode(const char *in, size_t *len)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
-				  "qrstuvwxyz0123456789+/";
-	char *out = malloc(strlen(in) + 1);
-	unsigned v = 0;
-	int bits = 0;
-	size_t n = 0;
-
-	for (; *in; in++) {
-		const char *p = strchr(tab, *in);
-
-		if (*in == '=' || !p)
-			continue;
-		v = v << 6 | (unsigned)(p - tab);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[n++] = (char)(v >> bits & 0xff);
-		}
-	}
-	out[n] = '\0';
-	*len = n;
-	return out;
-}
-
 /* File `path` of a branch: its mode and decoded content (caller frees). */
 static char *file_of(const cJSON *files, const char *path, const char **mode,
 		     size_t *len)
@@ -205,7 +180,7 @@ static char *file_of(const cJSON *files, const char *path, const char **mode,
 
 	ck_assert_msg(f != NULL, "the branch lacks %s", path);
 	*mode = str(f, "mode");
-	return b64_decode(str(f, "content_b64"), len);
+	return (char *)sl_b64_decode(str(f, "content_b64"), len);
 }
 
 /* Every regular file under `dir`, recursively, must lack TOKEN. */

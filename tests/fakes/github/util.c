@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "github.h"
+#include "common/base64.h"
+#include "common/base64.h"
 
 void gh_die(const char *fmt, ...)
 {
@@ -101,80 +103,21 @@ void buf_free(struct buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
-/* ---- base64 ------------------------------------------------------------ */
-
-static const char b64[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/* ---- base64 (common/base64.c) ----------------------------------------- */
 
 char *gh_b64_encode(const unsigned char *p, size_t n, int wrap)
 {
-	size_t groups = (n + 2) / 3, len = groups * 4, i, o = 0, col = 0;
-	char *out =
-		gh_xmalloc(len + (wrap > 0 ? len / (size_t)wrap + 1 : 0) + 1);
-	char quad[4];
-	uint32_t v;
-	int k;
+	char *out = sl_b64_encode(p, n, wrap);
 
-	for (i = 0; i < n; i += 3) {
-		v = (uint32_t)p[i] << 16;
-		if (i + 1 < n)
-			v |= (uint32_t)p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= p[i + 2];
-		quad[0] = b64[(v >> 18) & 63];
-		quad[1] = b64[(v >> 12) & 63];
-		quad[2] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-		quad[3] = i + 2 < n ? b64[v & 63] : '=';
-		for (k = 0; k < 4; k++) {
-			out[o++] = quad[k];
-			if (wrap > 0 && ++col == (size_t)wrap) {
-				out[o++] = '\n';
-				col = 0;
-			}
-		}
-	}
-	if (wrap > 0 && col)
-		out[o++] = '\n';
-	out[o] = '\0';
+	if (!out)
+		abort();
 	return out;
-}
-
-static int b64_value(char c)
-{
-	const char *p = c ? strchr(b64, c) : NULL;
-
-	return p ? (int)(p - b64) : -1;
 }
 
 int gh_b64_decode(const char *s, unsigned char **out, size_t *n)
 {
-	size_t len = strlen(s), o = 0;
-	unsigned char *p = gh_xmalloc(len / 4 * 3 + 3);
-	uint32_t acc = 0;
-	int bits = 0, pad = 0, v;
-
-	for (; *s; s++) {
-		if (*s == '\n' || *s == '\r' || *s == ' ')
-			continue;
-		if (*s == '=') {
-			pad++;
-			continue;
-		}
-		v = b64_value(*s);
-		if (v < 0 || pad) {
-			free(p);
-			return -1;
-		}
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			p[o++] = (unsigned char)(acc >> bits);
-		}
-	}
-	*out = p;
-	*n = o;
-	return 0;
+	*out = sl_b64_decode(s, n);
+	return *out ? 0 : -1;
 }
 
 /* ---- SHA-1 (FIPS 180-4), for git object ids ---------------------------- */
