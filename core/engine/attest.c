@@ -69,7 +69,8 @@ const char *sl_attest_cap_name(uint32_t cap)
 	for (i = 0; i < 9; i++)
 		if (cap == (1u << i)) {
 			if (!names[i][0])
-				sl_caps_format(cap, names[i], sizeof(names[i]));
+				sl_caps_format(cap, names[i],
+					       sizeof(names[i]));
 			return names[i];
 		}
 	return "credential_split";
@@ -138,7 +139,8 @@ static void not_run(struct sl_probe *p, const char *why)
 /* The output of command `i` of a shell.batch result ("" when none). */
 static const char *output_of(const cJSON *res, int i)
 {
-	const cJSON *list = cJSON_GetObjectItemCaseSensitive(res, "output_json");
+	const cJSON *list =
+		cJSON_GetObjectItemCaseSensitive(res, "output_json");
 	const cJSON *item = cJSON_GetArrayItem(list, i);
 
 	return i < 0 ? "" : sl_json_str(item, "output", "");
@@ -180,8 +182,8 @@ static int batch(struct sl_core *core, const struct sbxloop_sandbox_info *info,
 	cJSON_Delete(job);
 	if (rc == 0 && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(
 			       *res, "output_json"))) {
-		const cJSON *e = cJSON_GetObjectItemCaseSensitive(*res,
-								  "error");
+		const cJSON *e =
+			cJSON_GetObjectItemCaseSensitive(*res, "error");
 
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "the probe job in sandbox '%s' returned no "
@@ -330,8 +332,8 @@ static char *cmd_write_targets(char *const *targets, size_t n)
 static char *cmd_exists(const char *path, const char *say)
 {
 	char *q = quote(path);
-	char *c = sl_xasprintf("if [ -e %s ]; then echo %s; fi; exit 0", q,
-			       say);
+	char *c =
+		sl_xasprintf("if [ -e %s ]; then echo %s; fi; exit 0", q, say);
 
 	free(q);
 	return c;
@@ -366,8 +368,7 @@ static const char cmd_egress[] =
 /* ------------------------------------------------------ the judging */
 
 /* Which of `letters` ('m', 'g') the scan found, and where. */
-static int canary_hits(const char *out, char letter, char *where,
-		       size_t size)
+static int canary_hits(const char *out, char letter, char *where, size_t size)
 {
 	const char *line = out;
 	size_t plen = strlen(SL_CANARY_PREFIX);
@@ -378,8 +379,8 @@ static int canary_hits(const char *out, char letter, char *where,
 		const char *sp = strchr(line, ' ');
 		const char *nl = strchr(line, '\n');
 
-		if (sp && (!nl || sp < nl) && !strncmp(sp + 1, SL_CANARY_PREFIX,
-						       plen) &&
+		if (sp && (!nl || sp < nl) &&
+		    !strncmp(sp + 1, SL_CANARY_PREFIX, plen) &&
 		    sp[1 + plen] == letter) {
 			char src[32];
 
@@ -419,8 +420,9 @@ static void judge_secret(struct sl_probe *p, const char *out, char letter,
 			what);
 }
 
-static const char *const target_names[] = {
-	"outside the workspace", "in the state dir", "in the sandbox's metadata"};
+static const char *const target_names[] = {"outside the workspace",
+					   "in the state dir",
+					   "in the sandbox's metadata"};
 
 static void judge_targets(struct sl_attest *a, int role, const char *out,
 			  char *const *targets, size_t n, uint32_t claimed)
@@ -477,8 +479,8 @@ static int all_digits(const char *s, size_t n)
 
 static void judge_resources(struct sl_probe *p, const char *out)
 {
-	static const char *const keys[] = {"memory.max=", "pids.max=",
-					   "ulimit-v="};
+	static const char *const keys[] = {
+		"memory.max=", "pids.max=", "ulimit-v="};
 	size_t i;
 	int bounded = 0;
 
@@ -567,8 +569,7 @@ static void egress_probes(struct sl_core *core, struct sl_attest *a,
 
 	den = add(a, "egress_denied", ROLE_AGENT, SBXLOOP_CAP_EGRESS_ENFORCED,
 		  !!(claimed & SBXLOOP_CAP_EGRESS_ENFORCED));
-	gra = add(a, "egress_granted", ROLE_AGENT,
-		  SBXLOOP_CAP_EGRESS_ENFORCED,
+	gra = add(a, "egress_granted", ROLE_AGENT, SBXLOOP_CAP_EGRESS_ENFORCED,
 		  !!(claimed & SBXLOOP_CAP_EGRESS_ENFORCED));
 	rev = add(a, "egress_revoked", ROLE_AGENT,
 		  SBXLOOP_CAP_EGRESS_REVOCABLE,
@@ -774,8 +775,8 @@ static int ro_probe(struct sl_core *core, struct sl_attest *a,
 		add(a, "critic_workspace_write", ROLE_AGENT,
 		    SBXLOOP_CAP_WORKSPACE_READ_ONLY,
 		    !!(info->capabilities & SBXLOOP_CAP_WORKSPACE_READ_ONLY));
-	char *path = sl_xasprintf("%s/.sbxloop-attest-%s-ro", info->workdir,
-				  tag);
+	char *path =
+		sl_xasprintf("%s/.sbxloop-attest-%s-ro", info->workdir, tag);
 	char *q = quote(path);
 	char *cmd = sl_xasprintf(
 		"if : > %s 2>/dev/null; then echo wrote; rm -f %s; fi; exit 0",
@@ -785,8 +786,7 @@ static int ro_probe(struct sl_core *core, struct sl_attest *a,
 
 	if (rc == 0) {
 		if (has_line(output_of(res, 0), "wrote"))
-			measure(p, 0,
-				"a read-only job wrote the workspace");
+			measure(p, 0, "a read-only job wrote the workspace");
 		else
 			measure(p, 1,
 				"a read-only job cannot write the "
@@ -816,8 +816,8 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 
 	bp->i_secret = bp->i_mount = bp->i_net = bp->i_res = -1;
 	if (o->nonce) {
-		bp->i_secret = push(bp, cmd_canary_scan(o->nonce,
-							bp->info.workdir));
+		bp->i_secret =
+			push(bp, cmd_canary_scan(o->nonce, bp->info.workdir));
 	} else {
 		const char *model = sl_pair_model_env(pair);
 		const char *gh_vars[] = {SL_GH_TOKEN_ENV, SL_GH_TOKEN_ENV_ALT,
@@ -825,9 +825,9 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 		const char *model_vars[] = {model, NULL};
 
 		if (agent || model)
-			bp->i_secret = push(bp, cmd_var_check(
-							agent ? gh_vars
-							      : model_vars));
+			bp->i_secret =
+				push(bp, cmd_var_check(agent ? gh_vars
+							     : model_vars));
 	}
 	fs_targets(core, bp, workspace, tag);
 	bp->i_fs = push(bp, cmd_write_targets(bp->targets, bp->n_targets));
@@ -836,15 +836,15 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 				     tag);
 		sl_write_file_atomic(mount, "probe\n", 6, 0644);
 		{
-			char *inside = sl_xasprintf(
-				"%s/.sbxloop-attest-%s-mount",
-				bp->info.workdir, tag);
+			char *inside =
+				sl_xasprintf("%s/.sbxloop-attest-%s-mount",
+					     bp->info.workdir, tag);
 
 			bp->i_mount = push(bp, cmd_exists(inside, "mounted"));
 			free(inside);
 		}
-		if (l->running && (full || (claimed &
-					    SBXLOOP_CAP_NETWORK_DISABLED)))
+		if (l->running &&
+		    (full || (claimed & SBXLOOP_CAP_NETWORK_DISABLED)))
 			bp->i_net = push(bp, cmd_connect(l->port));
 		if (full)
 			bp->i_res = push(bp, (char *)cmd_resources);
@@ -874,8 +874,7 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 				SBXLOOP_CAP_SECRET_NEVER_IN_SANDBOX,
 				(claimed &
 				 SBXLOOP_CAP_SECRET_NEVER_IN_SANDBOX) &&
-					sl_pair_secret_outside(pair,
-							       "agent"));
+					sl_pair_secret_outside(pair, "agent"));
 			judge_secret(p, out, 'm', "model token", o->nonce);
 		}
 	}
@@ -918,8 +917,8 @@ static void masks(struct sl_attest *a)
 		for (i = 0; i < a->n; i++) {
 			const struct sl_probe *p = &a->probes[i];
 
-			if (strcmp(p->role, r == ROLE_AGENT ? "agent"
-							    : "github") ||
+			if (strcmp(p->role,
+				   r == ROLE_AGENT ? "agent" : "github") ||
 			    !p->capability || !p->ran)
 				continue;
 			seen |= p->capability;
@@ -1003,8 +1002,7 @@ static size_t survivors(const char *arg, pid_t *pids, size_t max)
 			continue;
 		buf[len] = '\0';
 		/* argv[0] "...sleep", argv[1] the marker */
-		if (strlen(buf) + 1 < (size_t)len &&
-		    strlen(buf) >= 5 &&
+		if (strlen(buf) + 1 < (size_t)len && strlen(buf) >= 5 &&
 		    !strcmp(buf + strlen(buf) - 5, "sleep") &&
 		    !strcmp(buf + strlen(buf) + 1, arg))
 			pids[n++] = (pid_t)atol(de->d_name);
@@ -1064,10 +1062,9 @@ static cJSON *cap_list(uint32_t caps)
 
 	for (i = 0; i < 9; i++)
 		if (caps & (1u << i))
-			cJSON_AddItemToArray(list,
-					     cJSON_CreateString(
-						     sl_attest_cap_name(1u
-									<< i)));
+			cJSON_AddItemToArray(
+				list, cJSON_CreateString(
+					      sl_attest_cap_name(1u << i)));
 	return list;
 }
 

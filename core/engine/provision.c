@@ -812,8 +812,7 @@ size_t sl_pair_names(const struct sl_pair *p, const char *names[2])
 	return n;
 }
 
-void sl_pair_use_canaries(struct sl_pair *p, const char *model,
-			  const char *gh)
+void sl_pair_use_canaries(struct sl_pair *p, const char *model, const char *gh)
 {
 	const char *preset = sl_config_str(p->core->cfg, "agent.preset");
 

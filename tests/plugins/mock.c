@@ -48,9 +48,9 @@ static const struct sbxloop_config_key mock_keys[] = {
 
 /* Capability names, in bit order (sandbox.h). */
 static const char *const mock_cap_names[] = {
-	"egress_enforced",    "network_disabled", "secret_never_in_sandbox",
+	"egress_enforced",     "network_disabled", "secret_never_in_sandbox",
 	"filesystem_confined", "resource_bounded", "workspace_mounted",
-	"dies_with_parent",   "egress_revocable", "workspace_read_only"};
+	"dies_with_parent",    "egress_revocable", "workspace_read_only"};
 
 struct mock {
 	struct dirbox box;
@@ -73,8 +73,8 @@ static int parse_claim(const struct sbxloop_host *host, const char *text,
 	while (text && *text) {
 		size_t n = strcspn(text, ", "), i;
 
-		for (i = 0; n && i < sizeof(mock_cap_names) /
-					     sizeof(*mock_cap_names);
+		for (i = 0;
+		     n && i < sizeof(mock_cap_names) / sizeof(*mock_cap_names);
 		     i++)
 			if (strlen(mock_cap_names[i]) == n &&
 			    !strncmp(mock_cap_names[i], text, n))
