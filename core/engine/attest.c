@@ -436,7 +436,7 @@ static void judge_targets(struct sl_attest *a, int role, const char *out,
 			add(a, probe_names[i], role,
 			    SBXLOOP_CAP_FILESYSTEM_CONFINED,
 			    !!(claimed & SBXLOOP_CAP_FILESYSTEM_CONFINED));
-		char said[16];
+		char said[32];
 		int on_host = access(targets[i], F_OK) == 0;
 
 		snprintf(said, sizeof(said), "wrote %zu", i);
