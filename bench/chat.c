@@ -115,7 +115,8 @@ static int bench(int n)
 	if (bench_write_scenario(path, n, EXECUTE_S, 1) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/sbxloop.yaml", dir);
-	if (bench_write_config(path, n, "  sandbox: local\n  sinks: []\n") < 0)
+	if (bench_write_config(path, n, "  sandbox: local\n  sinks: []\n",
+			       NULL) < 0)
 		return -1;
 	pid = spawn(dir, "run", "benchmark", "--no-tui", NULL);
 	snprintf(path, sizeof(path), "%s/state/state.db", dir);

@@ -63,7 +63,7 @@ static int bench(int n)
 	if (bench_write_scenario(path, n, 0, 0) < 0)
 		goto out;
 	snprintf(path, sizeof(path), "%s/sbxloop.yaml", dir);
-	if (bench_write_config(path, n, PLUGINS) < 0)
+	if (bench_write_config(path, n, PLUGINS, NULL) < 0)
 		goto out;
 	t0 = bench_now();
 	pid = fork();

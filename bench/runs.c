@@ -53,7 +53,8 @@ int bench_write_scenario(const char *path, int n, double execute_s, int steer)
 	return fclose(f);
 }
 
-int bench_write_config(const char *path, int n, const char *plugins)
+int bench_write_config(const char *path, int n, const char *plugins,
+		       const char *extra)
 {
 	FILE *f = fopen(path, "w");
 
@@ -67,9 +68,9 @@ int bench_write_config(const char *path, int n, const char *plugins)
 		"agent:\n  backend: script\n  script: scenario.json\n"
 		"budgets:\n  max_tasks: %d\n"
 		"limits:\n  disk_warn: 0\n  disk_abort: 0\n  mem_warn: 0\n"
-		"  mem_abort: 0\n",
+		"  mem_abort: 0\n%s",
 		bench_env_or("SBXLOOP_SRCDIR", "."),
 		bench_env_or("SBXLOOP_WORKER", "worker/sbxloop-worker"),
-		plugins, n + 1);
+		plugins, n + 1, extra ? extra : "");
 	return fclose(f);
 }

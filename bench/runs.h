@@ -23,8 +23,10 @@ int bench_write_scenario(const char *path, int n, double execute_s, int steer);
 /*
  * sbxloop.yaml at `path` for a run of n tasks on scenario.json, the
  * prompts and worker of the build tree, resource limits off; `plugins`
- * is the YAML body of `plugins:` (indented two spaces). 0, or -1.
+ * is the YAML body of `plugins:` (indented two spaces), `extra` more
+ * top-level YAML (may be NULL). 0, or -1.
  */
-int bench_write_config(const char *path, int n, const char *plugins);
+int bench_write_config(const char *path, int n, const char *plugins,
+		       const char *extra);
 
 #endif

@@ -124,8 +124,12 @@ const struct sl_command sl_commands[] = {
 	 "  --create-public    ... as a public one (default private)\n"
 	 "  --[no-]report      note the delivery on the tracking issue\n"
 	 "  --dry-run          print what would be sent; no API call\n"},
-	{"doctor", SL_NEEDS_CORE, sl_cmd_doctor, "sbxloop doctor",
-	 "check the sandbox provider, tokens, state dir and worker", ""},
+	{"doctor", SL_NEEDS_CORE, sl_cmd_doctor, "sbxloop doctor [--deep]",
+	 "check the sandbox provider, tokens, state dir and worker",
+	 "  --deep   also run the security probes on a throwaway sandbox\n"
+	 "           pair (canary tokens, no model): a row per probe, and\n"
+	 "           exit 1 when a sandbox is weaker than its provider\n"
+	 "           claims (docs/security.md)\n"},
 	{NULL, 0, NULL, NULL, NULL, NULL},
 };
 

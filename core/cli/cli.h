@@ -153,6 +153,8 @@ int sl_cmd_sandbox(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_shell(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_secrets(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv);
+/* doctor --deep: the security probes on a throwaway pair (exit code) */
+int sl_doctor_deep(struct sl_cli *cli);
 int sl_cmd_deliver(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_steer(struct sl_cli *cli, int argc, char **argv);
 int sl_cmd_egress(struct sl_cli *cli, int argc, char **argv);

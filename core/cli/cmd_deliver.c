@@ -49,7 +49,7 @@ static int pair_job(void *user, const char *role, cJSON *job, cJSON **result,
 {
 	struct deliver *d = user;
 	struct sbxloop_sandbox_info info;
-	struct sl_job_tags tags = {role, NULL, NULL};
+	struct sl_job_tags tags = {role, NULL, NULL, 0};
 
 	if (!sl_pair_box(d->pair, role, &info))
 		return sl_error(err, SBXLOOP_ENOTFOUND,

@@ -1,8 +1,9 @@
 /*
  * `sbxloop doctor` (UPSTREAM.md 1.13, 15): the provider's own checks
  * (its optional doctor slot), orphaned sandboxes, the configured agent's
- * model token, the GitHub token, the state directory and the worker.
- * Called only from the command table in cli.c.
+ * model token, the GitHub token, the state directory and the worker;
+ * with --deep also the security probes (cmd_doctor_deep.c). Called
+ * only from the command table in cli.c.
  */
 #include "config.h"
 
@@ -288,10 +289,11 @@ int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv)
 	struct doctor d = {0, 0};
 	const struct sl_model_token *t;
 	const char *repo, *preset, *v;
-	int rc;
+	int rc, deep = 0;
 
-	(void)argv;
-	if (argc > 1)
+	if (argc == 2 && !strcmp(argv[1], "--deep"))
+		deep = 1;
+	else if (argc > 1)
 		return sl_cli_usage(sl_cli_command("doctor"), 1);
 	rc = sl_cli_open_core(cli);
 	if (rc)
@@ -329,5 +331,11 @@ int sl_cmd_doctor(struct sl_cli *cli, int argc, char **argv)
 	check_state_dir(&d, cli->core);
 	check_worker(&d, cli->core);
 	check_agent_cli(&d, cli->core);
+	if (deep) {
+		fflush(stdout);
+		rc = sl_doctor_deep(cli);
+		if (rc)
+			return rc;
+	}
 	return d.hard_failures ? SL_EXIT_FAIL : SL_EXIT_OK;
 }

@@ -194,6 +194,13 @@ const struct sl_config_spec sl_core_schema[] = {
 	{"agent.script", STR, NULL, NULL,
 	 "scenario file replayed by the script backend", NULL},
 
+	{"run.attest", STR, "quick", "off|quick|full",
+	 "security probes at provisioning: quick (cheap subset), full (the "
+	 "suite of `sbxloop doctor --deep`, less what needs a throwaway "
+	 "pair) or off; a sandbox weaker than its provider claims fails the "
+	 "run before any agent job",
+	 NULL},
+
 	{"sandbox.template", STR, NULL, NULL,
 	 "sandbox template (image) to create sandboxes from", NULL},
 	{"sandbox.workspace", STR, NULL, NULL,

@@ -54,6 +54,7 @@ struct box {
 	const char *role;
 	struct sbxloop_sandbox_info info;
 	int created;
+	int secret_outside; /* its token went in with never_in_sandbox */
 };
 
 /* One secret a strategy (or the core's env file) took; for revoke. */
@@ -471,6 +472,7 @@ static int provide(struct sl_pair *p, int box, const char *env,
 		if (rc < 0)
 			return rc;
 		remember(p, WORKER_ENV, box, env, bind_host, service);
+		p->boxes[box].secret_outside = 0;
 		msg = sl_xasprintf("no secret strategy of plugins.secrets "
 				   "works with this provider: %s is in the "
 				   "env file the worker loads "
@@ -511,6 +513,7 @@ static int provide(struct sl_pair *p, int box, const char *env,
 					env, b->name, p->chain_names[i],
 					serr.message);
 		remember(p, i, box, env, bind_host, service);
+		p->boxes[box].secret_outside = out.never_in_sandbox != 0;
 		emit_secret(p, b, env,
 			    *out.strategy ? out.strategy : p->chain_names[i],
 			    out.never_in_sandbox, out.detail);
@@ -697,12 +700,14 @@ static void down_locked(struct sl_pair *p)
 
 static int provide_role(struct sl_pair *p, int box, struct sbxloop_error *err)
 {
-	const struct box *b = &p->boxes[box];
+	struct box *b = &p->boxes[box];
 
+	b->secret_outside = 0;
 	if (box == ROLE_GITHUB)
 		return provide(p, box, GH_ENV, p->gh_value, NULL, GH_SERVICE,
 			       err);
 	if (!p->model_value) {
+		b->secret_outside = 1;
 		emit_secret(p, b, p->model ? p->model->env : "", "none", 1,
 			    p->model_skip);
 		return 0;
@@ -805,4 +810,41 @@ size_t sl_pair_names(const struct sl_pair *p, const char *names[2])
 		if (p->boxes[i].created)
 			names[n++] = p->boxes[i].name;
 	return n;
+}
+
+void sl_pair_use_canaries(struct sl_pair *p, const char *model, const char *gh)
+{
+	const char *preset = sl_config_str(p->core->cfg, "agent.preset");
+
+	wipe_free(p->model_value);
+	wipe_free(p->gh_value);
+	p->model = sl_model_token_for(preset);
+	if (!p->model)
+		p->model = &sl_model_tokens[0];
+	p->model_skip = NULL;
+	p->model_value = sl_xstrdup(model);
+	p->gh_value = sl_xstrdup(gh);
+	sl_secret_register(p->model_value);
+	sl_secret_register(p->gh_value);
+	/* both sandboxes, whatever github.repo says: the split is probed */
+	p->repo = "sbxloop-attest/canary";
+	p->checked = 1;
+}
+
+const char *sl_pair_model_env(const struct sl_pair *p)
+{
+	return p && p->model ? p->model->env : NULL;
+}
+
+int sl_pair_secret_outside(struct sl_pair *p, const char *role)
+{
+	size_t i;
+	int outside = 0;
+
+	pthread_mutex_lock(&p->lock);
+	for (i = 0; i < p->n_boxes; i++)
+		if (p->boxes[i].created && !strcmp(p->boxes[i].role, role))
+			outside = p->boxes[i].secret_outside;
+	pthread_mutex_unlock(&p->lock);
+	return outside;
 }

@@ -82,4 +82,23 @@ void sl_pair_down(struct sl_pair *pair);
 const char **sl_chain_names(const struct sl_core *core, const char *path,
 			    enum sbxloop_kind kind, int warn, size_t *n);
 
+/*
+ * The security probes' pair (`sbxloop doctor --deep`): hand `model` and
+ * `gh` (borrowed; copied, registered for redaction, wiped on free) to
+ * the agent and github sandboxes as if they were the real tokens, and
+ * make both sandboxes whatever github.repo says. Replaces the token
+ * check; call before sl_pair_up.
+ */
+void sl_pair_use_canaries(struct sl_pair *pair, const char *model,
+			  const char *gh);
+
+/* The model token's variable (borrowed), or NULL when none is known. */
+const char *sl_pair_model_env(const struct sl_pair *pair);
+
+/*
+ * Did the token of the sandbox of `role` go in through a strategy that
+ * keeps it outside (never_in_sandbox), or none went in at all?
+ */
+int sl_pair_secret_outside(struct sl_pair *pair, const char *role);
+
 #endif

@@ -34,7 +34,7 @@ static int engine_job(void *user, const char *role, cJSON *job, cJSON **result,
 {
 	struct sl_engine *e = user;
 	struct sbxloop_sandbox_info info;
-	struct sl_job_tags tags = {role, NULL, NULL};
+	struct sl_job_tags tags = {role, NULL, NULL, 0};
 
 	if (!sl_pair_box(e->pair, role, &info))
 		return sl_error(err, SBXLOOP_ENOTFOUND,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/attest.h"
 #include "engine/engine_internal.h"
 #include "host/events.h"
 #include "host/redact.h"
@@ -138,6 +139,47 @@ static int open_egress(struct sl_engine *e, struct sbxloop_error *err)
 }
 
 /*
+ * run.attest: the probes on the fresh pair, a sandbox.attested event per
+ * sandbox, and a sandbox weaker than its provider claims fails the run
+ * (state failed, the reason naming the capability and the probe)
+ * before any agent job. No canaries here: the secret probes check
+ * variable names only.
+ */
+static int attest(struct sl_engine *e, struct sbxloop_error *err)
+{
+	struct sl_attest_opts o = {SL_ATTEST_QUICK, NULL, 0};
+	struct sl_attest *a;
+	const struct sl_probe *bad;
+	int rc;
+
+	sl_attest_level_parse(sl_config_str(e->core->cfg, "run.attest"),
+			      &o.level);
+	if (o.level == SL_ATTEST_OFF)
+		return 0;
+	a = sl_xcalloc(1, sizeof(*a));
+	rc = sl_attest_pair(e->core, e->pair, e->workspace, &o, a, err);
+	if (rc == 0) {
+		sl_engine_emit(e, SBXLOOP_EV_SANDBOX_ATTESTED,
+			       sl_attest_event(a, "agent"));
+		if (a->have_github)
+			sl_engine_emit(e, SBXLOOP_EV_SANDBOX_ATTESTED,
+				       sl_attest_event(a, "github"));
+		bad = sl_attest_failure(a);
+		if (bad) {
+			struct sbxloop_error serr = {0, ""};
+			char *why = sl_attest_reason(bad);
+
+			sl_engine_set_run_state(e, SBXLOOP_RUN_FAILED, why,
+						&serr);
+			rc = sl_error(err, SBXLOOP_ESTATE, "%s", why);
+			free(why);
+		}
+	}
+	free(a);
+	return rc;
+}
+
+/*
  * Tokens first (nothing exists yet when one is missing), then the
  * workspace, then the pair with its secrets. A resume provisions a fresh
  * pair and hands it the tokens again.
@@ -168,6 +210,9 @@ int sl_engine_provision(struct sl_engine *e, const char *pinned,
 	e->info = *agent;
 	snprintf(e->box_name, sizeof(e->box_name), "%s", agent->name);
 	e->have_box = 1;
+	rc = attest(e, err);
+	if (rc < 0)
+		return rc;
 	rc = open_egress(e, err);
 	if (rc < 0)
 		return rc;

@@ -175,7 +175,7 @@ int sl_phase_submit(const struct sl_phase_ctx *pc, cJSON *job,
 		    const char *persona, cJSON **res,
 		    struct sbxloop_error *err)
 {
-	struct sl_job_tags tags = {"agent", persona, pc->task_id};
+	struct sl_job_tags tags = {"agent", persona, pc->task_id, 0};
 
 	return sl_worker_submit(pc->core, pc->info, job, &tags, res, err);
 }

@@ -297,7 +297,8 @@ int sl_worker_submit(struct sl_core *core,
 	spec.on_stderr_line = on_stderr;
 	spec.user = &r;
 	/* a critic (SCRUTINIZE, VALIDATE) sees the workspace read-only */
-	spec.read_only_workspace = sl_worker_job_read_only(job);
+	spec.read_only_workspace = sl_worker_job_read_only(job) ||
+				   (tags && tags->read_only_workspace);
 	sl_log(SBXLOOP_LOG_DEBUG, "job %s: %s", job_id,
 	       cJSON_GetStringValue(
 		       cJSON_GetObjectItemCaseSensitive(job, "kind")));

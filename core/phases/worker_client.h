@@ -16,6 +16,8 @@ struct sl_job_tags {
 	const char *role;    /* "agent" */
 	const char *persona; /* "planner", "executor", ..., or NULL */
 	const char *task_id; /* or NULL */
+	/* run the job with the workspace read-only (a critic's, a probe's) */
+	int read_only_workspace;
 };
 
 /*

@@ -539,7 +539,14 @@ static void write_run_config_with(const char *scenario, const char *more)
 				   "  mem_abort: 0\n",
 				   tu_env("SBXLOOP_SRCDIR"),
 				   tu_env("SBXLOOP_WORKER"), dir);
+	/*
+	 * run.attest off: the fake runs each command on this host, so it
+	 * cannot keep sbx's filesystem_confined claim and the probes would
+	 * (rightly) fail every run; test-attest.c measures the fake
+	 */
 	char *text = sl_xasprintf("state_dir: %s/state\n"
+				  "run:\n"
+				  "  attest: off\n"
 				  "plugins:\n"
 				  "  sandbox: sbx\n"
 				  "  secrets: [sbx-proxy, plain-env]\n"

@@ -6,7 +6,9 @@
  * hold across processes; the allowlist a sandbox was created with is kept
  * in its `allow` file. With `unmounted` the sandbox works in a directory
  * of its own, like an sbx sandbox whose mount probe missed, so the run
- * harvests its artifacts. Built by `make check`, never installed.
+ * harvests its artifacts. With `claim` it lies: it claims capabilities it
+ * does not enforce, which the security probes must catch (doctor --deep,
+ * run.attest). Built by `make check`, never installed.
  */
 #include "config.h"
 
@@ -39,7 +41,16 @@ static const struct sbxloop_config_key mock_keys[] = {
 	{"unmounted", SBXLOOP_VALUE_BOOL, "false", NULL,
 	 "the sandbox works in a directory of its own (starting empty), "
 	 "not in the run workspace"},
+	{"claim", SBXLOOP_VALUE_STRING, "", NULL,
+	 "capabilities claimed without being enforced, comma-separated "
+	 "(filesystem_confined, workspace_read_only, ...): a lying provider"},
 	{NULL, 0, NULL, NULL, NULL}};
+
+/* Capability names, in bit order (sandbox.h). */
+static const char *const mock_cap_names[] = {
+	"egress_enforced",     "network_disabled", "secret_never_in_sandbox",
+	"filesystem_confined", "resource_bounded", "workspace_mounted",
+	"dies_with_parent",    "egress_revocable", "workspace_read_only"};
 
 struct mock {
 	struct dirbox box;
@@ -54,6 +65,32 @@ struct mock {
 struct mock_filter {
 	const struct sbxloop_exec_spec *orig;
 };
+
+/* OR the capabilities `text` names into *caps. */
+static int parse_claim(const struct sbxloop_host *host, const char *text,
+		       uint32_t *caps, struct sbxloop_error *err)
+{
+	while (text && *text) {
+		size_t n = strcspn(text, ", "), i;
+
+		for (i = 0;
+		     n && i < sizeof(mock_cap_names) / sizeof(*mock_cap_names);
+		     i++)
+			if (strlen(mock_cap_names[i]) == n &&
+			    !strncmp(mock_cap_names[i], text, n))
+				break;
+		if (n && i == sizeof(mock_cap_names) / sizeof(*mock_cap_names))
+			return host->error_set(host, err, SBXLOOP_EINVAL,
+					       "mock: unknown capability "
+					       "'%.*s' in mock.claim",
+					       (int)n, text);
+		if (n)
+			*caps |= 1u << i;
+		text += n;
+		text += strspn(text, ", ");
+	}
+	return 0;
+}
 
 static int mock_create(const struct sbxloop_host *host, void **ctx,
 		       struct sbxloop_error *err)
@@ -76,6 +113,12 @@ static int mock_create(const struct sbxloop_host *host, void **ctx,
 	m->timeout_exec = host->config_int(host, "mock.timeout_exec", 0);
 	m->lose_result = host->config_bool(host, "mock.lose_result", 0);
 	m->unmounted = host->config_bool(host, "mock.unmounted", 0);
+	rc = parse_claim(host, host->config_string(host, "mock.claim"),
+			 &m->box.caps, err);
+	if (rc) {
+		free(m);
+		return rc;
+	}
 	if (m->unmounted)
 		m->box.caps &= ~(uint32_t)SBXLOOP_CAP_WORKSPACE_MOUNTED;
 	*ctx = m;

@@ -67,6 +67,7 @@
 #define SBXLOOP_EV_SANDBOX_RESOURCES_WARNING "sandbox.resources_warning"
 #define SBXLOOP_EV_SANDBOX_TOOLING_WARNING "sandbox.tooling_warning"
 #define SBXLOOP_EV_SANDBOX_CRITICS_UNCONFINED "sandbox.critics_unconfined"
+#define SBXLOOP_EV_SANDBOX_ATTESTED "sandbox.attested"
 
 /* relayed from the worker */
 #define SBXLOOP_EV_WORKER_START "worker.start"
