@@ -829,8 +829,17 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 				push(bp, cmd_var_check(agent ? gh_vars
 							     : model_vars));
 	}
-	fs_targets(core, bp, workspace, tag);
-	bp->i_fs = push(bp, cmd_write_targets(bp->targets, bp->n_targets));
+	/*
+	 * Writes outside the workspace only where confinement is claimed,
+	 * or in full: a quick check of a sandbox that claims none would
+	 * only drop files beside the user's project.
+	 */
+	bp->i_fs = -1;
+	if (full || (claimed & SBXLOOP_CAP_FILESYSTEM_CONFINED)) {
+		fs_targets(core, bp, workspace, tag);
+		bp->i_fs = push(bp,
+				cmd_write_targets(bp->targets, bp->n_targets));
+	}
 	if (agent) {
 		mount = sl_xasprintf("%s/.sbxloop-attest-%s-mount", workspace,
 				     tag);
@@ -878,8 +887,9 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 			judge_secret(p, out, 'm', "model token", o->nonce);
 		}
 	}
-	judge_targets(a, bp->role, output_of(res, bp->i_fs), bp->targets,
-		      bp->n_targets, claimed);
+	if (bp->i_fs >= 0)
+		judge_targets(a, bp->role, output_of(res, bp->i_fs),
+			      bp->targets, bp->n_targets, claimed);
 	if (bp->i_mount >= 0) {
 		p = add(a, "workspace_mounted", ROLE_AGENT,
 			SBXLOOP_CAP_WORKSPACE_MOUNTED,
