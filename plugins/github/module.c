@@ -171,6 +171,9 @@ static int gh_deliver_slot(void *ctx, const struct sbxloop_run_info *run,
 	int rc;
 
 	if (g->dry_run) {
+		/* a run that reports but was not asked to deliver */
+		if (g->started && !g->deliver)
+			return SBXLOOP_EUNSUPPORTED;
 		/* `deliver --dry-run`: no sandbox, no run_start */
 		if (!g->run_id) {
 			g->run_id = strdup(run->run_id);

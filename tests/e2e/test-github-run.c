@@ -718,6 +718,25 @@ START_TEST(test_dry_run_prints_the_plan_and_calls_nothing)
 }
 END_TEST
 
+/* github.dry_run in a run that reports but does not deliver: no plan. */
+START_TEST(test_dry_run_without_deliver_prints_no_plan)
+{
+	static const char *const repos[] = {REPO, NULL};
+	const char *args[] = {"run", "ship", "--no-tui", "--no-deliver", NULL};
+	char *out;
+
+	start_fake(TOKEN, repos);
+	write_config("  dry_run: true\n");
+	write_scenario(2, VERIFY_MODES);
+	ck_assert_int_eq(run_sbxloop(TOKEN, args), 0);
+	out = read_file("out.txt");
+	ck_assert_msg(!strstr(out, "A 100755 run.sh"),
+		      "a delivery plan in a run without delivery:\n%s", out);
+	free(out);
+	ck_assert_int_eq(count_requests("POST", "/repos/" REPO "/pulls"), 0);
+}
+END_TEST
+
 START_TEST(test_without_github_no_reporter_and_no_github_sandbox)
 {
 	static const char *const repos[] = {REPO, NULL};
@@ -846,6 +865,7 @@ static Suite *github_run_suite(void)
 	tcase_add_test(tc, test_transient_failures_are_retried);
 	tcase_add_test(tc, test_a_500_file_delivery_is_a_few_requests);
 	tcase_add_test(tc, test_dry_run_prints_the_plan_and_calls_nothing);
+	tcase_add_test(tc, test_dry_run_without_deliver_prints_no_plan);
 	tcase_add_test(tc,
 		       test_without_github_no_reporter_and_no_github_sandbox);
 	tcase_add_test(tc, test_doctor_checks_the_github_client);
