@@ -57,6 +57,7 @@ static const struct field {
 	{"available_tools", F_AGENT, D_NULL, NULL, 0},
 	{"backend", F_AGENT, D_NULL, NULL, 0},
 	{"script", F_AGENT, D_NULL, NULL, 0},
+	{"script_key", F_AGENT, D_NULL, NULL, 0},
 	{"preset", F_AGENT, D_NULL, NULL, 0},
 	{"argv", F_CHECK, D_NULL, NULL, 0},
 	{"commands", F_BATCH, D_NULL, NULL, 0},
@@ -234,6 +235,7 @@ static int parse_agent(struct wk_job *job, char **err)
 		       err) ||
 	    opt_string(root, "backend", &job->backend, err) ||
 	    opt_string(root, "script", &job->script, err) ||
+	    opt_string(root, "script_key", &job->script_key, err) ||
 	    opt_string(root, "preset", &job->preset, err) ||
 	    opt_string(root, "permission_mode", &mode, err) ||
 	    opt_string(root, "expect", &expect, err))

@@ -2,8 +2,11 @@
  * script.c - the `script` agent backend: replay a scenario file.
  *
  * A scenario is a JSON array of replies. Each agent job consumes the next
- * one; the position lives in `<scenario>.cursor`, advanced under an flock
- * so jobs in separate worker processes consume in order. A reply may act
+ * one that fits it; what is used lives in `<scenario>.cursor`, updated
+ * under an flock so jobs in separate worker processes consume in order.
+ * A reply naming a "task" (and maybe a "phase") fits only that task's
+ * jobs (the engine keys each job "TASK/PHASE" in script_key), so tasks
+ * in parallel lanes take their own replies whatever the timing. A reply may act
  * on the workspace first (sleep, write files, run commands, emit events)
  * so a scripted EXECUTE really changes files (and the prompt each reply
  * answered is kept beside the cursor); in a read_only job (a
@@ -25,34 +28,94 @@
 #define SCRIPT_MAX (16u * 1024 * 1024)
 
 /*
- * Take the next reply index under the cursor lock. Returns the index, or
- * -1 with errno set when the cursor cannot be used.
+ * Does reply `r` fit a job keyed `key` ("TASK/PHASE", "/decompose", or
+ * NULL)? A reply without "task" fits any job; one with "task" (and
+ * maybe "phase") fits only the jobs of that task (and phase), so that
+ * tasks running in parallel lanes each get their own replies.
  */
-static long take_cursor(const char *script)
+static int reply_fits(const cJSON *r, const char *key)
 {
-	char *path = wk_printf("%s.cursor", script), buf[32] = "";
-	long idx = -1;
+	const char *task = cJSON_GetStringValue(
+		cJSON_GetObjectItemCaseSensitive(r, "task"));
+	const char *phase = cJSON_GetStringValue(
+		cJSON_GetObjectItemCaseSensitive(r, "phase"));
+	const char *slash = key ? strchr(key, '/') : NULL;
+	size_t tl = slash ? (size_t)(slash - key) : 0;
+
+	if (!task)
+		return 1;
+	if (!slash || strlen(task) != tl || strncmp(task, key, tl))
+		return 0;
+	return !phase || !strcmp(phase, slash + 1);
+}
+
+/*
+ * Take the first reply not yet used that fits `key`, under the cursor
+ * lock. The cursor file holds how many leading replies are used, then
+ * (when replies were taken out of order) a line "taken: i,j,...".
+ * Returns the index, the reply count when none fits, or -1 with errno
+ * set when the cursor cannot be used.
+ */
+static long take_cursor(const char *script, const cJSON *replies,
+			const char *key)
+{
+	char *path = wk_printf("%s.cursor", script), buf[8192] = "";
+	long idx = -1, first, total = cJSON_GetArraySize(replies), i;
+	unsigned char *used = NULL;
+	const char *t;
 	ssize_t n;
+	size_t o;
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 
-	if (fd < 0)
-		goto out;
-	if (flock(fd, LOCK_EX) < 0)
+	if (fd < 0 || flock(fd, LOCK_EX) < 0)
 		goto out;
 	n = pread(fd, buf, sizeof(buf) - 1, 0);
 	if (n < 0)
 		goto out;
 	buf[n] = '\0';
-	idx = strtol(buf, NULL, 10);
-	if (idx < 0)
-		idx = 0;
-	n = snprintf(buf, sizeof(buf), "%ld\n", idx + 1);
-	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n) {
+	first = strtol(buf, NULL, 10);
+	if (first < 0)
+		first = 0;
+	used = calloc((size_t)total + 1, 1);
+	if (!used)
+		goto out;
+	for (i = 0; i < first && i < total; i++)
+		used[i] = 1;
+	t = strstr(buf, "taken:");
+	for (t = t ? t + 6 : NULL; t && *t;) {
+		char *end;
+		long k = strtol(t, &end, 10);
+
+		if (end == t)
+			break;
+		if (k >= 0 && k < total)
+			used[k] = 1;
+		t = *end == ',' ? end + 1 : end;
+	}
+	for (idx = 0; idx < total; idx++)
+		if (!used[idx] &&
+		    reply_fits(cJSON_GetArrayItem(replies, (int)idx), key))
+			break;
+	if (idx < total)
+		used[idx] = 1;
+	for (first = 0; first < total && used[first]; first++)
+		;
+	o = (size_t)snprintf(buf, sizeof(buf), "%ld\n", first);
+	for (i = first, t = "taken: "; i < total && o < sizeof(buf) - 24; i++)
+		if (used[i]) {
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o,
+					      "%s%ld", t, i);
+			t = ",";
+		}
+	if (*t == ',')
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "\n");
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, o, 0) != (ssize_t)o) {
 		idx = -1;
 		goto out;
 	}
 	fsync(fd);
 out:
+	free(used);
 	if (fd >= 0)
 		close(fd); /* drops the lock */
 	free(path);
@@ -344,7 +407,7 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 					 : strerror(errno));
 		goto out;
 	}
-	idx = take_cursor(path);
+	idx = take_cursor(path, script, job->script_key);
 	if (idx < 0) {
 		wk_result_set_error(res, WK_ERROR, "ScriptError", NULL,
 				    "cannot advance cursor of '%s': %s", path,
@@ -353,9 +416,11 @@ int wk_backend_script(struct wk_ctx *ctx, const struct wk_job *job,
 	}
 	if (idx >= cJSON_GetArraySize(script)) {
 		wk_result_set_error(res, WK_ERROR, "ScriptExhausted", NULL,
-				    "scenario '%s' has no reply left (%d "
-				    "used)",
-				    path, cJSON_GetArraySize(script));
+				    "scenario '%s' has no reply left%s%s (%d "
+				    "in all)",
+				    path, job->script_key ? " for " : "",
+				    job->script_key ? job->script_key : "",
+				    cJSON_GetArraySize(script));
 		goto out;
 	}
 	record_prompt(path, idx, job->prompt);

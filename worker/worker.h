@@ -48,6 +48,7 @@ struct wk_job {
 	int expect_json;
 	const char *backend;
 	const char *script;
+	const char *script_key; /* "TASK/PHASE" for keyed script replies */
 	const char *preset;
 	long max_tool_calls; /* 0: unbounded */
 	/* shell.check / shell.batch */

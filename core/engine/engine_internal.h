@@ -55,6 +55,7 @@ struct task {
 	char *feedback;
 	char *session_id;
 	int order;
+	struct sl_lane *lane; /* its lane while one runs it (lanes.c) */
 };
 
 struct sl_engine {
@@ -97,6 +98,11 @@ struct sl_engine {
 	struct sl_instance **reporters;
 	size_t n_reporters;
 	int resumed;
+	/* lanes (lanes.c): tasks run in parallel worktrees */
+	int lanes_active;
+	volatile sig_atomic_t lanes_halt; /* a lane failed: stop the others */
+	pthread_mutex_t mu;               /* live session ids, between lanes */
+	pthread_mutex_t steer_lock; /* one lane answers the inbox at a time */
 	/* steering: the task under way, the standing guidance (strings) */
 	struct task *current;
 	cJSON *guidance;
@@ -195,6 +201,8 @@ int sl_engine_budget(const struct sl_engine *e, const char *key, int dflt);
 
 /* ---- task.c ------------------------------------------------------------- */
 
+/* task.end for `t` in its current state. */
+void sl_engine_task_end(struct sl_engine *e, const struct task *t);
 /* Drive one task from its stored state to a terminal one. */
 int sl_engine_run_task(struct sl_engine *e, struct task *t,
 		       struct sbxloop_error *err);
@@ -218,6 +226,19 @@ void sl_engine_jobs_close(struct sl_engine *e);
 int sl_engine_reporters_start(struct sl_engine *e, struct sbxloop_error *err);
 /* deliver (when `final` is completed), then run_end; failures logged. */
 void sl_engine_reporters_end(struct sl_engine *e, const char *final);
+
+/* ---- lanes.c ------------------------------------------------------------ */
+
+/*
+ * budgets.max_parallel_tasks > 1 on a mounted git workspace: run ready
+ * tasks at once, each in its own worktree, merging each accepted task
+ * back. 1 when lanes do not apply (the caller runs tasks one by one),
+ * else 0 or the first run-level error.
+ */
+int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err);
+/* A lane's sandbox view and host directory of task `t` (NULL: none). */
+const struct sbxloop_sandbox_info *sl_lane_info(const struct task *t);
+const char *sl_lane_dir(const struct task *t);
 
 /* ---- steer.c ------------------------------------------------------------ */
 

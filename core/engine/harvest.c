@@ -72,6 +72,7 @@ void sl_engine_harvest_task(struct sl_engine *e)
 void sl_engine_report_artifacts(struct sl_engine *e)
 {
 	struct sl_artifact_scan scan;
+	cJSON *sample;
 	struct sbxloop_error err = {0, ""};
 	const char *sd = sl_core_state_dir(e->core);
 	const char **ex = NULL;
@@ -94,10 +95,12 @@ void sl_engine_report_artifacts(struct sl_engine *e)
 	if (rc < 0)
 		sl_log(SBXLOOP_LOG_WARN, "cannot collect the artifacts: %s",
 		       err.message);
+	sample = sl_worker_last_resources_copy();
 	sl_engine_emit(e, SBXLOOP_EV_RUN_ARTIFACTS,
 		       sl_artifacts_event_data(e->artifacts_dir,
 					       e->info.mounted, &scan,
-					       sl_worker_last_resources()));
+					       sample));
+	cJSON_Delete(sample);
 	e->n_artifacts = scan.n_files;
 	free(e->artifacts_note);
 	e->artifacts_note = sl_artifacts_note(&scan);

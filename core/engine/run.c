@@ -33,6 +33,8 @@ struct sl_engine *sl_engine_new(struct sl_core *core,
 	e->box = core->sandbox.ops;
 	e->pair = sl_pair_new(core);
 	pthread_mutex_init(&e->ledger_lock, NULL);
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_mutex_init(&e->steer_lock, NULL);
 	e->started = sl_monotonic();
 	snprintf(e->state, sizeof(e->state), "%s", SBXLOOP_RUN_CREATED);
 	e->prompts_dir = sl_xstrdup(sl_prompt_dir(core->cfg));
@@ -58,6 +60,8 @@ void sl_engine_free(struct sl_engine *e)
 	free(e->prompts_dir);
 	sl_egress_ledger_free(e->ledger);
 	pthread_mutex_destroy(&e->ledger_lock);
+	pthread_mutex_destroy(&e->mu);
+	pthread_mutex_destroy(&e->steer_lock);
 	for (i = 0; i < e->n_granters; i++)
 		sl_instance_destroy(&e->granters[i]);
 	free(e->granters);
@@ -108,6 +112,10 @@ int sl_engine_boundary(struct sl_engine *e, struct sbxloop_error *err)
 				"run %s interrupted; resume with `sbxloop "
 				"resume %s`",
 				e->run_id, e->run_id);
+	if (e->lanes_halt)
+		return sl_error(err, SBXLOOP_EINFRA,
+				"stopped at a phase boundary: another lane "
+				"failed");
 	rc = e->st->run_get(e->sctx, e->run_id, probe_cb, &p, err);
 	if (rc < 0)
 		return rc;
@@ -147,6 +155,10 @@ void sl_engine_phase_ctx(struct sl_engine *e, const struct task *t,
 	pc->workspace = e->workspace;
 	pc->task_id = t ? t->id : NULL;
 	pc->guidance = e->guidance;
+	if (t && t->lane) {
+		pc->info = sl_lane_info(t);
+		pc->workspace = sl_lane_dir(t);
+	}
 }
 
 /* ---- the run ------------------------------------------------------------ */
@@ -243,7 +255,10 @@ static void announce_roster(struct sl_engine *e)
 static int schedule(struct sl_engine *e, struct sbxloop_error *err)
 {
 	size_t i;
-	int rc;
+	int rc = sl_engine_schedule_lanes(e, err);
+
+	if (rc <= 0)
+		return rc;
 
 	for (i = 0; i < e->n_tasks; i++) {
 		struct task *t = &e->tasks[i];

@@ -313,9 +313,13 @@ int sl_engine_steer(struct sl_engine *e, struct sbxloop_error *err)
 
 	if (!has_inbox(e))
 		return 0;
+	/* lanes: whichever reaches a boundary first answers; others go on */
+	if (pthread_mutex_trylock(&e->steer_lock) != 0)
+		return 0;
 	rc = e->st->inbox_pending(e->sctx, e->run_id, pending_cb, &p, err);
 	for (i = 0; rc >= 0 && i < p.n; i++)
 		rc = answer(e, p.ids[i], p.texts[i], err);
 	pending_release(&p);
+	pthread_mutex_unlock(&e->steer_lock);
 	return rc < 0 ? rc : 0;
 }

@@ -20,14 +20,16 @@
 
 /* ---- the phases --------------------------------------------------------- */
 
-static int session_live(const struct sl_engine *e, const char *sid)
+static int session_live(struct sl_engine *e, const char *sid)
 {
 	size_t i;
+	int live = 0;
 
-	for (i = 0; sid && i < e->n_live; i++)
-		if (strcmp(e->live[i], sid) == 0)
-			return 1;
-	return 0;
+	pthread_mutex_lock(&e->mu);
+	for (i = 0; sid && i < e->n_live && !live; i++)
+		live = strcmp(e->live[i], sid) == 0;
+	pthread_mutex_unlock(&e->mu);
+	return live;
 }
 
 static int register_revision(struct sl_engine *e, struct task *t,
@@ -377,9 +379,11 @@ static int step_execute(struct sl_engine *e, struct task *t,
 	if (rc < 0)
 		goto out;
 	if (sid && !session_live(e, sid)) {
+		pthread_mutex_lock(&e->mu);
 		e->live = sl_xrealloc(e->live,
 				      (e->n_live + 1) * sizeof(*e->live));
 		e->live[e->n_live++] = sl_xstrdup(sid);
+		pthread_mutex_unlock(&e->mu);
 	}
 	out = cJSON_CreateObject();
 	cJSON_AddStringToObject(out, "report", report);
@@ -646,8 +650,10 @@ int sl_task_terminal(const struct task *t)
  */
 static int resources_exhausted(struct sl_engine *e, struct task *t)
 {
-	char *why =
-		sl_guard_diagnosis(sl_worker_last_resources(), e->core->cfg);
+	cJSON *sample = sl_worker_last_resources_copy();
+	char *why = sl_guard_diagnosis(sample, e->core->cfg);
+
+	cJSON_Delete(sample);
 
 	if (!why)
 		return 0;
@@ -711,16 +717,26 @@ int sl_engine_run_task(struct sl_engine *e, struct task *t,
 	cJSON_AddStringToObject(d, "task_id", t->id);
 	cJSON_AddStringToObject(d, "title", t->title);
 	sl_engine_emit(e, SBXLOOP_EV_TASK_START, d);
-	e->current = t;
+	if (!e->lanes_active) /* with lanes no task is "the" current one */
+		e->current = t;
 	rc = run_steps(e, t, err);
-	e->current = NULL;
+	if (!e->lanes_active)
+		e->current = NULL;
 	if (rc < 0)
 		return rc;
 	sl_engine_harvest_task(e);
-	d = cJSON_CreateObject();
+	/* a lane's accepted task ends once merged (lanes.c) */
+	if (!(t->lane && t->state == SL_TASK_DONE))
+		sl_engine_task_end(e, t);
+	return 0;
+}
+
+void sl_engine_task_end(struct sl_engine *e, const struct task *t)
+{
+	cJSON *d = cJSON_CreateObject();
+
 	cJSON_AddStringToObject(d, "task_id", t->id);
 	cJSON_AddStringToObject(d, "title", t->title);
 	cJSON_AddStringToObject(d, "state", sl_task_state_name(t));
 	sl_engine_emit(e, SBXLOOP_EV_TASK_END, d);
-	return 0;
 }

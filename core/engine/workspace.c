@@ -56,14 +56,7 @@ char *sl_url_strip_userinfo(const char *url)
 
 /* ---------------------------------------------------------------- git */
 
-struct git_out {
-	int ran;    /* git started (found on PATH) */
-	int status; /* exit code */
-	char *out;  /* stdout, trailing newline trimmed */
-	char *err;
-};
-
-static void git_out_clear(struct git_out *g)
+void sl_git_out_clear(struct sl_git_out *g)
 {
 	free(g->out);
 	free(g->err);
@@ -71,7 +64,7 @@ static void git_out_clear(struct git_out *g)
 }
 
 /* Run git in `cwd` with GIT_* stripped; 0 when it exited 0. */
-static int git(struct git_out *g, const char *cwd, const char *const *argv)
+int sl_git(struct sl_git_out *g, const char *cwd, const char *const *argv)
 {
 	struct sbxloop_proc_spec spec;
 	struct sbxloop_proc_result res;
@@ -120,15 +113,12 @@ static int git(struct git_out *g, const char *cwd, const char *const *argv)
 	return g->status == 0 ? 0 : -1;
 }
 
-#define GIT(g, cwd, ...)                                                      \
-	git((g), (cwd), (const char *const[]){__VA_ARGS__, NULL})
-
 static int git_available(void)
 {
-	struct git_out g;
-	int ok = GIT(&g, NULL, "git", "--version") == 0;
+	struct sl_git_out g;
+	int ok = SL_GIT(&g, NULL, "git", "--version") == 0;
 
-	git_out_clear(&g);
+	sl_git_out_clear(&g);
 	return ok;
 }
 
@@ -235,7 +225,7 @@ static int make_clone(struct sl_workspace *ws, const char *src,
 		      const char *clone, const char *branch,
 		      const char *commit, int dirty, struct sbxloop_error *err)
 {
-	struct git_out g;
+	struct sl_git_out g;
 	char *parent = sl_xstrdup(clone), *slash = strrchr(parent, '/');
 	char *origin = NULL;
 	int rc = 0;
@@ -249,31 +239,34 @@ static int make_clone(struct sl_workspace *ws, const char *src,
 				"cannot create the run "
 				"directory of '%s': %s",
 				clone, strerror(-rc));
-	if (GIT(&g, NULL, "git", "clone", "-q", "--no-checkout", src, clone)) {
+	if (SL_GIT(&g, NULL, "git", "clone", "-q", "--no-checkout", src,
+		   clone)) {
 		rc = sl_error(err, SBXLOOP_ERR,
 			      "cannot clone '%s' into "
 			      "'%s': %s",
 			      src, clone, g.err);
 		goto fail;
 	}
-	git_out_clear(&g);
-	if (GIT(&g, clone, "git", "checkout", "-q", "-b", branch, commit)) {
+	sl_git_out_clear(&g);
+	if (SL_GIT(&g, clone, "git", "checkout", "-q", "-b", branch, commit)) {
 		rc = sl_error(err, SBXLOOP_ERR,
 			      "cannot create branch %s in "
 			      "'%s': %s",
 			      branch, clone, g.err);
 		goto fail;
 	}
-	git_out_clear(&g);
+	sl_git_out_clear(&g);
 	/* origin: the source's own origin, never the source itself */
-	if (GIT(&g, src, "git", "config", "--get", "remote.origin.url") == 0 &&
+	if (SL_GIT(&g, src, "git", "config", "--get", "remote.origin.url") ==
+		    0 &&
 	    *g.out)
 		origin = sl_url_strip_userinfo(g.out);
-	git_out_clear(&g);
+	sl_git_out_clear(&g);
 	if (origin)
-		GIT(&g, clone, "git", "remote", "set-url", "origin", origin);
+		SL_GIT(&g, clone, "git", "remote", "set-url", "origin",
+		       origin);
 	else
-		GIT(&g, clone, "git", "remote", "remove", "origin");
+		SL_GIT(&g, clone, "git", "remote", "remove", "origin");
 	if (g.status) {
 		rc = sl_error(err, SBXLOOP_ERR,
 			      "cannot set the origin of "
@@ -281,20 +274,21 @@ static int make_clone(struct sl_workspace *ws, const char *src,
 			      clone, g.err);
 		goto fail;
 	}
-	git_out_clear(&g);
-	if (GIT(&g, clone, "git", "update-ref", "refs/sbxloop/base", commit)) {
+	sl_git_out_clear(&g);
+	if (SL_GIT(&g, clone, "git", "update-ref", "refs/sbxloop/base",
+		   commit)) {
 		rc = sl_error(err, SBXLOOP_ERR,
 			      "cannot pin refs/sbxloop/base in '%s': %s",
 			      clone, g.err);
 		goto fail;
 	}
-	git_out_clear(&g);
+	sl_git_out_clear(&g);
 	ws->path = sl_xstrdup(clone);
 	describe_clone(ws, src, clone, branch, commit, dirty, 0);
 	free(origin);
 	return 0;
 fail:
-	git_out_clear(&g);
+	sl_git_out_clear(&g);
 	free(origin);
 	sl_artifacts_rmtree_quiet(clone);
 	return rc;
@@ -304,7 +298,7 @@ int sl_workspace_isolate(const char *source, const char *mode,
 			 const char *state_dir, const char *run_id,
 			 struct sl_workspace *ws, struct sbxloop_error *err)
 {
-	struct git_out g = {0, 0, NULL, NULL};
+	struct sl_git_out g = {0, 0, NULL, NULL};
 	char *state = NULL, *clone = NULL, *src = NULL, *branch = NULL;
 	char *dotgit = NULL, *commit = NULL, *pathspec = NULL;
 	const char *rel;
@@ -355,7 +349,7 @@ int sl_workspace_isolate(const char *source, const char *mode,
 		rc = use_dir(ws, src, err);
 		goto out;
 	}
-	if (GIT(&g, src, "git", "rev-parse", "--show-toplevel")) {
+	if (SL_GIT(&g, src, "git", "rev-parse", "--show-toplevel")) {
 		if (clone_mode) {
 			rc = sl_error(err, SBXLOOP_EINVAL,
 				      "cannot clone "
@@ -383,9 +377,9 @@ int sl_workspace_isolate(const char *source, const char *mode,
 			goto out;
 		}
 	}
-	git_out_clear(&g);
-	if (GIT(&g, src, "git", "rev-parse", "--verify", "-q",
-		"HEAD^{commit}")) {
+	sl_git_out_clear(&g);
+	if (SL_GIT(&g, src, "git", "rev-parse", "--verify", "-q",
+		   "HEAD^{commit}")) {
 		rc = sl_error(err, SBXLOOP_EINVAL,
 			      "cannot clone '%s': the "
 			      "repository has no commits yet",
@@ -393,19 +387,19 @@ int sl_workspace_isolate(const char *source, const char *mode,
 		goto out;
 	}
 	commit = sl_xstrdup(g.out);
-	git_out_clear(&g);
+	sl_git_out_clear(&g);
 	rel = inside(src, state);
 	pathspec = sl_xasprintf(":(exclude)%s", rel ? rel : ".sbxloop");
 	/* --no-optional-locks: status must not refresh the source index */
-	if (GIT(&g, src, "git", "--no-optional-locks", "-c",
-		"core.fsmonitor=false", "status", "--porcelain", "--", ".",
-		pathspec, ":(exclude).sbxloop")) {
+	if (SL_GIT(&g, src, "git", "--no-optional-locks", "-c",
+		   "core.fsmonitor=false", "status", "--porcelain", "--", ".",
+		   pathspec, ":(exclude).sbxloop")) {
 		rc = sl_error(err, SBXLOOP_ERR, "cannot inspect '%s': %s", src,
 			      g.err);
 		goto out;
 	}
 	dirty = *g.out != '\0';
-	git_out_clear(&g);
+	sl_git_out_clear(&g);
 	if (dirty && !clone_mode) {
 		rc = sl_error(err, SBXLOOP_EINVAL,
 			      "workspace '%s' has uncommitted changes; "
@@ -424,12 +418,12 @@ int sl_workspace_isolate(const char *source, const char *mode,
 	dotgit = sl_xasprintf("%s/.git", clone);
 	if (is_dir(dotgit)) {
 		/* a resumed or retried run: keep its clone and its work */
-		if (GIT(&g, clone, "git", "rev-parse", "--verify", "-q",
-			"refs/sbxloop/base") == 0) {
+		if (SL_GIT(&g, clone, "git", "rev-parse", "--verify", "-q",
+			   "refs/sbxloop/base") == 0) {
 			free(commit);
 			commit = sl_xstrdup(g.out);
 		}
-		git_out_clear(&g);
+		sl_git_out_clear(&g);
 		ws->path = sl_xstrdup(clone);
 		describe_clone(ws, src, clone, branch, commit, 0, 1);
 		goto out;
@@ -443,7 +437,7 @@ out:
 		sl_workspace_release(ws);
 		free(w);
 	}
-	git_out_clear(&g);
+	sl_git_out_clear(&g);
 	free(state);
 	free(clone);
 	free(src);

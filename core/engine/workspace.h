@@ -12,6 +12,20 @@
 
 #include "config/conf.h"
 
+/* What one git command did (sl_git); release with sl_git_out_clear. */
+struct sl_git_out {
+	int ran;    /* git started (found on PATH) */
+	int status; /* exit code */
+	char *out;  /* stdout, trailing newline trimmed */
+	char *err;
+};
+
+/* Run git in `cwd` with GIT_* stripped; 0 when it exited 0. */
+int sl_git(struct sl_git_out *g, const char *cwd, const char *const *argv);
+void sl_git_out_clear(struct sl_git_out *g);
+#define SL_GIT(g, cwd, ...)                                                   \
+	sl_git((g), (cwd), (const char *const[]){__VA_ARGS__, NULL})
+
 /* What the resolution chose; release with sl_workspace_release. */
 struct sl_workspace {
 	char *path;   /* the workspace the run uses (absolute) */

@@ -176,7 +176,18 @@ int sl_phase_submit(const struct sl_phase_ctx *pc, cJSON *job,
 		    struct sbxloop_error *err)
 {
 	struct sl_job_tags tags = {"agent", persona, pc->task_id, 0};
+	const char *phase = sl_persona_phase(persona);
 
+	/* the script backend's replies can be keyed by task and phase */
+	if (cJSON_GetObjectItemCaseSensitive(job, "script") &&
+	    !cJSON_GetObjectItemCaseSensitive(job, "script_key")) {
+		char *key =
+			sl_xasprintf("%s/%s", pc->task_id ? pc->task_id : "",
+				     phase ? phase : "");
+
+		cJSON_AddStringToObject(job, "script_key", key);
+		free(key);
+	}
 	return sl_worker_submit(pc->core, pc->info, job, &tags, res, err);
 }
 

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,16 +56,24 @@ static void keep_tail(struct relay *r, const char *line, size_t len)
 
 /* The data of the newest resource sample relayed (single lane). */
 static cJSON *last_sample;
+static pthread_mutex_t sample_lock = PTHREAD_MUTEX_INITIALIZER;
 
-const cJSON *sl_worker_last_resources(void)
+cJSON *sl_worker_last_resources_copy(void)
 {
-	return last_sample;
+	cJSON *copy;
+
+	pthread_mutex_lock(&sample_lock);
+	copy = last_sample ? cJSON_Duplicate(last_sample, 1) : NULL;
+	pthread_mutex_unlock(&sample_lock);
+	return copy;
 }
 
 void sl_worker_forget_resources(void)
 {
+	pthread_mutex_lock(&sample_lock);
 	cJSON_Delete(last_sample);
 	last_sample = NULL;
+	pthread_mutex_unlock(&sample_lock);
 }
 
 static void note_resources(const char *line, size_t len)
@@ -75,8 +84,10 @@ static void note_resources(const char *line, size_t len)
 
 	if (cJSON_IsObject(d) && cJSON_IsString(type) &&
 	    strcmp(type->valuestring, SBXLOOP_EV_SANDBOX_RESOURCES) == 0) {
+		pthread_mutex_lock(&sample_lock);
 		cJSON_Delete(last_sample);
 		last_sample = d;
+		pthread_mutex_unlock(&sample_lock);
 		d = NULL;
 	}
 	cJSON_Delete(d);
@@ -196,8 +207,7 @@ static void add_diag(struct sl_buf *b, const struct relay *r, int rc,
 	}
 }
 
-/* The phase a job of `persona` belongs to (for plugin events). */
-static const char *phase_of(const char *persona)
+const char *sl_persona_phase(const char *persona)
 {
 	static const char *const map[][2] = {
 		{"decomposer", "decompose"}, {"planner", "plan"},
@@ -303,8 +313,9 @@ int sl_worker_submit(struct sl_core *core,
 	       cJSON_GetStringValue(
 		       cJSON_GetObjectItemCaseSensitive(job, "kind")));
 	if (r.agent)
-		sl_core_job_context(tags ? tags->task_id : NULL,
-				    phase_of(tags ? tags->persona : NULL));
+		sl_core_job_context(
+			tags ? tags->task_id : NULL,
+			sl_persona_phase(tags ? tags->persona : NULL));
 	rc = ops->exec(core->sandbox.ctx, info->name, &spec, &pr, err);
 	sl_core_job_context(NULL, NULL);
 	if (rc == SBXLOOP_ETIMEDOUT || pr.timed_out) {

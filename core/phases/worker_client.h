@@ -21,11 +21,15 @@ struct sl_job_tags {
 };
 
 /*
- * The data of the newest sandbox.resources event any job relayed
- * (borrowed; NULL before the first), and a way to drop it.
+ * A copy of the data of the newest sandbox.resources event any job
+ * relayed (caller frees; NULL before the first), and a way to drop it.
+ * Safe from concurrent lanes.
  */
-const cJSON *sl_worker_last_resources(void);
+cJSON *sl_worker_last_resources_copy(void);
 void sl_worker_forget_resources(void);
+
+/* The phase a job of `persona` ("planner", ...) belongs to, or NULL. */
+const char *sl_persona_phase(const char *persona);
 
 /* Does `job` ask for a read-only workspace (permission_mode)? */
 int sl_worker_job_read_only(const cJSON *job);

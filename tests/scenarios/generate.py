@@ -210,6 +210,36 @@ S["egress_observed"] = [D(task("t1")),
 # test-tui: a line typed on stdin under --no-tui
 S["plain_chat"] = [D(task("t1")), P(), slow(E(), 6),
                    STEER("continue", "", "all good so far"), SP, VA]
+# tests/e2e/test-lanes.c: replies keyed by task (the script backend
+# gives a task's jobs only its own replies, whatever the lanes' timing)
+def K(r, i, phase=None):
+    r = json.loads(json.dumps(r)); r["task"] = i
+    if phase: r["phase"] = phase
+    return r
+def lane(i, sleep=1, files=None):
+    e = E(i) if files is None else E(i, files=files)
+    return [K(P(i), i), K(slow(e, sleep), i), K(SP, i), K(VA, i)]
+S["lanes_wide"] = [D(task("t1"), task("t2"), task("t3"), task("t4"))] + \
+    sum([lane(i) for i in ("t1", "t2", "t3", "t4")], [])
+# a diamond: t1, then t2 and t3 at once, then t4 on both
+S["lanes_diamond"] = [D(task("t1"), task("t2", ["t1"]), task("t3", ["t1"]),
+                        task("t4", ["t2", "t3"]))] + \
+    sum([lane(i, 0.5) for i in ("t1", "t2", "t3", "t4")], [])
+# two tasks writing the same file differently: the second to merge
+# conflicts, plans again on the merged tree and finishes
+SHARED = "shared.txt"
+S["lanes_conflict"] = [D(task("t1", verify=("test -f shared.txt",)),
+                         task("t2", verify=("test -f shared.txt",)))] + \
+    lane("t1", 0.5, {SHARED: "one\n"}) + lane("t2", 1.5, {SHARED: "two\n"}) + \
+    lane("t2", 0.2, {SHARED: "one\ntwo\n"})
+# killed with lanes in flight: replies keyed by task and phase, each
+# twice, so a job the kill cut off finds another after the resume
+def lane_twice(i):
+    rs = [K(P(i), i, "plan"), K(slow(E(i), 1), i, "execute"),
+          K(SP, i, "scrutinize"), K(VA, i, "validate")]
+    return rs + rs
+S["lanes_kill"] = [D(task("t1"), task("t2"), task("t3"), task("t4"))] + \
+    sum([lane_twice(i) for i in ("t1", "t2", "t3", "t4")], [])
 for k, v in S.items():
     with open(k + ".json", "w") as f:
         json.dump(v, f, indent=1); f.write("\n")

@@ -37,6 +37,8 @@
 #define SBXLOOP_EV_TASK_START "task.start"
 #define SBXLOOP_EV_TASK_STATE "task.state"
 #define SBXLOOP_EV_TASK_END "task.end"
+/* lanes: a task's changes collided with another's at merge */
+#define SBXLOOP_EV_TASK_CONFLICT "task.conflict"
 #define SBXLOOP_EV_PHASE_PLAN "phase.plan"
 #define SBXLOOP_EV_PHASE_VERDICT "phase.verdict"
 #define SBXLOOP_EV_PHASE_END "phase.end"

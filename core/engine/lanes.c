@@ -1,0 +1,572 @@
+/*
+ * Parallel lanes (budgets.max_parallel_tasks > 1): ready tasks run at
+ * once, each on a thread of its own and in a git worktree of its own,
+ * so concurrent tasks never see each other's half-done files; a task
+ * the validator accepted is committed in its worktree and merged back
+ * into the run's workspace (three-way, git), and a conflict is never
+ * resolved silently: task.conflict, and the task plans again on the
+ * merged tree, spending a replan. Dependents start from the merged tree.
+ *
+ * Lanes need the workspace mounted in the sandbox (the worktrees live
+ * under its excluded .sbxloop/lanes/, where the sandbox sees them at
+ * the same relative path) and a clean git checkout; otherwise the run
+ * says why and runs its tasks one at a time, exactly as without lanes.
+ * Every lane shares the run's agent sandbox; its egress ledger counts
+ * holders (egress.c). Scheduling, merging and worktree changes happen
+ * on the engine thread; a lane thread only drives its task's steps.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sbxloop/events.h>
+
+#include "engine/engine_internal.h"
+#include "engine/workspace.h"
+#include "host/redact.h"
+
+#define LANES_MAX 32
+#define LANES_DIR ".sbxloop/lanes"
+#define GIT_ID "-c", "user.name=sbxloop", "-c", "user.email=sbxloop@localhost"
+
+struct sl_lane {
+	struct sl_engine *e;
+	struct task *t;
+	pthread_t th;
+	int running;
+	int finished;
+	int rc;
+	struct sbxloop_error err;
+	struct sbxloop_sandbox_info info; /* workdir: the worktree inside */
+	char *dir;                        /* the worktree on the host */
+};
+
+struct sched {
+	struct sl_engine *e;
+	struct sl_lane lanes[LANES_MAX];
+	size_t n;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+const struct sbxloop_sandbox_info *sl_lane_info(const struct task *t)
+{
+	return t && t->lane ? &t->lane->info : NULL;
+}
+
+const char *sl_lane_dir(const struct task *t)
+{
+	return t && t->lane ? t->lane->dir : NULL;
+}
+
+/* ---- git ---------------------------------------------------------------- */
+
+/*
+ * The lane's branch: under sbxloop/lanes/, since the run's own branch
+ * sbxloop/<run> cannot also be a directory of refs.
+ */
+static char *branch_of(const struct sl_engine *e, const struct task *t)
+{
+	return sl_xasprintf("sbxloop/lanes/%s/%s", e->run_id, t->id);
+}
+
+static char *dir_of(const struct sl_engine *e, const struct task *t)
+{
+	return sl_xasprintf("%s/" LANES_DIR "/%s", e->workspace, t->id);
+}
+
+/*
+ * May lanes run here? 0, or 1 with *why (caller frees): lanes need the
+ * workspace mounted, as a clean git checkout (its top level).
+ */
+static int lanes_refused(struct sl_engine *e, char **why)
+{
+	struct sl_git_out g;
+	char *top = NULL;
+	int refused = 0;
+
+	*why = NULL;
+	if (!e->info.mounted) {
+		*why = sl_xstrdup("the sandbox does not mount the workspace");
+		return 1;
+	}
+	if (SL_GIT(&g, e->workspace, "git", "rev-parse", "--show-toplevel")) {
+		*why = sl_xstrdup("the workspace is not a git checkout");
+		refused = 1;
+	} else {
+		char *a = realpath(g.out, NULL),
+		     *b = realpath(e->workspace, NULL);
+
+		top = sl_xstrdup(g.out);
+		if (!a || !b || strcmp(a, b) != 0) {
+			*why = sl_xasprintf("the workspace is inside the git "
+					    "checkout %s, not its top",
+					    top);
+			refused = 1;
+		}
+		free(a);
+		free(b);
+	}
+	sl_git_out_clear(&g);
+	free(top);
+	if (refused)
+		return 1;
+	if (SL_GIT(&g, e->workspace, "git", "status", "--porcelain",
+		   "--untracked-files=all", "--", ".", ":!.sbxloop") ||
+	    *g.out) {
+		*why = sl_xstrdup("the workspace has uncommitted changes the "
+				  "lanes' worktrees would not see");
+		refused = 1;
+	}
+	sl_git_out_clear(&g);
+	return refused;
+}
+
+/* .sbxloop/ out of git's sight in the workspace (info/exclude). */
+static void exclude_lanes(struct sl_engine *e)
+{
+	struct sl_git_out g;
+	char *path, *text;
+	FILE *f;
+
+	if (SL_GIT(&g, e->workspace, "git", "rev-parse", "--git-path",
+		   "info/exclude")) {
+		sl_git_out_clear(&g);
+		return;
+	}
+	path = g.out[0] == '/' ? sl_xstrdup(g.out)
+			       : sl_xasprintf("%s/%s", e->workspace, g.out);
+	sl_git_out_clear(&g);
+	text = sl_read_file(path, NULL, 1 << 20);
+	if (!text || !strstr(text, "\n/.sbxloop/\n")) {
+		char *dir = sl_xstrdup(path), *slash = strrchr(dir, '/');
+
+		if (slash) {
+			*slash = '\0';
+			sl_mkdirs(dir, 0755);
+		}
+		free(dir);
+		f = fopen(path, "a");
+		if (f) {
+			fputs("\n/.sbxloop/\n", f);
+			fclose(f);
+		}
+	}
+	free(text);
+	free(path);
+}
+
+/* The task's worktree from the run branch's tip (kept on resume). */
+static int worktree_open(struct sl_engine *e, struct task *t,
+			 struct sbxloop_error *err)
+{
+	struct sl_git_out g;
+	char *dir = dir_of(e, t), *branch = branch_of(e, t);
+	struct stat st;
+	int rc = 0;
+
+	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		free(dir);
+		free(branch);
+		return 0;
+	}
+	if (SL_GIT(&g, e->workspace, "git", "worktree", "add", "-q", "-B",
+		   branch, dir, "HEAD"))
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "cannot make the worktree of task %s: %s", t->id,
+			      g.err);
+	sl_git_out_clear(&g);
+	free(dir);
+	free(branch);
+	return rc;
+}
+
+static void worktree_drop(struct sl_engine *e, struct task *t)
+{
+	struct sl_git_out g;
+	char *dir = dir_of(e, t), *branch = branch_of(e, t);
+
+	SL_GIT(&g, e->workspace, "git", "worktree", "remove", "--force", dir);
+	sl_git_out_clear(&g);
+	SL_GIT(&g, e->workspace, "git", "branch", "-q", "-D", branch);
+	sl_git_out_clear(&g);
+	free(dir);
+	free(branch);
+}
+
+/*
+ * Commit the task's work in its worktree and merge it into the run's
+ * workspace. 0 merged (or nothing to merge), 1 a conflict (the merge is
+ * undone, *files lists the conflicting paths; caller frees), <0 error.
+ */
+static int merge_task(struct sl_engine *e, struct task *t, char **files,
+		      struct sbxloop_error *err)
+{
+	struct sl_git_out g;
+	char *dir = dir_of(e, t), *branch = branch_of(e, t), *msg;
+	int rc = 0;
+
+	*files = NULL;
+	SL_GIT(&g, dir, "git", "add", "-A");
+	sl_git_out_clear(&g);
+	msg = sl_xasprintf("sbxloop: task %s", t->id);
+	SL_GIT(&g, dir, "git", GIT_ID, "commit", "-q", "--allow-empty", "-m",
+	       msg);
+	sl_git_out_clear(&g);
+	free(msg);
+	msg = sl_xasprintf("sbxloop: merge task %s", t->id);
+	if (SL_GIT(&g, e->workspace, "git", GIT_ID, "merge", "-q", "--no-ff",
+		   "--no-edit", "-m", msg, branch) == 0) {
+		sl_git_out_clear(&g);
+		goto out;
+	}
+	sl_git_out_clear(&g);
+	if (SL_GIT(&g, e->workspace, "git", "diff", "--name-only",
+		   "--diff-filter=U") == 0 &&
+	    *g.out) {
+		*files = sl_xstrdup(g.out);
+		rc = 1;
+	} else {
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "cannot merge task %s into the workspace: %s",
+			      t->id, g.err);
+	}
+	sl_git_out_clear(&g);
+	SL_GIT(&g, e->workspace, "git", "merge", "--abort");
+	sl_git_out_clear(&g);
+out:
+	free(msg);
+	free(dir);
+	free(branch);
+	return rc;
+}
+
+/* ---- a conflict --------------------------------------------------------- */
+
+/*
+ * The task's changes collide with what was merged meanwhile: it plans
+ * again on the merged tree with the conflict as feedback, spending a
+ * replan, and fails when none is left.
+ */
+static int conflicted(struct sl_engine *e, struct task *t, const char *files,
+		      struct sbxloop_error *err)
+{
+	cJSON *d = cJSON_CreateObject(), *list;
+	char *copy = sl_xstrdup(files), *line, *save = NULL, *fb;
+	int rc;
+
+	cJSON_AddStringToObject(d, "task_id", t->id);
+	list = cJSON_AddArrayToObject(d, "files");
+	for (line = strtok_r(copy, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		cJSON_AddItemToArray(list, cJSON_CreateString(line));
+	free(copy);
+	sl_engine_emit(e, SBXLOOP_EV_TASK_CONFLICT, d);
+	worktree_drop(e, t);
+	fb = sl_xasprintf("merge conflict: your changes collided with work "
+			  "another task merged meanwhile, in: %s. Plan again "
+			  "on the merged tree, keeping both.",
+			  files);
+	sl_task_set_feedback(t, fb);
+	free(fb);
+	t->replans++;
+	if (t->replans >
+	    sl_engine_budget(e, "budgets.max_replans_per_task", 1)) {
+		rc = sl_engine_set_task_state(e, t, SL_TASK_FAILED, err);
+		if (rc == 0)
+			sl_engine_task_end(e, t);
+		return rc;
+	}
+	sl_task_discard_plan(t);
+	return sl_engine_set_task_state(e, t, SL_TASK_PLANNING, err);
+}
+
+/* ---- the lanes ---------------------------------------------------------- */
+
+struct lane_arg {
+	struct sched *s;
+	struct sl_lane *l;
+};
+
+static void *lane_thread(void *arg)
+{
+	struct lane_arg *a = arg;
+	struct sched *s = a->s;
+	struct sl_lane *l = a->l;
+
+	free(a);
+	l->rc = sl_engine_run_task(l->e, l->t, &l->err);
+	pthread_mutex_lock(&s->lock);
+	l->finished = 1;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+static int lane_start(struct sched *s, struct sl_lane *l, struct task *t,
+		      struct sbxloop_error *err)
+{
+	struct sl_engine *e = s->e;
+	struct lane_arg *a;
+	int rc = worktree_open(e, t, err);
+
+	if (rc < 0)
+		return rc;
+	memset(l, 0, sizeof(*l));
+	l->e = e;
+	l->t = t;
+	l->info = e->info;
+	l->dir = dir_of(e, t);
+	{
+		char *inside = sl_xasprintf("%s/" LANES_DIR "/%s",
+					    e->info.workdir, t->id);
+		size_t n = strlen(inside);
+
+		if (n >= sizeof(l->info.workdir)) {
+			free(inside);
+			free(l->dir);
+			return sl_error(err, SBXLOOP_EINVAL,
+					"the worktree path of task %s is "
+					"too long",
+					t->id);
+		}
+		memcpy(l->info.workdir, inside, n + 1);
+		free(inside);
+	}
+	t->lane = l;
+	a = sl_xcalloc(1, sizeof(*a));
+	a->s = s;
+	a->l = l;
+	l->running = 1;
+	if (pthread_create(&l->th, NULL, lane_thread, a) != 0) {
+		free(a);
+		t->lane = NULL;
+		l->running = 0;
+		free(l->dir);
+		return sl_error(err, SBXLOOP_EINFRA,
+				"cannot start a lane for task %s", t->id);
+	}
+	return 0;
+}
+
+static int task_running(const struct sched *s, const struct task *t)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->lanes[i].running && s->lanes[i].t == t)
+			return 1;
+	return 0;
+}
+
+/* -1 blocked for good (a dependency failed or was skipped), 0 waits,
+ * 1 ready. */
+static int readiness(struct sl_engine *e, const struct task *t)
+{
+	const cJSON *dep;
+	int ready = 1;
+
+	cJSON_ArrayForEach (
+		dep, cJSON_GetObjectItemCaseSensitive(t->spec, "depends_on")) {
+		struct task *d = sl_engine_find_task(e, dep->valuestring);
+
+		if (!d)
+			continue;
+		if (d->state == SL_TASK_FAILED || d->state == SL_TASK_SKIPPED)
+			return -1;
+		if (d->state != SL_TASK_DONE)
+			ready = 0;
+	}
+	return ready;
+}
+
+/*
+ * A task its lane left: an accepted one is merged (task.end then), or
+ * plans again after a conflict; a terminal one's worktree goes.
+ */
+static int settle(struct sl_engine *e, struct task *t,
+		  struct sbxloop_error *err)
+{
+	char *files = NULL;
+	int rc;
+
+	if (t->state == SL_TASK_DONE) {
+		rc = merge_task(e, t, &files, err);
+		if (rc == 1) {
+			rc = conflicted(e, t, files, err);
+			free(files);
+			return rc;
+		}
+		if (rc < 0)
+			return rc; /* the worktree stays for resume */
+		sl_engine_task_end(e, t);
+	}
+	if (sl_task_terminal(t))
+		worktree_drop(e, t);
+	return 0;
+}
+
+/* A finished lane: join it, settle its task, note the first error. */
+static int lane_finish(struct sched *s, struct sl_lane *l,
+		       struct sbxloop_error *first, int *failed)
+{
+	struct sl_engine *e = s->e;
+	struct task *t = l->t;
+	struct sbxloop_error err = {0, ""};
+	int rc;
+
+	pthread_join(l->th, NULL);
+	l->running = 0;
+	t->lane = NULL;
+	if (l->rc < 0) {
+		if (!*failed) {
+			*first = l->err;
+			*failed = l->rc;
+		}
+		free(l->dir);
+		return 0; /* the worktree stays for resume */
+	}
+	rc = settle(e, t, &err);
+	if (rc < 0 && !*failed) {
+		*first = err;
+		*failed = rc;
+	}
+	free(l->dir);
+	return 0;
+}
+
+int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
+{
+	long long want =
+		sl_config_int(e->core->cfg, "budgets.max_parallel_tasks", 1);
+	struct sched *s;
+	struct sbxloop_error first = {0, ""};
+	char *why = NULL;
+	size_t i;
+	int failed = 0, stop = 0, rc;
+
+	if (want <= 1 || e->n_tasks < 2)
+		return 1;
+	if (lanes_refused(e, &why)) {
+		sl_log(SBXLOOP_LOG_WARN,
+		       "budgets.max_parallel_tasks=%lld: running one task at "
+		       "a time, because %s",
+		       want, why);
+		free(why);
+		return 1;
+	}
+	s = sl_xcalloc(1, sizeof(*s));
+	s->e = e;
+	s->n = (size_t)(want < LANES_MAX ? want : LANES_MAX);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	exclude_lanes(e);
+	e->lanes_active = 1;
+	/* resumed: a task accepted but killed before its merge */
+	for (i = 0; i < e->n_tasks && !failed; i++) {
+		struct task *t = &e->tasks[i];
+		char *dir = dir_of(e, t);
+		struct stat st;
+
+		if (t->state == SL_TASK_DONE && stat(dir, &st) == 0) {
+			rc = settle(e, t, err);
+			if (rc < 0) {
+				first = *err;
+				failed = rc;
+				stop = 1;
+			}
+		}
+		free(dir);
+	}
+	for (;;) {
+		size_t running = 0;
+
+		/* launch what is ready, in stored order */
+		for (i = 0; !stop && i < e->n_tasks; i++) {
+			struct task *t = &e->tasks[i];
+			struct sl_lane *free_lane = NULL;
+			size_t k;
+			int r;
+
+			if (sl_task_terminal(t) || task_running(s, t))
+				continue;
+			r = readiness(e, t);
+			if (r < 0) {
+				rc = sl_engine_boundary(e, err);
+				if (rc == 0)
+					rc = sl_engine_set_task_state(
+						e, t, SL_TASK_SKIPPED, err);
+				if (rc < 0) {
+					first = *err;
+					failed = rc;
+					stop = 1;
+				}
+				continue;
+			}
+			if (r == 0)
+				continue;
+			for (k = 0; k < s->n && !free_lane; k++)
+				if (!s->lanes[k].running)
+					free_lane = &s->lanes[k];
+			if (!free_lane)
+				break;
+			rc = sl_engine_boundary(e, err);
+			if (rc == 0)
+				rc = lane_start(s, free_lane, t, err);
+			if (rc < 0) {
+				first = *err;
+				failed = rc;
+				stop = 1;
+			}
+		}
+		for (i = 0; i < s->n; i++)
+			running += s->lanes[i].running;
+		if (!running)
+			break;
+		/* wait for a lane to finish */
+		pthread_mutex_lock(&s->lock);
+		for (;;) {
+			int any = 0;
+
+			for (i = 0; i < s->n; i++)
+				any |= s->lanes[i].running &&
+				       s->lanes[i].finished;
+			if (any)
+				break;
+			pthread_cond_wait(&s->cond, &s->lock);
+		}
+		pthread_mutex_unlock(&s->lock);
+		for (i = 0; i < s->n; i++)
+			if (s->lanes[i].running && s->lanes[i].finished)
+				lane_finish(s, &s->lanes[i], &first, &failed);
+		if (failed) {
+			/* running lanes stop at their next boundary, their
+			 * last step committed */
+			stop = 1;
+			e->lanes_halt = 1;
+		}
+	}
+	e->lanes_active = 0;
+	e->lanes_halt = 0;
+	if (!failed) {
+		char *dir = sl_xasprintf("%s/" LANES_DIR, e->workspace);
+
+		rmdir(dir); /* only when empty */
+		free(dir);
+		dir = sl_xasprintf("%s/.sbxloop", e->workspace);
+		rmdir(dir);
+		free(dir);
+	}
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	if (failed) {
+		*err = first;
+		return failed;
+	}
+	return 0;
+}

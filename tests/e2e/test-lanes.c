@@ -1,0 +1,293 @@
+/*
+ * End-to-end suite of parallel lanes (budgets.max_parallel_tasks): the
+ * real `sbxloop` ($SBXLOOP_BIN) on the local provider with a git project
+ * (so the run works in a per-run clone) and the script backend, whose
+ * replies are keyed by task (tests/scenarios/lanes_*.json) so each
+ * lane's jobs get their own whatever the timing. Overlap is read from
+ * the phase attempts' start and end times; the merged tree from git.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtest.h"
+
+/* A git project with one commit, and the config running on it. */
+static void project(const char *scenario, int lanes)
+{
+	char cmd[4400], extra[256];
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && mkdir repo && cd repo && git init -q && "
+		 "echo hi > README && git add . && git -c user.name=t -c "
+		 "user.email=t@t commit -qm init",
+		 rt_dir());
+	ck_assert_int_eq(system(cmd), 0);
+	copy_scenario(scenario);
+	snprintf(extra, sizeof(extra),
+		 "sandbox:\n  workspace: repo\n"
+		 "budgets:\n  max_parallel_tasks: %d\n",
+		 lanes);
+	rt_write_config("local", NULL, extra);
+}
+
+/* Pairs of different tasks whose `phase` attempts overlap in time. */
+static long overlaps(const char *phase)
+{
+	return q_int("SELECT count(*) FROM phase_attempts a, phase_attempts b"
+		     " WHERE a.phase = '%s' AND b.phase = '%s'"
+		     " AND a.task_id < b.task_id"
+		     " AND a.started_at < b.ended_at"
+		     " AND b.started_at < a.ended_at",
+		     phase, phase);
+}
+
+/* `git -C WS CMD` output of the run's workspace (caller frees). */
+static char *git_out(const char *run, const char *cmd)
+{
+	char *ws = rt_workspace(run), line[8700], *text;
+	FILE *p;
+	size_t len = 0, cap = 4096, n;
+
+	snprintf(line, sizeof(line), "git -C '%s' %s 2>&1", ws, cmd);
+	free(ws);
+	p = popen(line, "r");
+	ck_assert_ptr_nonnull(p);
+	text = malloc(cap);
+	while ((n = fread(text + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (len + 1 >= cap)
+			text = realloc(text, cap *= 2);
+	}
+	text[len] = '\0';
+	pclose(p);
+	return text;
+}
+
+static void assert_done(const char *run, const char *const *tasks)
+{
+	for (; *tasks; tasks++)
+		assert_task_state(run, *tasks, "done");
+}
+
+static void assert_files(const char *run, const char *const *files)
+{
+	char *ws = rt_workspace(run), path[8400];
+
+	for (; *files; files++) {
+		snprintf(path, sizeof(path), "%s/%s", ws, *files);
+		ck_assert_msg(access(path, F_OK) == 0, "%s is missing",
+			      *files);
+	}
+	free(ws);
+}
+
+static const char *const four[] = {"t1", "t2", "t3", "t4", NULL};
+static const char *const four_files[] = {"out-t1.txt", "out-t2.txt",
+					 "out-t3.txt", "out-t4.txt", NULL};
+
+/* 1, 2 and 4 lanes on four independent tasks of 1 s each. */
+START_TEST(test_wide_dag_runs_as_many_tasks_at_once_as_lanes)
+{
+	static const int lanes[] = {1, 2, 4};
+	char *run, *log;
+	long merges, pairs;
+
+	project("lanes_wide", lanes[_i]);
+	ck_assert_int_eq(sbxloop("run", "four files", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_done(run, four);
+	assert_files(run, four_files);
+	pairs = overlaps("execute");
+	/* 1 lane: none overlap; 2: pairs within two waves; 4: all six */
+	if (lanes[_i] == 1)
+		ck_assert_int_eq(pairs, 0);
+	else if (lanes[_i] == 2)
+		ck_assert_int_ge(pairs, 2);
+	else
+		ck_assert_int_eq(pairs, 6);
+	log = git_out(run, "log --oneline --merges");
+	merges = 0;
+	for (char *p = log; (p = strstr(p, "sbxloop: merge task")); p++)
+		merges++;
+	ck_assert_int_eq(merges, lanes[_i] == 1 ? 0 : 4);
+	free(log);
+	/* no lane worktree or branch is left */
+	log = git_out(run, "worktree list");
+	ck_assert_msg(!strstr(log, ".sbxloop/lanes"), "%s", log);
+	free(log);
+	log = git_out(run, "branch --list 'sbxloop/lanes/*'");
+	ck_assert_str_eq(log, "");
+	free(log);
+	free(run);
+}
+END_TEST
+
+/* t1, then t2 and t3 at once, then t4 on the merged tree of both. */
+START_TEST(test_diamond_starts_dependents_from_the_merged_tree)
+{
+	char *run;
+
+	project("lanes_diamond", 2);
+	ck_assert_int_eq(sbxloop("run", "a diamond", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_done(run, four);
+	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts a,"
+			       " phase_attempts b WHERE a.phase = 'execute'"
+			       " AND b.phase = 'execute' AND a.task_id = 't2'"
+			       " AND b.task_id = 't3'"
+			       " AND a.started_at < b.ended_at"
+			       " AND b.started_at < a.ended_at"),
+			 1);
+	/* t4 planned after t2 and t3 were accepted */
+	ck_assert_int_eq(q_int("SELECT count(*) FROM phase_attempts p,"
+			       " phase_attempts v WHERE p.task_id = 't4'"
+			       " AND p.phase = 'plan' AND v.phase = 'validate'"
+			       " AND v.task_id IN ('t2', 't3')"
+			       " AND p.started_at >= v.ended_at"),
+			 2);
+	/* and its worktree had both: its VERIFY ran where out-t2/t3 are */
+	assert_files(run, four_files);
+	free(run);
+}
+END_TEST
+
+/* Two tasks write the same file: the later merge conflicts, re-plans
+ * on the merged tree (a replan spent) and finishes. */
+START_TEST(test_a_merge_conflict_replans_on_the_merged_tree)
+{
+	char *run, *shared, *ws, rel[8400];
+
+	project("lanes_conflict", 2);
+	ck_assert_int_eq(sbxloop("run", "one file, twice", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	ck_assert_int_eq(rt_event_count(run, "task.conflict", "task_id", "t2",
+					"files", "*shared.txt*", NULL),
+			 1);
+	ck_assert_int_eq(rt_attempt_count(run, "t2", "plan", NULL, NULL), 2);
+	{
+		struct rt_task t;
+
+		ck_assert_int_eq(rt_task_get(run, "t2", &t), 0);
+		ck_assert_int_eq(t.replans, 1);
+		rt_task_release(&t);
+	}
+	/* the second plan was told which file collided */
+	shared = read_file("scenario.json.prompt.10");
+	ck_assert_msg(strstr(shared, "merge conflict") &&
+			      strstr(shared, "shared.txt"),
+		      "%s", shared);
+	free(shared);
+	ws = rt_workspace(run);
+	snprintf(rel, sizeof(rel), "%s/shared.txt", ws + strlen(rt_dir()) + 1);
+	shared = read_file(rel);
+	ck_assert_str_eq(shared, "one\ntwo\n");
+	free(shared);
+	free(ws);
+	/* the conflict never reached the tree: no markers, no merge left */
+	shared = git_out(run, "status --porcelain");
+	ck_assert_str_eq(shared, "");
+	free(shared);
+	free(run);
+}
+END_TEST
+
+/* kill -9 with lanes in flight, then resume: the same end. */
+START_TEST(test_kill_with_lanes_in_flight_then_resume)
+{
+	const char *args[] = {"run", "four files", "--no-tui", NULL};
+	const char *env[] = {"SBXLOOP_TEST_KILL_AFTER=execute:2", NULL};
+	char *run, *log;
+
+	project("lanes_kill", 4);
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 128 + SIGKILL);
+	run = last_run();
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	assert_run_state(run, "completed");
+	assert_done(run, four);
+	assert_files(run, four_files);
+	/* no committed EXECUTE ran twice */
+	ck_assert_int_eq(rt_attempt_count(run, NULL, "execute", NULL, NULL),
+			 4);
+	log = git_out(run, "worktree list");
+	ck_assert_msg(!strstr(log, ".sbxloop/lanes"), "%s", log);
+	free(log);
+	free(run);
+}
+END_TEST
+
+/* cancel from another process stops every lane at its boundary. */
+START_TEST(test_cancel_stops_every_lane_and_resume_finishes)
+{
+	const char *args[] = {"run", "four files", "--no-tui", NULL};
+	pid_t pid;
+	char *run;
+
+	project("lanes_wide", 4);
+	pid = spawn_sbxloop(NULL, args);
+	ck_assert(wait_until("task", "executing", 20));
+	run = last_run();
+	ck_assert_int_eq(sbxloop("cancel", run, NULL), 0);
+	ck_assert_int_eq(wait_code(pid), 2);
+	assert_run_state(run, "cancelled");
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	assert_run_state(run, "completed");
+	assert_files(run, four_files);
+	free(run);
+}
+END_TEST
+
+/* Lanes need a git checkout: a plain directory runs one at a time. */
+START_TEST(test_without_git_the_run_says_so_and_runs_one_lane)
+{
+	char *run;
+
+	copy_scenario("lanes_wide");
+	rt_write_config("local", NULL, "budgets:\n  max_parallel_tasks: 4\n");
+	ck_assert_int_eq(sbxloop("run", "four files", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_file_has("err.txt", "running one task at a time, because the "
+				   "workspace is not a git checkout");
+	ck_assert_int_eq(overlaps("execute"), 0);
+	free(run);
+}
+END_TEST
+
+static Suite *lanes_suite(void)
+{
+	Suite *s = suite_create("lanes");
+	TCase *tc = tcase_create("lanes");
+
+	tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(
+		tc, test_wide_dag_runs_as_many_tasks_at_once_as_lanes, 0, 3);
+	tcase_add_test(tc,
+		       test_diamond_starts_dependents_from_the_merged_tree);
+	tcase_add_test(tc, test_a_merge_conflict_replans_on_the_merged_tree);
+	tcase_add_test(tc, test_kill_with_lanes_in_flight_then_resume);
+	tcase_add_test(tc, test_cancel_stops_every_lane_and_resume_finishes);
+	tcase_add_test(tc, test_without_git_the_run_says_so_and_runs_one_lane);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(lanes_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
