@@ -26,12 +26,20 @@
 #include <sbxloop/events.h>
 
 #include "engine/engine_internal.h"
+#include "engine/artifacts.h"
 #include "engine/workspace.h"
 #include "host/redact.h"
 
 #define LANES_MAX 32
 #define LANES_DIR ".sbxloop/lanes"
 #define GIT_ID "-c", "user.name=sbxloop", "-c", "user.email=sbxloop@localhost"
+
+/*
+ * git's worktree records are read and written unlocked by `worktree
+ * add` (it looks at every other worktree), `worktree remove` and
+ * `branch -D`: those calls take this lock, whichever thread makes them.
+ */
+static pthread_mutex_t worktrees_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct sl_lane {
 	struct sl_engine *e;
@@ -174,50 +182,116 @@ static int worktree_open(struct sl_engine *e, struct task *t,
 		free(branch);
 		return 0;
 	}
+	pthread_mutex_lock(&worktrees_lock);
 	if (SL_GIT(&g, e->workspace, "git", "worktree", "add", "-q", "-B",
 		   branch, dir, "HEAD"))
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot make the worktree of task %s: %s", t->id,
 			      g.err);
+	pthread_mutex_unlock(&worktrees_lock);
 	sl_git_out_clear(&g);
 	free(dir);
 	free(branch);
 	return rc;
 }
 
+/* Remove the task's worktree and branch now (a conflict re-opens it). */
 static void worktree_drop(struct sl_engine *e, struct task *t)
 {
 	struct sl_git_out g;
 	char *dir = dir_of(e, t), *branch = branch_of(e, t);
 
+	pthread_mutex_lock(&worktrees_lock);
 	SL_GIT(&g, e->workspace, "git", "worktree", "remove", "--force", dir);
 	sl_git_out_clear(&g);
 	SL_GIT(&g, e->workspace, "git", "branch", "-q", "-D", branch);
 	sl_git_out_clear(&g);
+	pthread_mutex_unlock(&worktrees_lock);
 	free(dir);
 	free(branch);
 }
 
 /*
- * Commit the task's work in its worktree and merge it into the run's
- * workspace. 0 merged (or nothing to merge), 1 a conflict (the merge is
- * undone, *files lists the conflicting paths; caller frees), <0 error.
+ * A merged task's worktree: its directory goes now, in process; git's
+ * record of it and its branch go in one call each when the lanes end
+ * (lanes_tidy), so the serial part of a task is its merge alone.
+ */
+static void worktree_retire(struct sl_engine *e, struct task *t)
+{
+	char *dir = dir_of(e, t);
+
+	pthread_mutex_lock(&worktrees_lock);
+	sl_artifacts_rmtree_quiet(dir);
+	pthread_mutex_unlock(&worktrees_lock);
+	free(dir);
+}
+
+static void lanes_tidy(struct sl_engine *e)
+{
+	struct sl_git_out g;
+	char *pattern =
+		sl_xasprintf("refs/heads/sbxloop/lanes/%s/", e->run_id);
+	const char **argv;
+	char *copy, *line, *save = NULL;
+	size_t n = 0, cap = 8;
+
+	SL_GIT(&g, e->workspace, "git", "worktree", "prune");
+	sl_git_out_clear(&g);
+	if (SL_GIT(&g, e->workspace, "git", "for-each-ref",
+		   "--format=%(refname:short)", pattern) == 0 &&
+	    *g.out) {
+		argv = sl_xcalloc(cap, sizeof(*argv));
+		argv[n++] = "git";
+		argv[n++] = "branch";
+		argv[n++] = "-q";
+		argv[n++] = "-D";
+		copy = sl_xstrdup(g.out);
+		for (line = strtok_r(copy, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			if (n + 2 > cap)
+				argv = sl_xrealloc(argv,
+						   (cap *= 2) * sizeof(*argv));
+			argv[n++] = line;
+		}
+		argv[n] = NULL;
+		sl_git_out_clear(&g);
+		sl_git(&g, e->workspace, argv);
+		free(copy);
+		free(argv);
+	}
+	sl_git_out_clear(&g);
+	free(pattern);
+}
+
+/* Commit the task's work in its worktree (its lane's thread). */
+static void commit_task(struct sl_engine *e, struct task *t)
+{
+	struct sl_git_out g;
+	char *dir = dir_of(e, t),
+	     *msg = sl_xasprintf("sbxloop: task %s", t->id);
+
+	SL_GIT(&g, dir, "git", "add", "-A");
+	sl_git_out_clear(&g);
+	SL_GIT(&g, dir, "git", GIT_ID, "commit", "-q", "--allow-empty", "-m",
+	       msg);
+	sl_git_out_clear(&g);
+	free(msg);
+	free(dir);
+}
+
+/*
+ * Merge the task's committed work into the run's workspace (the engine
+ * thread). 0 merged, 1 a conflict (the merge is undone, *files lists
+ * the conflicting paths; caller frees), <0 error.
  */
 static int merge_task(struct sl_engine *e, struct task *t, char **files,
 		      struct sbxloop_error *err)
 {
 	struct sl_git_out g;
-	char *dir = dir_of(e, t), *branch = branch_of(e, t), *msg;
+	char *branch = branch_of(e, t), *msg;
 	int rc = 0;
 
 	*files = NULL;
-	SL_GIT(&g, dir, "git", "add", "-A");
-	sl_git_out_clear(&g);
-	msg = sl_xasprintf("sbxloop: task %s", t->id);
-	SL_GIT(&g, dir, "git", GIT_ID, "commit", "-q", "--allow-empty", "-m",
-	       msg);
-	sl_git_out_clear(&g);
-	free(msg);
 	msg = sl_xasprintf("sbxloop: merge task %s", t->id);
 	if (SL_GIT(&g, e->workspace, "git", GIT_ID, "merge", "-q", "--no-ff",
 		   "--no-edit", "-m", msg, branch) == 0) {
@@ -240,7 +314,6 @@ static int merge_task(struct sl_engine *e, struct task *t, char **files,
 	sl_git_out_clear(&g);
 out:
 	free(msg);
-	free(dir);
 	free(branch);
 	return rc;
 }
@@ -299,7 +372,13 @@ static void *lane_thread(void *arg)
 	struct sl_lane *l = a->l;
 
 	free(a);
-	l->rc = sl_engine_run_task(l->e, l->t, &l->err);
+	/* the worktree and the commit on the lane's own thread: only the
+	 * merge into the run's workspace is serial */
+	l->rc = worktree_open(l->e, l->t, &l->err);
+	if (l->rc == 0)
+		l->rc = sl_engine_run_task(l->e, l->t, &l->err);
+	if (l->rc == 0 && l->t->state == SL_TASK_DONE)
+		commit_task(l->e, l->t);
 	pthread_mutex_lock(&s->lock);
 	l->finished = 1;
 	pthread_cond_broadcast(&s->cond);
@@ -312,10 +391,7 @@ static int lane_start(struct sched *s, struct sl_lane *l, struct task *t,
 {
 	struct sl_engine *e = s->e;
 	struct lane_arg *a;
-	int rc = worktree_open(e, t, err);
 
-	if (rc < 0)
-		return rc;
 	memset(l, 0, sizeof(*l));
 	l->e = e;
 	l->t = t;
@@ -388,12 +464,15 @@ static int readiness(struct sl_engine *e, const struct task *t)
  * A task its lane left: an accepted one is merged (task.end then), or
  * plans again after a conflict; a terminal one's worktree goes.
  */
-static int settle(struct sl_engine *e, struct task *t,
+static int settle(struct sl_engine *e, struct task *t, int resumed,
 		  struct sbxloop_error *err)
 {
 	char *files = NULL;
 	int rc;
 
+	/* accepted before a kill: maybe not committed yet */
+	if (resumed && t->state == SL_TASK_DONE)
+		commit_task(e, t);
 	if (t->state == SL_TASK_DONE) {
 		rc = merge_task(e, t, &files, err);
 		if (rc == 1) {
@@ -406,8 +485,37 @@ static int settle(struct sl_engine *e, struct task *t,
 		sl_engine_task_end(e, t);
 	}
 	if (sl_task_terminal(t))
-		worktree_drop(e, t);
+		worktree_retire(e, t);
 	return 0;
+}
+
+/*
+ * While every lane is busy, make the worktrees of the next ready tasks
+ * (at most one lane's worth), so a lane that frees starts at once: git
+ * cannot make worktrees concurrently, and this takes that serial part
+ * off the path between two tasks. A ready task's dependencies are
+ * merged already, so its worktree starts from the merged tree.
+ */
+static void prepare_next(struct sched *s)
+{
+	struct sl_engine *e = s->e;
+	struct sbxloop_error ignored = {0, ""};
+	size_t i, made = 0;
+
+	for (i = 0; i < e->n_tasks && made < s->n; i++) {
+		struct task *t = &e->tasks[i];
+		char *dir;
+		struct stat st;
+
+		if (sl_task_terminal(t) || task_running(s, t) ||
+		    readiness(e, t) != 1)
+			continue;
+		dir = dir_of(e, t);
+		if (stat(dir, &st) != 0)
+			worktree_open(e, t, &ignored); /* the lane retries */
+		free(dir);
+		made++;
+	}
 }
 
 /* A finished lane: join it, settle its task, note the first error. */
@@ -430,7 +538,7 @@ static int lane_finish(struct sched *s, struct sl_lane *l,
 		free(l->dir);
 		return 0; /* the worktree stays for resume */
 	}
-	rc = settle(e, t, &err);
+	rc = settle(e, t, 0, &err);
 	if (rc < 0 && !*failed) {
 		*first = err;
 		*failed = rc;
@@ -473,7 +581,7 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 		struct stat st;
 
 		if (t->state == SL_TASK_DONE && stat(dir, &st) == 0) {
-			rc = settle(e, t, err);
+			rc = settle(e, t, 1, err);
 			if (rc < 0) {
 				first = *err;
 				failed = rc;
@@ -527,6 +635,8 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 			running += s->lanes[i].running;
 		if (!running)
 			break;
+		if (!stop && running == s->n)
+			prepare_next(s);
 		/* wait for a lane to finish */
 		pthread_mutex_lock(&s->lock);
 		for (;;) {
@@ -552,6 +662,7 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	}
 	e->lanes_active = 0;
 	e->lanes_halt = 0;
+	lanes_tidy(e);
 	if (!failed) {
 		char *dir = sl_xasprintf("%s/" LANES_DIR, e->workspace);
 

@@ -1,0 +1,168 @@
+/*
+ * bench/lanes: parallel lanes. A real `sbxloop run` of 16 independent
+ * tasks (N if given) on the local provider, in a git project (so each
+ * lane works in a worktree and merges back), with a scripted agent
+ * whose every job takes 200 ms, at 1, 2, 4 and 8 lanes. Prints per lane
+ * count the wall time and the speed-up over one lane (same process, same
+ * scenario), sbxloop's own CPU per job (its workers excluded) and its
+ * peak RSS. Figures only; nothing is asserted. The target: a speed-up
+ * of at least 0.9 x lanes (the work is sleeping, so two cores do not
+ * bound it) and the CPU per job of one lane.
+ *
+ * Environment: SBXLOOP_BIN, SBXLOOP_WORKER, SBXLOOP_SRCDIR (prompts) and
+ * SBXLOOP_PLUGIN_PATH as in `make check`; defaults suit the build tree.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cpu.h"
+#include "runs.h"
+
+#define JOB_S 0.2
+
+/* Every reply keyed to its task, each taking JOB_S. */
+static int write_scenario(const char *path, int n)
+{
+	static const char *const replies[] = {
+		"{\"json\":{\"steps\":[\"write the file\"]}",
+		NULL, /* EXECUTE: writes out-tN.txt */
+		"{\"json\":{\"verdict\":\"pass\"}",
+		"{\"json\":{\"verdict\":\"accept\"}",
+	};
+	FILE *f = fopen(path, "w");
+	int i, k;
+
+	if (!f)
+		return -1;
+	fputs("[{\"json\":{\"tasks\":[", f);
+	for (i = 1; i <= n; i++)
+		fprintf(f,
+			"%s{\"id\":\"t%d\",\"title\":\"task %d\","
+			"\"verify_commands\":[\"test -f out-t%d.txt\"]}",
+			i > 1 ? "," : "", i, i, i);
+	fputs("]}}", f);
+	for (i = 1; i <= n; i++)
+		for (k = 0; k < 4; k++) {
+			fputs(",\n", f);
+			if (replies[k])
+				fputs(replies[k], f);
+			else
+				fprintf(f,
+					"{\"text\":\"done\",\"files\":"
+					"{\"out-t%d.txt\":\"ok\\n\"}",
+					i);
+			fprintf(f, ",\"task\":\"t%d\",\"sleep_s\":%g}", i,
+				JOB_S);
+		}
+	fputs("]\n", f);
+	return fclose(f);
+}
+
+static int bench(int n, int lanes, double *wall, double *cpu_job,
+		 double *rss_mb)
+{
+	char dir[] = "/tmp/sbxloop-bench-lanes-XXXXXX", path[300], cmd[512];
+	char extra[128];
+	struct bench_cpu own = {-1, -1};
+	struct rusage ru;
+	siginfo_t si;
+	double t0;
+	pid_t pid;
+	int status, rc = -1;
+
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && mkdir repo && cd repo && git init -q && "
+		 "echo hi > README && git add . && git -c user.name=b -c "
+		 "user.email=b@b commit -qm init",
+		 dir);
+	snprintf(path, sizeof(path), "%s/scenario.json", dir);
+	if (system(cmd) != 0 || write_scenario(path, n) < 0)
+		goto out;
+	snprintf(path, sizeof(path), "%s/sbxloop.yaml", dir);
+	snprintf(extra, sizeof(extra),
+		 "sandbox:\n  workspace: repo\n"
+		 "run:\n  attest: off\n");
+	if (bench_write_config(path, n, "  sandbox: local\n  sinks: []\n",
+			       extra) < 0)
+		goto out;
+	/* budgets are written by bench_write_config: lanes through env */
+	snprintf(cmd, sizeof(cmd), "%d", lanes);
+	setenv("SBXLOOP_BUDGETS__MAX_PARALLEL_TASKS", cmd, 1);
+	t0 = bench_now();
+	pid = fork();
+	if (pid < 0)
+		goto out;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (chdir(dir) < 0)
+			_exit(126);
+		dup2(null, 1);
+		dup2(null, 2);
+		execl(bench_env_or("SBXLOOP_BIN", "./sbxloop"), "sbxloop",
+		      "run", "benchmark", "--no-tui", (char *)NULL);
+		_exit(127);
+	}
+	memset(&si, 0, sizeof(si));
+	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 &&
+	       errno == EINTR)
+		;
+	*wall = bench_now() - t0;
+	bench_proc_cpu(pid, &own);
+	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr,
+			"bench: the run with %d lanes failed (status "
+			"%d); see %s\n",
+			lanes, status, dir);
+		return -1;
+	}
+	/* jobs: DECOMPOSE, then four agent jobs and one VERIFY a task */
+	*cpu_job = (own.user_ms + own.sys_ms) / (1 + 5.0 * n);
+	*rss_mb = (double)ru.ru_maxrss / 1024.0;
+	rc = 0;
+out:
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench: cannot remove %s\n", dir);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const int lanes[] = {1, 2, 4, 8};
+	int n = argc > 1 ? atoi(argv[1]) : 16, i;
+	double one = 0;
+
+	if (n < 2 || n > 200) {
+		fputs("usage: bench/lanes [TASKS, 2..200]\n", stderr);
+		return 2;
+	}
+	printf("%d independent tasks, every job %.0f ms:\n", n, JOB_S * 1000);
+	for (i = 0; i < 4; i++) {
+		double wall, cpu, rss;
+
+		if (bench(n, lanes[i], &wall, &cpu, &rss) < 0)
+			return 1;
+		if (i == 0)
+			one = wall;
+		printf("lanes=%d  wall %6.2f s  speed-up %5.2f (%.2f x "
+		       "lanes)  sbxloop CPU %.2f ms/job  peak RSS %.1f MB\n",
+		       lanes[i], wall, one / wall, one / wall / lanes[i], cpu,
+		       rss);
+		fflush(stdout);
+	}
+	return 0;
+}
