@@ -337,6 +337,24 @@ static int status_one(struct sl_instance *store, const char *run_id, int json)
 			free(state);
 			free(fb);
 		}
+		/* lanes run several at once: say which are under way */
+		if (!sbxloop_run_state_is_terminal(r.state)) {
+			struct sl_buf now = SL_BUF_INIT;
+
+			cJSON_ArrayForEach (t, tasks) {
+				const char *st = jstr(t, "state");
+
+				if (!sbxloop_task_state_is_terminal(st) &&
+				    strcmp(st, SBXLOOP_TASK_PENDING) != 0)
+					sl_buf_addf(&now, "%s%s",
+						    now.len ? ", " : "",
+						    jstr(t, "task_id"));
+			}
+			if (now.len)
+				sl_buf_addf(&out, "under way: %s\n",
+					    sl_buf_str(&now));
+			sl_buf_release(&now);
+		}
 	}
 	sl_buf_addf(&out, "\n%d phase attempts recorded\n", r.attempts);
 	print_shown(sl_buf_str(&out));

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "runtest.h"
+#include "testutil.h"
 
 /* A git project with one commit, and the config running on it. */
 static void project(const char *scenario, int lanes)
@@ -210,6 +211,16 @@ START_TEST(test_kill_with_lanes_in_flight_then_resume)
 	project("lanes_kill", 4);
 	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 128 + SIGKILL);
 	run = last_run();
+	/* status names the tasks the lanes had under way */
+	{
+		const char *sargs[] = {"status", run, NULL};
+		struct tu_run r;
+
+		rt_capture(&r, sargs);
+		ck_assert_int_eq(r.status, 0);
+		ck_assert_msg(strstr(r.out, "under way: t"), "%s", r.out);
+		tu_run_free(&r);
+	}
 	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
 	assert_run_state(run, "completed");
 	assert_done(run, four);
