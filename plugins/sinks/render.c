@@ -364,6 +364,18 @@ static const char *const dense_prefixes[] = {
 	NULL,
 };
 
+/*
+ * The task an agent line belongs to, after the clock: with lanes the
+ * agents of several tasks speak at once.
+ */
+static void add_task(struct render *p, const cJSON *data)
+{
+	const char *task = field_str(data, "task_id");
+
+	if (task && *task)
+		addf(p, " %.40s", task);
+}
+
 /* The last `lines` lines of text, each indented. */
 static void add_tail_lines(struct render *p, const char *text, int lines)
 {
@@ -404,6 +416,7 @@ static void add_tool_end(struct render *p, const struct sbxloop_event *ev,
 	     (!success && cJSON_IsNumber(code) && code->valuedouble == 0 &&
 	      !(error && *error));
 	add_clock(p, ev->ts);
+	add_task(p, data);
 	addf(p, "  %s %s", ok ? "\xe2\x9c\x93" : "\xe2\x9c\x97",
 	     tool ? tool : "tool");
 	if (cJSON_IsNumber(code))
@@ -463,6 +476,7 @@ void render_transcript(struct render *p, const struct sbxloop_event *ev,
 			return;
 		*style = RENDER_CYAN;
 		add_clock(p, ev->ts);
+		add_task(p, data);
 		s = field_str(data, "agent");
 		addf(p, " %s", s && *s ? s : "agent");
 		if (model && *model)
@@ -471,6 +485,7 @@ void render_transcript(struct render *p, const struct sbxloop_event *ev,
 	} else if (!strcmp(t, SBXLOOP_EV_WORKER_ERROR)) {
 		*style = RENDER_RED;
 		add_clock(p, ev->ts);
+		add_task(p, data);
 		s = field_str(data, "message");
 		if (!s || !*s)
 			s = field_str(data, "error_type");
@@ -478,6 +493,7 @@ void render_transcript(struct render *p, const struct sbxloop_event *ev,
 	} else if (!strcmp(t, SBXLOOP_EV_AGENT_TOOL_START)) {
 		*style = RENDER_YELLOW;
 		add_clock(p, ev->ts);
+		add_task(p, data);
 		s = field_str(data, "tool");
 		addf(p, "  \xe2\x9a\x99 %s", s ? s : "tool");
 		if (truthy(field(data, "args"))) {

@@ -885,6 +885,11 @@ static void emit_transcript_events(void *arg)
 	     "\"output\":\"one\\ntwo\\nboom\"}");
 	emit("task.state", "{\"task_id\":\"t1\",\"state\":\"executing\"}");
 	emit("agent.permission_denied", "{\"kind\":\"shell\"}");
+	/* lanes: agents of two tasks at once, each line names its task */
+	emit("agent.message", "{\"task_id\":\"t2\",\"agent\":\"planner\","
+			      "\"content\":\"plan for t2\"}");
+	emit("agent.tool_start", "{\"task_id\":\"t3\",\"tool\":\"bash\","
+				 "\"args\":\"make t3\"}");
 	flush();
 }
 
@@ -913,6 +918,9 @@ START_TEST(test_plain_sink_prints_the_transcript_a_person_watches)
 	ck_assert_ptr_nonnull(strstr(out, "\xe2\x9c\x97 bash exit 3 $ make"));
 	ck_assert_ptr_nonnull(strstr(out, "\n    boom"));
 	ck_assert_ptr_nonnull(strstr(out, "task.state t1 executing"));
+	ck_assert_msg(strstr(out, " t2 planner") &&
+			      strstr(out, " t3  \xe2\x9a\x99 bash $ make t3"),
+		      "%s", out);
 	/* colour was forced on: executing is cyan */
 	ck_assert_ptr_nonnull(strstr(out, "\033[36m"));
 	free(out);
