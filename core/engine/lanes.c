@@ -439,10 +439,14 @@ static int task_running(const struct sched *s, const struct task *t)
 	return 0;
 }
 
-/* -1 blocked for good (a dependency failed or was skipped), 0 waits,
- * 1 ready. */
-static int readiness(struct sl_engine *e, const struct task *t)
+/*
+ * -1 blocked for good (a dependency failed or was skipped), 0 waits,
+ * 1 ready. A running dependency's state belongs to its lane's thread:
+ * it is not read, the task waits.
+ */
+static int readiness(const struct sched *s, const struct task *t)
 {
+	struct sl_engine *e = s->e;
 	const cJSON *dep;
 	int ready = 1;
 
@@ -452,6 +456,10 @@ static int readiness(struct sl_engine *e, const struct task *t)
 
 		if (!d)
 			continue;
+		if (task_running(s, d)) {
+			ready = 0;
+			continue;
+		}
 		if (d->state == SL_TASK_FAILED || d->state == SL_TASK_SKIPPED)
 			return -1;
 		if (d->state != SL_TASK_DONE)
@@ -507,8 +515,8 @@ static void prepare_next(struct sched *s)
 		char *dir;
 		struct stat st;
 
-		if (sl_task_terminal(t) || task_running(s, t) ||
-		    readiness(e, t) != 1)
+		if (task_running(s, t) || sl_task_terminal(t) ||
+		    readiness(s, t) != 1)
 			continue;
 		dir = dir_of(e, t);
 		if (stat(dir, &st) != 0)
@@ -600,9 +608,9 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 			size_t k;
 			int r;
 
-			if (sl_task_terminal(t) || task_running(s, t))
+			if (task_running(s, t) || sl_task_terminal(t))
 				continue;
-			r = readiness(e, t);
+			r = readiness(s, t);
 			if (r < 0) {
 				rc = sl_engine_boundary(e, err);
 				if (rc == 0)

@@ -134,7 +134,10 @@ int sl_engine_set_task_state(struct sl_engine *e, struct task *t,
 {
 	int rc;
 
+	/* lanes: the steering board reads other tasks' states */
+	pthread_mutex_lock(&e->mu);
 	t->state = state;
+	pthread_mutex_unlock(&e->mu);
 	rc = task_persist(e, t, err);
 	if (rc < 0)
 		return rc;

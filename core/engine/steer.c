@@ -77,7 +77,7 @@ int sl_engine_load_guidance(struct sl_engine *e, const char *json)
 
 /* ---- what the STEER session sees ---------------------------------------- */
 
-static char *task_board(const struct sl_engine *e)
+static char *task_board(struct sl_engine *e)
 {
 	struct sl_buf b = SL_BUF_INIT;
 	size_t i;
@@ -85,10 +85,12 @@ static char *task_board(const struct sl_engine *e)
 	if (!e->n_tasks)
 		return sl_xstrdup("(not decomposed yet: the outcome has no "
 				  "tasks so far)");
+	pthread_mutex_lock(&e->mu); /* lanes change their tasks' states */
 	for (i = 0; i < e->n_tasks; i++)
 		sl_buf_addf(&b, "%s- %s [%s] %s", i ? "\n" : "",
 			    e->tasks[i].id, sl_task_state_name(&e->tasks[i]),
 			    e->tasks[i].title);
+	pthread_mutex_unlock(&e->mu);
 	return sl_buf_detach(&b);
 }
 
