@@ -17,6 +17,7 @@
  */
 #include "config.h"
 
+#include <glob.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -555,6 +556,66 @@ static int lane_finish(struct sched *s, struct sl_lane *l,
 	return 0;
 }
 
+/*
+ * A run that had lanes and was killed: a merge the kill cut off is
+ * undone (the workspace goes back to its last merge), and a task
+ * accepted in its worktree but never merged is merged now, whether or
+ * not lanes run this time. Nothing to do without .sbxloop/lanes.
+ */
+static int recover(struct sl_engine *e, struct sbxloop_error *err)
+{
+	struct sl_git_out g;
+	char *lanes;
+	struct stat st;
+	size_t i;
+	int rc = 0;
+
+	if (!e->workspace)
+		return 0;
+	lanes = sl_xasprintf("%s/" LANES_DIR, e->workspace);
+	if (stat(lanes, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		free(lanes);
+		return 0;
+	}
+	free(lanes);
+	/* a git command the kill cut off leaves its index locked */
+	if (SL_GIT(&g, e->workspace, "git", "rev-parse",
+		   "--path-format=absolute", "--git-common-dir") == 0) {
+		char *pat = sl_xasprintf("%s/worktrees/*/index.lock", g.out);
+		char *main_lock = sl_xasprintf("%s/index.lock", g.out);
+		glob_t gl;
+
+		unlink(main_lock);
+		if (glob(pat, 0, NULL, &gl) == 0) {
+			for (i = 0; i < gl.gl_pathc; i++)
+				unlink(gl.gl_pathv[i]);
+			globfree(&gl);
+		}
+		free(pat);
+		free(main_lock);
+	}
+	sl_git_out_clear(&g);
+	if (SL_GIT(&g, e->workspace, "git", "rev-parse", "-q", "--verify",
+		   "MERGE_HEAD") == 0) {
+		sl_git_out_clear(&g);
+		SL_GIT(&g, e->workspace, "git", "merge", "--abort");
+		sl_log(SBXLOOP_LOG_INFO,
+		       "lanes: a merge cut off by the last stop was undone");
+	}
+	sl_git_out_clear(&g);
+	for (i = 0; i < e->n_tasks && rc == 0; i++) {
+		struct task *t = &e->tasks[i];
+		char *dir = dir_of(e, t);
+
+		if (t->state == SL_TASK_DONE && stat(dir, &st) == 0)
+			rc = settle(e, t, 1, err);
+		free(dir);
+	}
+	if (rc == 0)
+		lanes_tidy(e);
+	return rc;
+}
+
 int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 {
 	long long want =
@@ -565,6 +626,10 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	size_t i;
 	int failed = 0, stop = 0, rc;
 
+	/* resumed after lanes: finish what a kill cut short first */
+	rc = recover(e, err);
+	if (rc < 0)
+		return rc;
 	if (want <= 1 || e->n_tasks < 2)
 		return 1;
 	if (lanes_refused(e, &why)) {
@@ -582,22 +647,6 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	pthread_cond_init(&s->cond, NULL);
 	exclude_lanes(e);
 	e->lanes_active = 1;
-	/* resumed: a task accepted but killed before its merge */
-	for (i = 0; i < e->n_tasks && !failed; i++) {
-		struct task *t = &e->tasks[i];
-		char *dir = dir_of(e, t);
-		struct stat st;
-
-		if (t->state == SL_TASK_DONE && stat(dir, &st) == 0) {
-			rc = settle(e, t, 1, err);
-			if (rc < 0) {
-				first = *err;
-				failed = rc;
-				stop = 1;
-			}
-		}
-		free(dir);
-	}
 	for (;;) {
 		size_t running = 0;
 

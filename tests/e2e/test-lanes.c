@@ -221,10 +221,38 @@ START_TEST(test_kill_with_lanes_in_flight_then_resume)
 		ck_assert_msg(strstr(r.out, "under way: t"), "%s", r.out);
 		tu_run_free(&r);
 	}
+	/* the kill may cut a merge off: leave one in progress */
+	{
+		char *ws = rt_workspace(run), cmd[9000];
+
+		snprintf(
+			cmd, sizeof(cmd),
+			"cd '%s' && git checkout -q -b cut-off && "
+			"echo junk > junk.txt && git add junk.txt && "
+			"git -c user.name=t -c user.email=t@t commit -qm junk "
+			"&& git checkout -q - && git merge -q --no-commit "
+			"--no-ff cut-off && test -f junk.txt",
+			ws);
+		free(ws);
+		ck_assert_int_eq(system(cmd), 0);
+	}
 	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
 	assert_run_state(run, "completed");
 	assert_done(run, four);
 	assert_files(run, four_files);
+	/* the cut-off merge was undone, the lanes merged every task */
+	{
+		char *ws = rt_workspace(run), path[8400];
+
+		snprintf(path, sizeof(path), "%s/junk.txt", ws);
+		ck_assert_int_ne(access(path, F_OK), 0);
+		free(ws);
+	}
+	log = git_out(run, "log --oneline --merges");
+	ck_assert_msg(strstr(log, "merge task t1") &&
+			      strstr(log, "merge task t4"),
+		      "%s", log);
+	free(log);
 	/* no committed EXECUTE ran twice */
 	ck_assert_int_eq(rt_attempt_count(run, NULL, "execute", NULL, NULL),
 			 4);
