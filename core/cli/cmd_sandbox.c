@@ -210,8 +210,16 @@ static int sandbox_rm(struct sl_cli *cli, int argc, char **argv)
 		rc = SL_EXIT_USAGE;
 		goto out;
 	}
-	for (i = 0; all && i < l.n; i++)
-		add_target(&targets, &n, l.rows[i].name);
+	for (i = 0; i < l.n; i++) {
+		const char *r;
+
+		/* --run: its lanes' sandboxes (sandbox.lanes: per-lane) too */
+		if (all || (run &&
+			    sl_sandbox_name_parse(l.rows[i].name, run_buf,
+						  sizeof(run_buf), &r) == 0 &&
+			    !strcmp(run_buf, run)))
+			add_target(&targets, &n, l.rows[i].name);
+	}
 	if (!n) {
 		sl_cli_error("nothing to remove: pass a NAME, --run, or "
 			     "--all");

@@ -208,6 +208,10 @@ const struct sl_config_spec sl_core_schema[] = {
 	{"sandbox.workspace_isolation", STR, "auto", "auto|clone|in-place",
 	 "auto: clone a clean git checkout; clone: always; in-place: never",
 	 NULL},
+	{"sandbox.lanes", STR, "shared", "shared|per-lane",
+	 "with budgets.max_parallel_tasks > 1: every lane in the run's "
+	 "agent sandbox, or one agent sandbox per lane",
+	 NULL},
 	{"sandbox.extra_allow_domains", LIST, "[]", NULL,
 	 "domains seeded into every sandbox's network allowlist",
 	 check_domain},

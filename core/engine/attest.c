@@ -883,7 +883,10 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 				SBXLOOP_CAP_SECRET_NEVER_IN_SANDBOX,
 				(claimed &
 				 SBXLOOP_CAP_SECRET_NEVER_IN_SANDBOX) &&
-					sl_pair_secret_outside(pair, "agent"));
+					sl_pair_secret_outside(
+						pair, o->agent_box
+							      ? o->agent_box
+							      : "agent"));
 			judge_secret(p, out, 'm', "model token", o->nonce);
 		}
 	}
@@ -957,11 +960,12 @@ int sl_attest_pair(struct sl_core *core, struct sl_pair *pair,
 	random_hex(tag, 8);
 	memset(&l, 0, sizeof(l));
 	l.fd = -1;
-	if (!sl_pair_box(pair, "agent", &bps[0].info))
+	if (!sl_pair_box(pair, o->agent_box ? o->agent_box : "agent",
+			 &bps[0].info))
 		return sl_error(err, SBXLOOP_ESTATE,
 				"no agent sandbox to probe");
 	bps[nb++].role = ROLE_AGENT;
-	if (sl_pair_box(pair, "github", &bps[1].info)) {
+	if (!o->agent_box && sl_pair_box(pair, "github", &bps[1].info)) {
 		bps[nb++].role = ROLE_GITHUB;
 		a->have_github = 1;
 	}

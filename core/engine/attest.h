@@ -59,6 +59,12 @@ struct sl_attest_opts {
 	const char *nonce;
 	/* the caller removes the pair and calls sl_attest_after_removal */
 	int removal;
+	/*
+	 * The agent sandbox to probe by its sl_pair_box label: NULL for
+	 * the run's ("agent"), a lane's ("laneN"); with one set, the github
+	 * sandbox is left out (it was probed with the pair).
+	 */
+	const char *agent_box;
 };
 
 /* "off" | "quick" | "full"; SBXLOOP_EINVAL on anything else. */

@@ -215,7 +215,16 @@ int sl_engine_provision(struct sl_engine *e, const char *pinned,
 /* keep_on_failure: mark the pair kept for debugging; best effort. */
 void sl_engine_keep_on_failure(struct sl_engine *e);
 /* Revoke the open grants (task_id NULL: each its own); ledger_lock held. */
-void sl_engine_revoke_grants(struct sl_engine *e, const char *task_id);
+void sl_engine_revoke_grants(struct sl_engine *e,
+			     struct sl_egress_ledger *ledger,
+			     const char *task_id);
+/* run.attest on the pair (`lane` NULL) or on lane sandbox "laneN". */
+int sl_engine_attest(struct sl_engine *e, const char *lane,
+		     struct sbxloop_error *err);
+/* A grant ledger for another agent sandbox (a lane's), on the run's
+ * granter chain; free with sl_egress_ledger_free. */
+struct sl_egress_ledger *sl_engine_ledger_new(struct sl_engine *e,
+					      const char *sandbox);
 
 /* ---- report.c ----------------------------------------------------------- */
 
@@ -239,6 +248,8 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err);
 /* A lane's sandbox view and host directory of task `t` (NULL: none). */
 const struct sbxloop_sandbox_info *sl_lane_info(const struct task *t);
 const char *sl_lane_dir(const struct task *t);
+/* The grant ledger of the lane's own sandbox (per-lane), else NULL. */
+struct sl_egress_ledger *sl_lane_ledger(const struct task *t);
 
 /* ---- steer.c ------------------------------------------------------------ */
 

@@ -107,6 +107,10 @@ int sl_sandbox_name_parse(const char *name, char *run_buf, size_t size,
 		return -1;
 	for (i = 0; i < 2 && strcmp(dash + 1, roles[i]); i++)
 		;
+	/* a lane's agent sandbox (sandbox.lanes: per-lane): laneN */
+	if (i == 2 && !strncmp(dash + 1, "lane", 4) && dash[5] &&
+	    strspn(dash + 5, "0123456789") == strlen(dash + 5))
+		i = 0;
 	n = (size_t)(dash - rest);
 	if (i == 2 || n + 1 > size)
 		return -1;

@@ -11,9 +11,12 @@
  * under its excluded .sbxloop/lanes/, where the sandbox sees them at
  * the same relative path) and a clean git checkout; otherwise the run
  * says why and runs its tasks one at a time, exactly as without lanes.
- * Every lane shares the run's agent sandbox; its egress ledger counts
- * holders (egress.c). Scheduling, merging and worktree changes happen
- * on the engine thread; a lane thread only drives its task's steps.
+ * sandbox.lanes: shared (default) runs every lane in the run's agent
+ * sandbox, whose egress ledger counts holders (egress.c); per-lane
+ * gives each lane an agent sandbox of its own (made when the lane first
+ * starts a task, attested, with a ledger of its own, removed when the
+ * lanes end). Scheduling, merging and worktree changes happen on the
+ * engine thread; a lane thread only drives its task's steps.
  */
 #include "config.h"
 
@@ -31,7 +34,7 @@
 #include "engine/workspace.h"
 #include "host/redact.h"
 
-#define LANES_MAX 32
+#define LANES_MAX SL_PAIR_LANES_MAX
 #define LANES_DIR ".sbxloop/lanes"
 #define GIT_ID "-c", "user.name=sbxloop", "-c", "user.email=sbxloop@localhost"
 
@@ -42,9 +45,20 @@
  */
 static pthread_mutex_t worktrees_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* A lane's own agent sandbox (sandbox.lanes: per-lane); kept across
+ * the tasks the lane runs. */
+struct slot {
+	int up;
+	char label[16]; /* "laneN" */
+	struct sbxloop_sandbox_info info;
+	struct sl_egress_ledger *ledger;
+};
+
 struct sl_lane {
 	struct sl_engine *e;
 	struct task *t;
+	struct slot *slot; /* NULL: the run's agent sandbox */
+	size_t index;
 	pthread_t th;
 	int running;
 	int finished;
@@ -57,7 +71,9 @@ struct sl_lane {
 struct sched {
 	struct sl_engine *e;
 	struct sl_lane lanes[LANES_MAX];
+	struct slot slots[LANES_MAX];
 	size_t n;
+	int per_lane;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 };
@@ -70,6 +86,11 @@ const struct sbxloop_sandbox_info *sl_lane_info(const struct task *t)
 const char *sl_lane_dir(const struct task *t)
 {
 	return t && t->lane ? t->lane->dir : NULL;
+}
+
+struct sl_egress_ledger *sl_lane_ledger(const struct task *t)
+{
+	return t && t->lane && t->lane->slot ? t->lane->slot->ledger : NULL;
 }
 
 /* ---- git ---------------------------------------------------------------- */
@@ -366,6 +387,53 @@ struct lane_arg {
 	struct sl_lane *l;
 };
 
+/*
+ * The lane's own agent sandbox, made when the lane first needs it:
+ * created and handed the model token like the run's (provision.c),
+ * attested (run.attest), with a grant ledger of its own.
+ */
+static int slot_up(struct sl_lane *l, struct sbxloop_error *err)
+{
+	struct sl_engine *e = l->e;
+	struct slot *sl = l->slot;
+	int rc;
+
+	if (sl->up)
+		return 0;
+	snprintf(sl->label, sizeof(sl->label), "lane%zu", l->index + 1);
+	rc = sl_pair_lane_up(e->pair, l->index, e->workspace, &e->cancel,
+			     &sl->info, err);
+	if (rc < 0)
+		return rc;
+	sl->up = 1;
+	rc = sl_engine_attest(e, sl->label, err);
+	if (rc < 0)
+		return rc;
+	sl->ledger = sl_engine_ledger_new(e, sl->info.name);
+	return 0;
+}
+
+/* The lane's view: its sandbox, working in the task's worktree. */
+static int lane_view(struct sl_lane *l, struct sbxloop_error *err)
+{
+	const struct sbxloop_sandbox_info *base =
+		l->slot ? &l->slot->info : &l->e->info;
+	char *inside =
+		sl_xasprintf("%s/" LANES_DIR "/%s", base->workdir, l->t->id);
+	size_t n = strlen(inside);
+
+	l->info = *base;
+	if (n >= sizeof(l->info.workdir)) {
+		free(inside);
+		return sl_error(err, SBXLOOP_EINVAL,
+				"the worktree path of task %s is too long",
+				l->t->id);
+	}
+	memcpy(l->info.workdir, inside, n + 1);
+	free(inside);
+	return 0;
+}
+
 static void *lane_thread(void *arg)
 {
 	struct lane_arg *a = arg;
@@ -373,9 +441,13 @@ static void *lane_thread(void *arg)
 	struct sl_lane *l = a->l;
 
 	free(a);
-	/* the worktree and the commit on the lane's own thread: only the
-	 * merge into the run's workspace is serial */
-	l->rc = worktree_open(l->e, l->t, &l->err);
+	/* the sandbox, the worktree and the commit on the lane's own
+	 * thread: only the merge into the run's workspace is serial */
+	l->rc = l->slot ? slot_up(l, &l->err) : 0;
+	if (l->rc == 0)
+		l->rc = lane_view(l, &l->err);
+	if (l->rc == 0)
+		l->rc = worktree_open(l->e, l->t, &l->err);
 	if (l->rc == 0)
 		l->rc = sl_engine_run_task(l->e, l->t, &l->err);
 	if (l->rc == 0 && l->t->state == SL_TASK_DONE)
@@ -396,24 +468,9 @@ static int lane_start(struct sched *s, struct sl_lane *l, struct task *t,
 	memset(l, 0, sizeof(*l));
 	l->e = e;
 	l->t = t;
-	l->info = e->info;
+	l->index = (size_t)(l - s->lanes);
+	l->slot = s->per_lane ? &s->slots[l->index] : NULL;
 	l->dir = dir_of(e, t);
-	{
-		char *inside = sl_xasprintf("%s/" LANES_DIR "/%s",
-					    e->info.workdir, t->id);
-		size_t n = strlen(inside);
-
-		if (n >= sizeof(l->info.workdir)) {
-			free(inside);
-			free(l->dir);
-			return sl_error(err, SBXLOOP_EINVAL,
-					"the worktree path of task %s is "
-					"too long",
-					t->id);
-		}
-		memcpy(l->info.workdir, inside, n + 1);
-		free(inside);
-	}
 	t->lane = l;
 	a = sl_xcalloc(1, sizeof(*a));
 	a->s = s;
@@ -428,6 +485,34 @@ static int lane_start(struct sched *s, struct sl_lane *l, struct task *t,
 				"cannot start a lane for task %s", t->id);
 	}
 	return 0;
+}
+
+/*
+ * The lanes' own sandboxes at the end: every grant revoked; removed
+ * unless the run failed (the pair's teardown, or keep_on_failure,
+ * decides then, with the run's own).
+ */
+static void slots_down(struct sched *s, int failed)
+{
+	struct sl_engine *e = s->e;
+	size_t k;
+
+	for (k = 0; k < s->n; k++) {
+		struct slot *sl = &s->slots[k];
+
+		if (!sl->up)
+			continue;
+		if (sl->ledger) {
+			pthread_mutex_lock(&e->ledger_lock);
+			sl_engine_revoke_grants(e, sl->ledger, NULL);
+			pthread_mutex_unlock(&e->ledger_lock);
+			sl_egress_ledger_free(sl->ledger);
+			sl->ledger = NULL;
+		}
+		if (!failed)
+			sl_pair_lane_down(e->pair, k);
+		sl->up = 0;
+	}
 }
 
 static int task_running(const struct sched *s, const struct task *t)
@@ -643,6 +728,12 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	s = sl_xcalloc(1, sizeof(*s));
 	s->e = e;
 	s->n = (size_t)(want < LANES_MAX ? want : LANES_MAX);
+	{
+		const char *mode =
+			sl_config_str(e->core->cfg, "sandbox.lanes");
+
+		s->per_lane = mode && !strcmp(mode, "per-lane");
+	}
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	exclude_lanes(e);
@@ -719,6 +810,7 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	}
 	e->lanes_active = 0;
 	e->lanes_halt = 0;
+	slots_down(s, failed);
 	lanes_tidy(e);
 	if (!failed) {
 		char *dir = sl_xasprintf("%s/" LANES_DIR, e->workspace);

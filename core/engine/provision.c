@@ -39,7 +39,10 @@
 
 #define ROLE_AGENT 0
 #define ROLE_GITHUB 1
-#define MAX_PROVIDED 4
+/* the pair, then one agent sandbox per lane (sandbox.lanes: per-lane) */
+#define LANE_BASE 2
+#define MAX_BOXES (LANE_BASE + SL_PAIR_LANES_MAX)
+#define MAX_PROVIDED (2 * MAX_BOXES)
 
 /* Not a chain index: the core's own env file (no strategy configured). */
 #define WORKER_ENV SIZE_MAX
@@ -51,7 +54,8 @@
 
 struct box {
 	char name[SBXLOOP_NAME_MAX];
-	const char *role;
+	const char *role; /* what the provider makes: "agent" | "github" */
+	char label[16];   /* what callers ask for: role, or "laneN" */
 	struct sbxloop_sandbox_info info;
 	int created;
 	int secret_outside; /* its token went in with never_in_sandbox */
@@ -73,8 +77,8 @@ struct sl_pair {
 	const char **chain_names;
 	struct sl_instance *chain;
 	size_t n_chain;
-	struct box boxes[2];
-	size_t n_boxes;
+	struct box boxes[MAX_BOXES];
+	size_t n_boxes; /* of the pair; lane boxes sit past LANE_BASE */
 	struct provided provided[MAX_PROVIDED];
 	size_t n_provided;
 	/* the tokens, copied at the check and wiped on free */
@@ -278,6 +282,8 @@ static void emit_box(struct sl_pair *p, const char *type, const struct box *b,
 
 	cJSON_AddStringToObject(d, "name", b->name);
 	cJSON_AddStringToObject(d, "role", b->role);
+	if (strcmp(b->label, b->role) != 0)
+		cJSON_AddStringToObject(d, "lane", b->label);
 	if (with_info) {
 		cJSON_AddStringToObject(d, "workdir", b->info.workdir);
 		cJSON_AddBoolToObject(d, "mounted", b->info.mounted);
@@ -389,7 +395,7 @@ static void remember(struct sl_pair *p, size_t strategy, int box,
 	struct provided *pv;
 
 	if (p->n_provided == MAX_PROVIDED)
-		return; /* two sandboxes, one token each: cannot happen */
+		return; /* one token per sandbox: cannot happen */
 	pv = &p->provided[p->n_provided++];
 	pv->strategy = strategy;
 	pv->box = box;
@@ -631,11 +637,19 @@ static int box_create(struct sl_pair *p, int box, const char *workspace,
 	char **seed, *shared[3] = {NULL, NULL, NULL};
 	int rc;
 
-	b->role = box == ROLE_AGENT ? "agent" : "github";
-	sl_sandbox_name(b->name, sizeof(b->name), p->run_id, b->role);
-	seed = box == ROLE_AGENT ? sl_egress_agent_seed(p->core->cfg)
-				 : sl_egress_github_seed(p->core->cfg);
-	if (box == ROLE_AGENT)
+	b->role = box == ROLE_GITHUB ? "github" : "agent";
+	if (box < LANE_BASE)
+		snprintf(b->label, sizeof(b->label), "%s", b->role);
+	else
+		snprintf(b->label, sizeof(b->label), "lane%d",
+			 box - LANE_BASE + 1);
+	if (sl_sandbox_name(b->name, sizeof(b->name), p->run_id, b->label))
+		return sl_error(err, SBXLOOP_EINVAL,
+				"run id '%s' is too long for a sandbox name",
+				p->run_id);
+	seed = box == ROLE_GITHUB ? sl_egress_github_seed(p->core->cfg)
+				  : sl_egress_agent_seed(p->core->cfg);
+	if (box != ROLE_GITHUB)
 		script_files(p->core, shared);
 	memset(&spec, 0, sizeof(spec));
 	spec.struct_size = sizeof(spec);
@@ -668,34 +682,53 @@ static int box_create(struct sl_pair *p, int box, const char *workspace,
 	return 0;
 }
 
+/* Remove one sandbox the pair made (its secrets revoked first). */
+static void box_remove(struct sl_pair *p, struct box *b)
+{
+	const struct sbxloop_sandbox_ops *ops = p->core->sandbox.ops;
+	struct sbxloop_error err = {0, ""};
+	cJSON *d;
+
+	if (!b->created)
+		return;
+	b->created = 0;
+	if (ops->sandbox_remove(p->core->sandbox.ctx, b->name, &err) < 0) {
+		sl_log(SBXLOOP_LOG_WARN, "cannot remove sandbox '%s': %s",
+		       b->name, err.message);
+		return;
+	}
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "name", b->name);
+	cJSON_AddStringToObject(d, "role", b->role);
+	if (strcmp(b->label, b->role) != 0)
+		cJSON_AddStringToObject(d, "lane", b->label);
+	sl_emit(p->core, SBXLOOP_EV_SANDBOX_REMOVED, NULL, d);
+}
+
+/* Revoke what was provided to box `box` only, latest first. */
+static void revoke_box(struct sl_pair *p, int box)
+{
+	size_t i = p->n_provided, k;
+
+	while (i-- > 0) {
+		if (p->provided[i].box != box)
+			continue;
+		revoke_one(p, &p->provided[i]);
+		for (k = i; k + 1 < p->n_provided; k++)
+			p->provided[k] = p->provided[k + 1];
+		p->n_provided--;
+	}
+}
+
 /* Revoke, then remove; the caller holds the lock. */
 static void down_locked(struct sl_pair *p)
 {
-	const struct sbxloop_sandbox_ops *ops = p->core->sandbox.ops;
 	size_t i;
 
 	while (p->n_provided > 0)
 		revoke_one(p, &p->provided[--p->n_provided]);
-	for (i = 0; i < p->n_boxes; i++) {
-		struct box *b = &p->boxes[i];
-		struct sbxloop_error err = {0, ""};
-		cJSON *d;
-
-		if (!b->created)
-			continue;
-		b->created = 0;
-		if (ops->sandbox_remove(p->core->sandbox.ctx, b->name, &err) <
-		    0) {
-			sl_log(SBXLOOP_LOG_WARN,
-			       "cannot remove sandbox '%s': %s", b->name,
-			       err.message);
-			continue;
-		}
-		d = cJSON_CreateObject();
-		cJSON_AddStringToObject(d, "name", b->name);
-		cJSON_AddStringToObject(d, "role", b->role);
-		sl_emit(p->core, SBXLOOP_EV_SANDBOX_REMOVED, NULL, d);
-	}
+	for (i = 0; i < MAX_BOXES; i++)
+		box_remove(p, &p->boxes[i]);
 }
 
 static int provide_role(struct sl_pair *p, int box, struct sbxloop_error *err)
@@ -706,6 +739,7 @@ static int provide_role(struct sl_pair *p, int box, struct sbxloop_error *err)
 	if (box == ROLE_GITHUB)
 		return provide(p, box, GH_ENV, p->gh_value, NULL, GH_SERVICE,
 			       err);
+	/* a lane's agent sandbox gets the model token as the run's does */
 	if (!p->model_value) {
 		b->secret_outside = 1;
 		emit_secret(p, b, p->model ? p->model->env : "", "none", 1,
@@ -793,8 +827,8 @@ int sl_pair_box(struct sl_pair *p, const char *role,
 	if (!p || !role)
 		return 0;
 	pthread_mutex_lock(&p->lock);
-	for (i = 0; i < p->n_boxes && !found; i++)
-		if (p->boxes[i].created && !strcmp(p->boxes[i].role, role)) {
+	for (i = 0; i < MAX_BOXES && !found; i++)
+		if (p->boxes[i].created && !strcmp(p->boxes[i].label, role)) {
 			*out = p->boxes[i].info;
 			found = 1;
 		}
@@ -802,11 +836,11 @@ int sl_pair_box(struct sl_pair *p, const char *role,
 	return found;
 }
 
-size_t sl_pair_names(const struct sl_pair *p, const char *names[2])
+size_t sl_pair_names(const struct sl_pair *p, const char **names, size_t max)
 {
 	size_t i, n = 0;
 
-	for (i = 0; p && i < p->n_boxes; i++)
+	for (i = 0; p && i < MAX_BOXES && n < max; i++)
 		if (p->boxes[i].created)
 			names[n++] = p->boxes[i].name;
 	return n;
@@ -842,9 +876,66 @@ int sl_pair_secret_outside(struct sl_pair *p, const char *role)
 	int outside = 0;
 
 	pthread_mutex_lock(&p->lock);
-	for (i = 0; i < p->n_boxes; i++)
-		if (p->boxes[i].created && !strcmp(p->boxes[i].role, role))
+	for (i = 0; i < MAX_BOXES; i++)
+		if (p->boxes[i].created && !strcmp(p->boxes[i].label, role))
 			outside = p->boxes[i].secret_outside;
 	pthread_mutex_unlock(&p->lock);
 	return outside;
+}
+
+/* ------------------------------------------------------------ lanes */
+
+int sl_pair_lane_up(struct sl_pair *p, size_t lane, const char *workspace,
+		    const volatile sig_atomic_t *cancel,
+		    struct sbxloop_sandbox_info *out,
+		    struct sbxloop_error *err)
+{
+	int box = LANE_BASE + (int)lane;
+	char *worker;
+	int rc;
+
+	if (lane >= SL_PAIR_LANES_MAX)
+		return sl_error(err, SBXLOOP_EINVAL, "no lane %zu", lane + 1);
+	pthread_mutex_lock(&p->lock);
+	if (!p->checked || !p->n_boxes || !p->boxes[ROLE_AGENT].created) {
+		pthread_mutex_unlock(&p->lock);
+		return sl_error(err, SBXLOOP_ESTATE,
+				"the run's sandboxes are not up");
+	}
+	if (p->boxes[box].created) {
+		*out = p->boxes[box].info;
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	if (cancelled(cancel)) {
+		pthread_mutex_unlock(&p->lock);
+		return sl_error(err, SBXLOOP_ECANCELLED,
+				"provisioning was interrupted");
+	}
+	worker = sl_worker_path(p->core);
+	rc = box_create(p, box, workspace, worker, err);
+	if (rc == 0)
+		rc = provide_role(p, box, err);
+	if (rc == 0) {
+		emit_box(p, SBXLOOP_EV_SANDBOX_READY, &p->boxes[box], 1);
+		*out = p->boxes[box].info;
+	} else {
+		revoke_box(p, box);
+		box_remove(p, &p->boxes[box]);
+	}
+	pthread_mutex_unlock(&p->lock);
+	free(worker);
+	return rc;
+}
+
+void sl_pair_lane_down(struct sl_pair *p, size_t lane)
+{
+	int box = LANE_BASE + (int)lane;
+
+	if (!p || lane >= SL_PAIR_LANES_MAX)
+		return;
+	pthread_mutex_lock(&p->lock);
+	revoke_box(p, box);
+	box_remove(p, &p->boxes[box]);
+	pthread_mutex_unlock(&p->lock);
 }

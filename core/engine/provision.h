@@ -16,6 +16,9 @@
 
 struct sl_pair;
 
+/* At most this many lane sandboxes (sandbox.lanes: per-lane). */
+#define SL_PAIR_LANES_MAX 32
+
 /* A new, empty pair; core is borrowed. */
 struct sl_pair *sl_pair_new(struct sl_core *core);
 /* Free the pair; it does not tear anything down (a kept pair stays). */
@@ -50,17 +53,36 @@ int sl_pair_up(struct sl_pair *pair, const char *run_id, const char *workspace,
 const struct sbxloop_sandbox_info *sl_pair_agent(const struct sl_pair *pair);
 
 /*
- * Copy the info of the sandbox of `role` ("agent", "github") into *out:
+ * Copy the info of the sandbox of `role` ("agent", "github", or a lane's
+ * "laneN") into *out:
  * 1 when it exists, else 0. Its strings live as long as the pair.
  */
 int sl_pair_box(struct sl_pair *pair, const char *role,
 		struct sbxloop_sandbox_info *out);
 
 /*
- * The names of the sandboxes that exist, agent first, into names[]
- * (borrowed from the pair, at most 2); returns how many.
+ * The names of the sandboxes that exist, agent first, then github, then
+ * the lanes', into names[] (borrowed from the pair, at most `max`);
+ * returns how many.
  */
-size_t sl_pair_names(const struct sl_pair *pair, const char *names[2]);
+size_t sl_pair_names(const struct sl_pair *pair, const char **names,
+		     size_t max);
+
+/*
+ * The agent sandbox of lane `lane` (0-based; sandbox.lanes: per-lane):
+ * sbxloop-RUN-laneN on `workspace`, made like the run's agent sandbox
+ * (seeded allowlist, the model token through the strategy chain) when
+ * it does not exist yet; its info into *out. The pair must be up. Safe
+ * from a lane's thread (the pair's lock serialises creations). On
+ * failure whatever was made of it is revoked and removed.
+ */
+int sl_pair_lane_up(struct sl_pair *pair, size_t lane, const char *workspace,
+		    const volatile sig_atomic_t *cancel,
+		    struct sbxloop_sandbox_info *out,
+		    struct sbxloop_error *err);
+
+/* Revoke lane `lane`'s secret and remove its sandbox (if it exists). */
+void sl_pair_lane_down(struct sl_pair *pair, size_t lane);
 
 /*
  * Revoke every provided secret, then remove the sandboxes. Idempotent and

@@ -19,11 +19,14 @@
 #include "common/util.h"
 #include "engine/workspace.h"
 
-void sl_engine_revoke_grants(struct sl_engine *e, const char *task_id)
+void sl_engine_revoke_grants(struct sl_engine *e,
+			     struct sl_egress_ledger *ledger,
+			     const char *task_id)
 {
 	struct sbxloop_error rerr = {0, ""};
 
-	if (sl_egress_revoke_all(e->ledger, task_id, &rerr) < 0)
+	if (sl_egress_revoke_all(ledger ? ledger : e->ledger, task_id, &rerr) <
+	    0)
 		sl_log(SBXLOOP_LOG_WARN, "cannot revoke egress grants%s%s: %s",
 		       task_id ? " of task " : "", task_id ? task_id : "",
 		       rerr.message);
@@ -102,6 +105,13 @@ static void policy_event(void *user, const char *type, cJSON *data)
 	sl_engine_emit(e, type, data);
 }
 
+struct sl_egress_ledger *sl_engine_ledger_new(struct sl_engine *e,
+					      const char *sandbox)
+{
+	return sl_egress_ledger_new(e->core->cfg, sandbox, e->chain,
+				    e->n_granters, policy_event, e);
+}
+
 /* The policy granters of plugins.policy and the agent's grant ledger. */
 static int open_egress(struct sl_engine *e, struct sbxloop_error *err)
 {
@@ -139,15 +149,17 @@ static int open_egress(struct sl_engine *e, struct sbxloop_error *err)
 }
 
 /*
- * run.attest: the probes on the fresh pair, a sandbox.attested event per
- * sandbox, and a sandbox weaker than its provider claims fails the run
- * (state failed, the reason naming the capability and the probe)
- * before any agent job. No canaries here: the secret probes check
- * variable names only.
+ * run.attest: the probes on the fresh pair (`lane` NULL) or on a lane's
+ * new agent sandbox ("laneN"), a sandbox.attested event per sandbox,
+ * and a sandbox weaker than its provider claims fails the run (the
+ * reason naming the capability and the probe) before any agent job in
+ * it; the pair's failure also sets the run's state. No canaries here:
+ * the secret probes check variable names only.
  */
-static int attest(struct sl_engine *e, struct sbxloop_error *err)
+int sl_engine_attest(struct sl_engine *e, const char *lane,
+		     struct sbxloop_error *err)
 {
-	struct sl_attest_opts o = {SL_ATTEST_QUICK, NULL, 0};
+	struct sl_attest_opts o = {SL_ATTEST_QUICK, NULL, 0, lane};
 	struct sl_attest *a;
 	const struct sl_probe *bad;
 	int rc;
@@ -159,8 +171,11 @@ static int attest(struct sl_engine *e, struct sbxloop_error *err)
 	a = sl_xcalloc(1, sizeof(*a));
 	rc = sl_attest_pair(e->core, e->pair, e->workspace, &o, a, err);
 	if (rc == 0) {
-		sl_engine_emit(e, SBXLOOP_EV_SANDBOX_ATTESTED,
-			       sl_attest_event(a, "agent"));
+		cJSON *d = sl_attest_event(a, "agent");
+
+		if (lane)
+			cJSON_AddStringToObject(d, "lane", lane);
+		sl_engine_emit(e, SBXLOOP_EV_SANDBOX_ATTESTED, d);
 		if (a->have_github)
 			sl_engine_emit(e, SBXLOOP_EV_SANDBOX_ATTESTED,
 				       sl_attest_event(a, "github"));
@@ -169,9 +184,12 @@ static int attest(struct sl_engine *e, struct sbxloop_error *err)
 			struct sbxloop_error serr = {0, ""};
 			char *why = sl_attest_reason(bad);
 
-			sl_engine_set_run_state(e, SBXLOOP_RUN_FAILED, why,
-						&serr);
-			rc = sl_error(err, SBXLOOP_ESTATE, "%s", why);
+			if (!lane)
+				sl_engine_set_run_state(e, SBXLOOP_RUN_FAILED,
+							why, &serr);
+			rc = sl_error(err, SBXLOOP_ESTATE, "%s%s%s%s", why,
+				      lane ? " (the sandbox of " : "",
+				      lane ? lane : "", lane ? ")" : "");
 			free(why);
 		}
 	}
@@ -210,7 +228,7 @@ int sl_engine_provision(struct sl_engine *e, const char *pinned,
 	e->info = *agent;
 	snprintf(e->box_name, sizeof(e->box_name), "%s", agent->name);
 	e->have_box = 1;
-	rc = attest(e, err);
+	rc = sl_engine_attest(e, NULL, err);
 	if (rc < 0)
 		return rc;
 	rc = open_egress(e, err);
@@ -234,7 +252,7 @@ void sl_engine_keep_on_failure(struct sl_engine *e)
 {
 	struct sbxloop_run_update u;
 	struct sbxloop_error err = {0, ""};
-	const char *names[2];
+	const char *names[SL_PAIR_LANES_MAX + 2];
 	size_t n;
 	cJSON *d;
 
@@ -250,7 +268,7 @@ void sl_engine_keep_on_failure(struct sl_engine *e)
 	e->st->run_update(e->sctx, &u, NULL, 0, &err);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "reason", "debug");
-	n = sl_pair_names(e->pair, names);
+	n = sl_pair_names(e->pair, names, SL_PAIR_LANES_MAX + 2);
 	cJSON_AddItemToObject(d, "sandboxes",
 			      cJSON_CreateStringArray(names, (int)n));
 	sl_engine_emit(e, SBXLOOP_EV_RUN_KEEP, d);
@@ -267,7 +285,7 @@ void sl_engine_teardown(struct sl_engine *e)
 	/* an interrupted EXECUTE leaves no grant open, kept pair or not */
 	if (e->ledger) {
 		pthread_mutex_lock(&e->ledger_lock);
-		sl_engine_revoke_grants(e, NULL);
+		sl_engine_revoke_grants(e, NULL, NULL);
 		pthread_mutex_unlock(&e->ledger_lock);
 	}
 	sl_engine_jobs_close(e);

@@ -82,15 +82,17 @@ void sl_engine_print_summary(struct sl_engine *e, FILE *dest)
 	if (e->fetch_cmd)
 		fprintf(out, "bring the work back with: %s\n", e->fetch_cmd);
 	if (e->kept_reason) {
-		const char *names[2];
-		size_t n = sl_pair_names(e->pair, names);
+		const char *names[SL_PAIR_LANES_MAX + 2];
+		size_t n = sl_pair_names(e->pair, names,
+					 SL_PAIR_LANES_MAX + 2);
 
+		fprintf(out, "kept sandbox%s: %s", n > 1 ? "es" : "",
+			n ? names[0] : e->box_name);
+		for (i = 1; i < n; i++)
+			fprintf(out, ", %s", names[i]);
 		fprintf(out,
-			"kept sandbox%s: %s%s%s (sbxloop shell %s; sbxloop "
-			"sandbox rm --run %s)\n",
-			n > 1 ? "es" : "", n ? names[0] : e->box_name,
-			n > 1 ? ", " : "", n > 1 ? names[1] : "", e->run_id,
-			e->run_id);
+			" (sbxloop shell %s; sbxloop sandbox rm --run %s)\n",
+			e->run_id, e->run_id);
 	}
 	if (e->delivered_url)
 		fprintf(out, "pull request: #%lld %s\n", e->delivered_number,

@@ -327,7 +327,6 @@ static int scrutinize(struct sl_engine *e, struct task *t, const char *report,
 	return rc;
 }
 
-/* Revoke the open grants (task_id NULL: each its own); ledger_lock held. */
 static int apply_execute(struct sl_engine *e, struct task *t, const cJSON *out,
 			 struct sbxloop_error *err)
 {
@@ -341,6 +340,9 @@ static int step_execute(struct sl_engine *e, struct task *t,
 {
 	struct sl_phase_ctx pc;
 	struct latest prior;
+	/* a lane's own sandbox has its own ledger (sandbox.lanes) */
+	struct sl_egress_ledger *ledger =
+		sl_lane_ledger(t) ? sl_lane_ledger(t) : e->ledger;
 	char *report = NULL, *sid = NULL, *resume = NULL;
 	cJSON *out = NULL;
 	double t0 = sl_now();
@@ -353,14 +355,14 @@ static int step_execute(struct sl_engine *e, struct task *t,
 	rc = sl_engine_latest_attempt(e, t->id, "execute", &prior, err);
 	if (rc < 0)
 		goto out;
-	if (e->ledger) {
+	if (ledger) {
 		pthread_mutex_lock(&e->ledger_lock);
 		rc = sl_egress_grant_all(
-			e->ledger, t->id,
+			ledger, t->id,
 			cJSON_GetObjectItemCaseSensitive(t->plan, "egress"),
 			err);
 		if (rc < 0) /* take back what this entry opened */
-			sl_engine_revoke_grants(e, t->id);
+			sl_engine_revoke_grants(e, ledger, t->id);
 		pthread_mutex_unlock(&e->ledger_lock);
 		if (rc < 0) {
 			sl_latest_release(&prior);
@@ -371,9 +373,9 @@ static int step_execute(struct sl_engine *e, struct task *t,
 			      sl_json_str(prior.output, "report", ""), resume,
 			      &report, &sid, err);
 	sl_latest_release(&prior);
-	if (e->ledger) {
+	if (ledger) {
 		pthread_mutex_lock(&e->ledger_lock);
-		sl_engine_revoke_grants(e, t->id);
+		sl_engine_revoke_grants(e, ledger, t->id);
 		pthread_mutex_unlock(&e->ledger_lock);
 	}
 	if (rc < 0)

@@ -209,6 +209,94 @@ START_TEST(test_grants_hold_in_execute_only_and_egress_reports_it)
 }
 END_TEST
 
+/* The file `rel` of the run's workspace (caller frees). */
+static char *ws_file(const char *run, const char *rel)
+{
+	char *ws = rt_workspace(run), path[8400], *text;
+
+	ck_assert_int_eq(strncmp(ws, rt_dir(), strlen(rt_dir())), 0);
+	snprintf(path, sizeof(path), "%s/%s", ws + strlen(rt_dir()) + 1, rel);
+	text = read_file(path);
+	free(ws);
+	return text;
+}
+
+/*
+ * sandbox.lanes with two lanes on a git project: t1's EXECUTE holds a
+ * grant of allowed.test for 3 s while t2, which declared nothing, tries
+ * the host from its own EXECUTE. In the shared sandbox it gets through
+ * (the documented cost of sharing); with a sandbox per lane it is
+ * refused, each lane's sandbox is made, attested and removed, and the
+ * grant went to t1's sandbox only.
+ */
+START_TEST(test_per_lane_sandboxes_keep_a_grant_to_its_lane)
+{
+	static const char *const modes[] = {"shared", "per-lane"};
+	int per_lane = _i == 1;
+	char resolve[512], extra[512], cmd[4400], *run, *codes;
+	const char *env[] = {resolve, NULL};
+	const char *args[] = {"run", "two lanes", "--no-tui", NULL};
+
+	snprintf(resolve, sizeof(resolve),
+		 "SBXLOOP_PROXY_RESOLVE=allowed.test:80=127.0.0.1:%u",
+		 allowed.port);
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && mkdir repo && cd repo && git init -q && "
+		 "echo hi > README && git add . && git -c user.name=t -c "
+		 "user.email=t@t commit -qm init",
+		 rt_dir());
+	ck_assert_int_eq(system(cmd), 0);
+	copy_scenario("lanes_grants");
+	snprintf(extra, sizeof(extra),
+		 "local:\n  isolation: bwrap\n  network: proxy\n"
+		 "policy:\n  allow: [\"allowed.test\"]\n"
+		 "sandbox:\n  workspace: repo\n  lanes: %s\n"
+		 "budgets:\n  max_parallel_tasks: 2\n",
+		 modes[_i]);
+	rt_write_config("local", "[local]", extra);
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	codes = ws_file(run, "codes-t1.txt");
+	ck_assert_str_eq(codes, "200\n");
+	free(codes);
+	codes = ws_file(run, "codes-t2.txt");
+	ck_assert_msg(!strcmp(codes, per_lane ? "403\n" : "200\n"),
+		      "t2 (%s) got '%s'", modes[_i], codes);
+	free(codes);
+	ck_assert_int_eq(allowed.hits, per_lane ? 1 : 2);
+	/* per lane: two sandboxes made, attested, removed; the grant and
+	 * its revoke in lane 1's or lane 2's, never the run's */
+	ck_assert_int_eq(
+		rt_event_count(run, "sandbox.ready", "lane", "lane1", NULL) +
+			rt_event_count(run, "sandbox.ready", "lane", "lane2",
+				       NULL),
+		per_lane ? 2 : 0);
+	ck_assert_int_eq(
+		rt_event_count(run, "sandbox.attested", "lane", "lane2", NULL),
+		per_lane ? 1 : 0);
+	ck_assert_int_eq(
+		rt_event_count(run, "sandbox.removed", "lane", "lane1", NULL) +
+			rt_event_count(run, "sandbox.removed", "lane", "lane2",
+				       NULL),
+		per_lane ? 2 : 0);
+	{
+		char agent[64];
+
+		snprintf(agent, sizeof(agent), "sbxloop-%s-agent", run);
+		ck_assert_int_eq(rt_event_count(run, "policy.allow", "domain",
+						"allowed.test", "sandbox",
+						agent, NULL),
+				 per_lane ? 0 : 1);
+		ck_assert_int_eq(rt_event_count(run, "policy.revoke", "domain",
+						"allowed.test", "task_id",
+						"t1", NULL),
+				 1);
+	}
+	free(run);
+}
+END_TEST
+
 START_TEST(test_egress_refuses_an_unknown_run)
 {
 	struct tu_run r;
@@ -232,6 +320,8 @@ static Suite *egress_suite(void)
 	tcase_add_test(tc,
 		       test_grants_hold_in_execute_only_and_egress_reports_it);
 	tcase_add_test(tc, test_egress_refuses_an_unknown_run);
+	tcase_add_loop_test(
+		tc, test_per_lane_sandboxes_keep_a_grant_to_its_lane, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -934,6 +934,68 @@ END_TEST
 /* ---------------------------------------------------------------- suite */
 
 /*
+ * sandbox.lanes: per-lane on sbx: four independent tasks on two lanes
+ * of a git project; each lane gets an agent sandbox of its own with the
+ * model token (as the run's sandbox does), its jobs exec there, and at
+ * the end every sandbox and secret is gone and no host file holds the
+ * token.
+ */
+START_TEST(test_run_with_per_lane_sandboxes)
+{
+	const char *run[] = {"run", "four files", "--no-tui", NULL};
+	char *state = sl_xasprintf("%s/state", dir), *more, *cmd;
+	struct tu_run r;
+	cJSON *all, *rec, *st;
+	int custom = 0, lane_execs = 0;
+
+	cmd = sl_xasprintf("mkdir '%s/repo' && cd '%s/repo' && git init -q && "
+			   "echo hi > README && git add . && git -c "
+			   "user.name=t -c user.email=t@t commit -qm init",
+			   dir, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	more = sl_xasprintf("sandbox:\n  workspace: %s/repo\n"
+			    "  lanes: per-lane\n"
+			    "budgets:\n  max_parallel_tasks: 2\n",
+			    dir);
+	write_run_config_with("lanes_wide", more);
+	free(more);
+	sbxloop(&r, run);
+	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
+	ck_assert(!strstr(r.err, RUN_TOKEN));
+	tu_run_free(&r);
+	ck_assert(call_names("create ", "-lane1"));
+	ck_assert(call_names("create ", "-lane2"));
+	ck_assert(!call_names("create ", "-lane3"));
+	ck_assert(call_names("rm ", "-lane1"));
+	ck_assert(call_names("rm ", "-lane2"));
+	all = invocations();
+	cJSON_ArrayForEach (rec, all) {
+		char *j = argv_joined(rec);
+
+		if (strstr(j, RUN_TOKEN))
+			custom += sl_starts_with(j, "secret set-custom ");
+		if (sl_starts_with(j, "exec -i ") && strstr(j, "-lane") &&
+		    strstr(j, "sbxloop-worker run"))
+			lane_execs++;
+		free(j);
+	}
+	cJSON_Delete(all);
+	/* the run's agent sandbox and the two lanes' */
+	ck_assert_int_eq(custom, 3);
+	/* four tasks of plan, execute, scrutinize, verify, validate */
+	ck_assert_int_ge(lane_execs, 16);
+	ck_assert_int_eq(sandboxes_left(), 0);
+	st = secrets_state();
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(st, "custom")),
+			 0);
+	cJSON_Delete(st);
+	ck_assert(!tree_contains(state, RUN_TOKEN));
+	free(state);
+}
+END_TEST
+
+/*
  * Observed egress on sbx: the fake's host proxy decides the sandbox's
  * curl by the rules the run set (policy allow/rm network), logs each
  * decision, and the provider reads `sbx policy log NAME --json` before
@@ -1041,6 +1103,7 @@ static Suite *sbx_commands_suite(void)
 		test_run_with_a_repo_provisions_the_pair_and_splits_tokens);
 	tcase_add_loop_test(tc, test_run_missing_token_creates_nothing, 0, 2);
 	tcase_add_test(tc, test_run_sigterm_leaves_no_sandbox_and_no_secret);
+	tcase_add_test(tc, test_run_with_per_lane_sandboxes);
 	tcase_add_test(tc,
 		       test_run_records_what_sbx_saw_and_egress_reports_it);
 	tcase_add_test(

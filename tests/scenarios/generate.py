@@ -240,6 +240,18 @@ def lane_twice(i):
     return rs + rs
 S["lanes_kill"] = [D(task("t1"), task("t2"), task("t3"), task("t4"))] + \
     sum([lane_twice(i) for i in ("t1", "t2", "t3", "t4")], [])
+# sandbox.lanes: t1 holds a grant of allowed.test through a 3 s EXECUTE
+# while t2, which declared nothing, tries the same host 1 s into its
+# own: a shared sandbox lets it through, a sandbox per lane refuses it
+S["lanes_grants"] = [D(task("t1"), task("t2")),
+                     K(declare(P("t1"), ("allowed.test", "fetch the fixture")), "t1"),
+                     K(E("t1", run=[CURL % ("allowed.test", "codes-t1.txt"),
+                                    "sleep 3"]), "t1"),
+                     K(SP, "t1"), K(VA, "t1"),
+                     K(P("t2"), "t2"),
+                     K(E("t2", run=["sleep 1",
+                                    CURL % ("allowed.test", "codes-t2.txt")]), "t2"),
+                     K(SP, "t2"), K(VA, "t2")]
 for k, v in S.items():
     with open(k + ".json", "w") as f:
         json.dump(v, f, indent=1); f.write("\n")

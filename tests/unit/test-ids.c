@@ -112,6 +112,25 @@ START_TEST(test_sandbox_name_parse_rejects_an_unknown_role)
 	assert_not_a_pair_name("sbxloop-rabcdefgh-Agent");
 	assert_not_a_pair_name("sbxloop-rabcdefgh-");
 	assert_not_a_pair_name("sbxloop-rabcdefgh");
+	assert_not_a_pair_name("sbxloop-rabcdefgh-lane");
+	assert_not_a_pair_name("sbxloop-rabcdefgh-lanex");
+	assert_not_a_pair_name("sbxloop-rabcdefgh-lane1x");
+}
+END_TEST
+
+/* A lane's agent sandbox (sandbox.lanes: per-lane) is the run's, role
+ * agent, so `sandbox rm --run` and prune find it. */
+START_TEST(test_sandbox_name_parse_takes_a_lane_box)
+{
+	char run[SL_RUN_ID_LEN + 1], name[128];
+	const char *role = NULL;
+
+	ck_assert_int_eq(
+		sl_sandbox_name(name, sizeof(name), "rabcdefgh", "lane12"), 0);
+	ck_assert_int_eq(sl_sandbox_name_parse(name, run, sizeof(run), &role),
+			 0);
+	ck_assert_str_eq(run, "rabcdefgh");
+	ck_assert_str_eq(role, "agent");
 }
 END_TEST
 
@@ -172,6 +191,7 @@ static Suite *ids_suite(void)
 	tcase_add_test(tc, test_sandbox_name_parse_rejects_a_foreign_prefix);
 	tcase_add_test(tc, test_sandbox_name_parse_rejects_an_unknown_role);
 	tcase_add_test(tc, test_sandbox_name_parse_rejects_an_invalid_run_id);
+	tcase_add_test(tc, test_sandbox_name_parse_takes_a_lane_box);
 	tcase_add_test(tc,
 		       test_sandbox_name_parse_refuses_a_run_buffer_too_small);
 	tcase_add_test(tc, test_sandbox_name_refuses_a_buffer_too_small);
