@@ -9,8 +9,12 @@
  *
  * Lanes need the workspace mounted in the sandbox (the worktrees live
  * under its excluded .sbxloop/lanes/, where the sandbox sees them at
- * the same relative path) and a clean git checkout; otherwise the run
- * says why and runs its tasks one at a time, exactly as without lanes.
+ * the same relative path); otherwise the run says why and runs its
+ * tasks one at a time, exactly as without lanes. A workspace that is no
+ * clean git top (not git, a subdirectory of a checkout, uncommitted
+ * changes) gets a shadow repository, .sbxloop/git, whose work tree is
+ * the workspace: the same worktrees and merges without touching the
+ * user's own git.
  * sandbox.lanes: shared (default) runs every lane in the run's agent
  * sandbox, whose egress ledger counts holders (egress.c); per-lane
  * gives each lane an agent sandbox of its own (made when the lane first
@@ -37,6 +41,8 @@
 #define LANES_MAX SL_PAIR_LANES_MAX
 #define LANES_DIR ".sbxloop/lanes"
 #define GIT_ID "-c", "user.name=sbxloop", "-c", "user.email=sbxloop@localhost"
+/* the lanes' own repository of a workspace that is no clean git top */
+#define SHADOW_DIR ".sbxloop/git"
 
 /*
  * git's worktree records are read and written unlocked by `worktree
@@ -96,6 +102,39 @@ struct sl_egress_ledger *sl_lane_ledger(const struct task *t)
 /* ---- git ---------------------------------------------------------------- */
 
 /*
+ * git on the run's workspace: `argv` is "git", then its arguments. With
+ * a shadow repository (e->lanes_git) the workspace is its work tree,
+ * named on every call, so the user's own .git (if any) is never touched.
+ */
+static int ws_git(struct sl_git_out *g, const struct sl_engine *e,
+		  const char *const *argv)
+{
+	const char **full;
+	char *dir_opt = NULL, *tree_opt = NULL;
+	size_t n = 0, k = 0;
+	int rc;
+
+	while (argv[n])
+		n++;
+	full = sl_xcalloc(n + 3, sizeof(*full));
+	full[k++] = argv[0];
+	if (e->lanes_git) {
+		dir_opt = sl_xasprintf("--git-dir=%s", e->lanes_git);
+		tree_opt = sl_xasprintf("--work-tree=%s", e->workspace);
+		full[k++] = dir_opt;
+		full[k++] = tree_opt;
+	}
+	memcpy(full + k, argv + 1, n * sizeof(*full)); /* with the NULL */
+	rc = sl_git(g, e->workspace, full);
+	free(full);
+	free(dir_opt);
+	free(tree_opt);
+	return rc;
+}
+#define WS_GIT(g, e, ...)                                                     \
+	ws_git((g), (e), (const char *const[]){"git", __VA_ARGS__, NULL})
+
+/*
  * The lane's branch: under sbxloop/lanes/, since the run's own branch
  * sbxloop/<run> cannot also be a directory of refs.
  */
@@ -110,50 +149,50 @@ static char *dir_of(const struct sl_engine *e, const struct task *t)
 }
 
 /*
- * May lanes run here? 0, or 1 with *why (caller frees): lanes need the
- * workspace mounted, as a clean git checkout (its top level).
+ * How may lanes run here? 0: on the workspace's own git (a clean
+ * checkout, its top level); 1: with a shadow repository (its own git
+ * dir under .sbxloop/, the workspace its work tree) because the
+ * workspace is no clean git top, *why says which; -1: not at all, *why
+ * says why (the sandbox does not mount the workspace). Caller frees
+ * *why.
  */
-static int lanes_refused(struct sl_engine *e, char **why)
+static int lanes_mode(struct sl_engine *e, char **why)
 {
 	struct sl_git_out g;
-	char *top = NULL;
-	int refused = 0;
+	int shadow = 0;
 
 	*why = NULL;
 	if (!e->info.mounted) {
 		*why = sl_xstrdup("the sandbox does not mount the workspace");
-		return 1;
+		return -1;
 	}
 	if (SL_GIT(&g, e->workspace, "git", "rev-parse", "--show-toplevel")) {
 		*why = sl_xstrdup("the workspace is not a git checkout");
-		refused = 1;
+		shadow = 1;
 	} else {
 		char *a = realpath(g.out, NULL),
 		     *b = realpath(e->workspace, NULL);
 
-		top = sl_xstrdup(g.out);
 		if (!a || !b || strcmp(a, b) != 0) {
 			*why = sl_xasprintf("the workspace is inside the git "
 					    "checkout %s, not its top",
-					    top);
-			refused = 1;
+					    g.out);
+			shadow = 1;
 		}
 		free(a);
 		free(b);
 	}
 	sl_git_out_clear(&g);
-	free(top);
-	if (refused)
+	if (shadow)
 		return 1;
 	if (SL_GIT(&g, e->workspace, "git", "status", "--porcelain",
 		   "--untracked-files=all", "--", ".", ":!.sbxloop") ||
 	    *g.out) {
-		*why = sl_xstrdup("the workspace has uncommitted changes the "
-				  "lanes' worktrees would not see");
-		refused = 1;
+		*why = sl_xstrdup("the workspace has uncommitted changes");
+		shadow = 1;
 	}
 	sl_git_out_clear(&g);
-	return refused;
+	return shadow;
 }
 
 /* .sbxloop/ out of git's sight in the workspace (info/exclude). */
@@ -163,8 +202,7 @@ static void exclude_lanes(struct sl_engine *e)
 	char *path, *text;
 	FILE *f;
 
-	if (SL_GIT(&g, e->workspace, "git", "rev-parse", "--git-path",
-		   "info/exclude")) {
+	if (WS_GIT(&g, e, "rev-parse", "--git-path", "info/exclude")) {
 		sl_git_out_clear(&g);
 		return;
 	}
@@ -190,6 +228,76 @@ static void exclude_lanes(struct sl_engine *e)
 	free(path);
 }
 
+/*
+ * The shadow repository of a workspace that is no clean git top:
+ * .sbxloop/git, its work tree the workspace, a first commit of the
+ * workspace's files as they stand (.sbxloop/ excluded, any .git of the
+ * user's left alone). The lanes' worktrees are its worktrees, and
+ * merges write into the workspace through it, under the same rules as
+ * on the workspace's own git. Kept as it is when it has a commit (a
+ * resume); a half-made one (a kill) is made again.
+ */
+static int shadow_open(struct sl_engine *e, struct sbxloop_error *err)
+{
+	struct sl_git_out g;
+	char *parent = sl_xasprintf("%s/.sbxloop", e->workspace);
+	int rc = 0;
+
+	if (!e->lanes_git)
+		e->lanes_git = sl_xasprintf("%s/" SHADOW_DIR, e->workspace);
+	if (WS_GIT(&g, e, "rev-parse", "-q", "--verify", "HEAD") == 0) {
+		sl_git_out_clear(&g);
+		free(parent);
+		return 0;
+	}
+	sl_git_out_clear(&g);
+	sl_artifacts_rmtree_quiet(e->lanes_git);
+	sl_mkdirs(parent, 0755);
+	free(parent);
+	if (WS_GIT(&g, e, "init", "-q")) {
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "cannot make the lanes' repository %s: %s",
+			      e->lanes_git, g.err);
+		sl_git_out_clear(&g);
+		return rc;
+	}
+	sl_git_out_clear(&g);
+	exclude_lanes(e);
+	if (WS_GIT(&g, e, "add", "-A") == 0) {
+		sl_git_out_clear(&g);
+		WS_GIT(&g, e, GIT_ID, "commit", "-q", "--allow-empty", "-m",
+		       "sbxloop: the workspace before lanes");
+	}
+	if (g.status != 0)
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "cannot record the workspace in the lanes' "
+			      "repository: %s",
+			      g.err);
+	sl_git_out_clear(&g);
+	return rc;
+}
+
+/*
+ * The shadow repository and the lanes' worktrees in it go (the lanes
+ * ended, or do not run this time); the workspace keeps its files.
+ */
+static void shadow_drop(struct sl_engine *e)
+{
+	char *dir;
+
+	if (!e->lanes_git)
+		return;
+	dir = sl_xasprintf("%s/" LANES_DIR, e->workspace);
+	sl_artifacts_rmtree_quiet(dir);
+	free(dir);
+	sl_artifacts_rmtree_quiet(e->lanes_git);
+	free(e->lanes_git);
+	e->lanes_git = NULL;
+	dir = sl_xasprintf("%s/.sbxloop", e->workspace);
+	rmdir(dir); /* only when empty */
+	free(dir);
+}
+
 /* The task's worktree from the run branch's tip (kept on resume). */
 static int worktree_open(struct sl_engine *e, struct task *t,
 			 struct sbxloop_error *err)
@@ -205,8 +313,7 @@ static int worktree_open(struct sl_engine *e, struct task *t,
 		return 0;
 	}
 	pthread_mutex_lock(&worktrees_lock);
-	if (SL_GIT(&g, e->workspace, "git", "worktree", "add", "-q", "-B",
-		   branch, dir, "HEAD"))
+	if (WS_GIT(&g, e, "worktree", "add", "-q", "-B", branch, dir, "HEAD"))
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot make the worktree of task %s: %s", t->id,
 			      g.err);
@@ -224,9 +331,9 @@ static void worktree_drop(struct sl_engine *e, struct task *t)
 	char *dir = dir_of(e, t), *branch = branch_of(e, t);
 
 	pthread_mutex_lock(&worktrees_lock);
-	SL_GIT(&g, e->workspace, "git", "worktree", "remove", "--force", dir);
+	WS_GIT(&g, e, "worktree", "remove", "--force", dir);
 	sl_git_out_clear(&g);
-	SL_GIT(&g, e->workspace, "git", "branch", "-q", "-D", branch);
+	WS_GIT(&g, e, "branch", "-q", "-D", branch);
 	sl_git_out_clear(&g);
 	pthread_mutex_unlock(&worktrees_lock);
 	free(dir);
@@ -257,10 +364,10 @@ static void lanes_tidy(struct sl_engine *e)
 	char *copy, *line, *save = NULL;
 	size_t n = 0, cap = 8;
 
-	SL_GIT(&g, e->workspace, "git", "worktree", "prune");
+	WS_GIT(&g, e, "worktree", "prune");
 	sl_git_out_clear(&g);
-	if (SL_GIT(&g, e->workspace, "git", "for-each-ref",
-		   "--format=%(refname:short)", pattern) == 0 &&
+	if (WS_GIT(&g, e, "for-each-ref", "--format=%(refname:short)",
+		   pattern) == 0 &&
 	    *g.out) {
 		argv = sl_xcalloc(cap, sizeof(*argv));
 		argv[n++] = "git";
@@ -277,7 +384,7 @@ static void lanes_tidy(struct sl_engine *e)
 		}
 		argv[n] = NULL;
 		sl_git_out_clear(&g);
-		sl_git(&g, e->workspace, argv);
+		ws_git(&g, e, argv);
 		free(copy);
 		free(argv);
 	}
@@ -315,14 +422,13 @@ static int merge_task(struct sl_engine *e, struct task *t, char **files,
 
 	*files = NULL;
 	msg = sl_xasprintf("sbxloop: merge task %s", t->id);
-	if (SL_GIT(&g, e->workspace, "git", GIT_ID, "merge", "-q", "--no-ff",
-		   "--no-edit", "-m", msg, branch) == 0) {
+	if (WS_GIT(&g, e, GIT_ID, "merge", "-q", "--no-ff", "--no-edit", "-m",
+		   msg, branch) == 0) {
 		sl_git_out_clear(&g);
 		goto out;
 	}
 	sl_git_out_clear(&g);
-	if (SL_GIT(&g, e->workspace, "git", "diff", "--name-only",
-		   "--diff-filter=U") == 0 &&
+	if (WS_GIT(&g, e, "diff", "--name-only", "--diff-filter=U") == 0 &&
 	    *g.out) {
 		*files = sl_xstrdup(g.out);
 		rc = 1;
@@ -332,7 +438,7 @@ static int merge_task(struct sl_engine *e, struct task *t, char **files,
 			      t->id, g.err);
 	}
 	sl_git_out_clear(&g);
-	SL_GIT(&g, e->workspace, "git", "merge", "--abort");
+	WS_GIT(&g, e, "merge", "--abort");
 	sl_git_out_clear(&g);
 out:
 	free(msg);
@@ -657,6 +763,14 @@ static int recover(struct sl_engine *e, struct sbxloop_error *err)
 
 	if (!e->workspace)
 		return 0;
+	/* lanes that ran on a shadow repository go on with it */
+	lanes = sl_xasprintf("%s/" SHADOW_DIR, e->workspace);
+	if (stat(lanes, &st) == 0 && S_ISDIR(st.st_mode)) {
+		free(e->lanes_git);
+		e->lanes_git = lanes;
+	} else {
+		free(lanes);
+	}
 	lanes = sl_xasprintf("%s/" LANES_DIR, e->workspace);
 	if (stat(lanes, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		free(lanes);
@@ -664,8 +778,8 @@ static int recover(struct sl_engine *e, struct sbxloop_error *err)
 	}
 	free(lanes);
 	/* a git command the kill cut off leaves its index locked */
-	if (SL_GIT(&g, e->workspace, "git", "rev-parse",
-		   "--path-format=absolute", "--git-common-dir") == 0) {
+	if (WS_GIT(&g, e, "rev-parse", "--path-format=absolute",
+		   "--git-common-dir") == 0) {
 		char *pat = sl_xasprintf("%s/worktrees/*/index.lock", g.out);
 		char *main_lock = sl_xasprintf("%s/index.lock", g.out);
 		glob_t gl;
@@ -680,10 +794,9 @@ static int recover(struct sl_engine *e, struct sbxloop_error *err)
 		free(main_lock);
 	}
 	sl_git_out_clear(&g);
-	if (SL_GIT(&g, e->workspace, "git", "rev-parse", "-q", "--verify",
-		   "MERGE_HEAD") == 0) {
+	if (WS_GIT(&g, e, "rev-parse", "-q", "--verify", "MERGE_HEAD") == 0) {
 		sl_git_out_clear(&g);
-		SL_GIT(&g, e->workspace, "git", "merge", "--abort");
+		WS_GIT(&g, e, "merge", "--abort");
 		sl_log(SBXLOOP_LOG_INFO,
 		       "lanes: a merge cut off by the last stop was undone");
 	}
@@ -709,30 +822,47 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	struct sbxloop_error first = {0, ""};
 	char *why = NULL;
 	size_t i;
-	int failed = 0, stop = 0, rc;
+	int failed = 0, stop = 0, rc, mode;
 
 	/* resumed after lanes: finish what a kill cut short first */
 	rc = recover(e, err);
 	if (rc < 0)
 		return rc;
-	if (want <= 1 || e->n_tasks < 2)
+	if (want <= 1 || e->n_tasks < 2) {
+		shadow_drop(e);
 		return 1;
-	if (lanes_refused(e, &why)) {
+	}
+	mode = lanes_mode(e, &why);
+	if (mode < 0) {
 		sl_log(SBXLOOP_LOG_WARN,
 		       "budgets.max_parallel_tasks=%lld: running one task at "
 		       "a time, because %s",
 		       want, why);
 		free(why);
+		shadow_drop(e);
 		return 1;
+	}
+	if (mode == 1 && !e->lanes_git)
+		sl_log(SBXLOOP_LOG_WARN,
+		       "lanes: %s, so the lanes work on a repository of their "
+		       "own, %s/" SHADOW_DIR
+		       " (the workspace's files as they stand; merges write "
+		       "back into the workspace; removed at the end)",
+		       why, e->workspace);
+	free(why);
+	if (mode == 1 || e->lanes_git) {
+		rc = shadow_open(e, err);
+		if (rc < 0)
+			return rc;
 	}
 	s = sl_xcalloc(1, sizeof(*s));
 	s->e = e;
 	s->n = (size_t)(want < LANES_MAX ? want : LANES_MAX);
 	{
-		const char *mode =
+		const char *boxes =
 			sl_config_str(e->core->cfg, "sandbox.lanes");
 
-		s->per_lane = mode && !strcmp(mode, "per-lane");
+		s->per_lane = boxes && !strcmp(boxes, "per-lane");
 	}
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
@@ -812,6 +942,8 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	e->lanes_halt = 0;
 	slots_down(s, failed);
 	lanes_tidy(e);
+	if (!failed)
+		shadow_drop(e);
 	if (!failed) {
 		char *dir = sl_xasprintf("%s/" LANES_DIR, e->workspace);
 

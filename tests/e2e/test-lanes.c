@@ -285,18 +285,102 @@ START_TEST(test_cancel_stops_every_lane_and_resume_finishes)
 END_TEST
 
 /* Lanes need a git checkout: a plain directory runs one at a time. */
-START_TEST(test_without_git_the_run_says_so_and_runs_one_lane)
+/*
+ * No git: the lanes work on a shadow repository under .sbxloop/ (the
+ * run says so), all four tasks at once, and it is gone at the end.
+ */
+START_TEST(test_without_git_lanes_run_on_a_shadow_repository)
 {
-	char *run;
+	char *run, *ws, path[8400];
 
 	copy_scenario("lanes_wide");
 	rt_write_config("local", NULL, "budgets:\n  max_parallel_tasks: 4\n");
 	ck_assert_int_eq(sbxloop("run", "four files", "--no-tui"), 0);
 	run = last_run();
 	assert_run_state(run, "completed");
-	assert_file_has("err.txt", "running one task at a time, because the "
-				   "workspace is not a git checkout");
-	ck_assert_int_eq(overlaps("execute"), 0);
+	assert_file_has("err.txt", "the workspace is not a git checkout, so "
+				   "the lanes work on a repository of their "
+				   "own");
+	ck_assert_int_eq(overlaps("execute"), 6);
+	assert_done(run, four);
+	assert_files(run, four_files);
+	ws = rt_workspace(run);
+	snprintf(path, sizeof(path), "%s/.sbxloop", ws);
+	ck_assert_msg(access(path, F_OK) != 0, "%s is left", path);
+	snprintf(path, sizeof(path), "%s/.git", ws);
+	ck_assert_msg(access(path, F_OK) != 0, "%s appeared", path);
+	free(ws);
+	free(run);
+}
+END_TEST
+
+/* The same on a shadow repository: kill -9 mid-lanes, then resume. */
+START_TEST(test_kill_and_resume_on_a_shadow_repository)
+{
+	const char *args[] = {"run", "four files", "--no-tui", NULL};
+	const char *env[] = {"SBXLOOP_TEST_KILL_AFTER=execute:2", NULL};
+	char *run, *ws, path[8400];
+
+	copy_scenario("lanes_kill");
+	rt_write_config("local", NULL, "budgets:\n  max_parallel_tasks: 4\n");
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 128 + SIGKILL);
+	run = last_run();
+	ws = rt_workspace(run);
+	snprintf(path, sizeof(path), "%s/.sbxloop/git", ws);
+	ck_assert_msg(access(path, F_OK) == 0, "no shadow at the kill");
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	assert_run_state(run, "completed");
+	assert_done(run, four);
+	assert_files(run, four_files);
+	ck_assert_int_eq(rt_attempt_count(run, NULL, "execute", NULL, NULL),
+			 4);
+	snprintf(path, sizeof(path), "%s/.sbxloop", ws);
+	ck_assert_msg(access(path, F_OK) != 0, "%s is left", path);
+	free(ws);
+	free(run);
+}
+END_TEST
+
+/*
+ * A git checkout with uncommitted changes: the lanes see them (a
+ * shadow repository records the files as they stand), the work lands
+ * in the workspace, and the user's own git is untouched: the same
+ * HEAD, no new branch, the change still uncommitted.
+ */
+START_TEST(test_a_dirty_checkout_gets_lanes_and_keeps_its_git)
+{
+	char cmd[4400], *run, *out, *head;
+
+	project("lanes_wide", 2);
+	rt_write_config("local", NULL,
+			"sandbox:\n  workspace: repo\n"
+			"  workspace_isolation: in-place\n"
+			"budgets:\n  max_parallel_tasks: 2\n");
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s/repo' && echo mine >> README && "
+		 "git rev-parse HEAD > ../head.txt",
+		 rt_dir());
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(sbxloop("run", "four files", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_file_has("err.txt", "uncommitted changes, so the lanes work");
+	ck_assert_int_ge(overlaps("execute"), 2);
+	assert_files(run, four_files);
+	head = read_file("head.txt");
+	out = git_out(run, "rev-parse HEAD");
+	ck_assert_msg(!strncmp(out, head, 40), "HEAD moved: %s", out);
+	free(out);
+	free(head);
+	out = git_out(run, "status --porcelain");
+	ck_assert_msg(strstr(out, " M README") &&
+			      strstr(out, "?? out-t1.txt") &&
+			      !strstr(out, ".sbxloop"),
+		      "%s", out);
+	free(out);
+	out = git_out(run, "branch --list");
+	ck_assert_msg(!strstr(out, "lanes"), "%s", out);
+	free(out);
 	free(run);
 }
 END_TEST
@@ -315,7 +399,9 @@ static Suite *lanes_suite(void)
 	tcase_add_test(tc, test_a_merge_conflict_replans_on_the_merged_tree);
 	tcase_add_test(tc, test_kill_with_lanes_in_flight_then_resume);
 	tcase_add_test(tc, test_cancel_stops_every_lane_and_resume_finishes);
-	tcase_add_test(tc, test_without_git_the_run_says_so_and_runs_one_lane);
+	tcase_add_test(tc, test_without_git_lanes_run_on_a_shadow_repository);
+	tcase_add_test(tc, test_a_dirty_checkout_gets_lanes_and_keeps_its_git);
+	tcase_add_test(tc, test_kill_and_resume_on_a_shadow_repository);
 	suite_add_tcase(s, tc);
 	return s;
 }
