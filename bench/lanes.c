@@ -71,13 +71,10 @@ static int bench(int n, int lanes, double *wall, double *cpu_job,
 		 double *rss_mb)
 {
 	char dir[] = "/tmp/sbxloop-bench-lanes-XXXXXX", path[300], cmd[512];
-	char extra[128];
-	struct bench_cpu own = {-1, -1};
-	struct rusage ru;
-	siginfo_t si;
-	double t0;
-	pid_t pid;
-	int status, rc = -1;
+	char extra[128], lanes_env[64];
+	const char *env[] = {lanes_env, NULL};
+	struct bench_proc m;
+	int rc = -1;
 
 	if (!mkdtemp(dir))
 		return -1;
@@ -97,41 +94,19 @@ static int bench(int n, int lanes, double *wall, double *cpu_job,
 			       extra) < 0)
 		goto out;
 	/* budgets are written by bench_write_config: lanes through env */
-	snprintf(cmd, sizeof(cmd), "%d", lanes);
-	setenv("SBXLOOP_BUDGETS__MAX_PARALLEL_TASKS", cmd, 1);
-	t0 = bench_now();
-	pid = fork();
-	if (pid < 0)
-		goto out;
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		if (chdir(dir) < 0)
-			_exit(126);
-		dup2(null, 1);
-		dup2(null, 2);
-		execl(bench_env_or("SBXLOOP_BIN", "./sbxloop"), "sbxloop",
-		      "run", "benchmark", "--no-tui", (char *)NULL);
-		_exit(127);
-	}
-	memset(&si, 0, sizeof(si));
-	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 &&
-	       errno == EINTR)
-		;
-	*wall = bench_now() - t0;
-	bench_proc_cpu(pid, &own);
-	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	snprintf(lanes_env, sizeof(lanes_env),
+		 "SBXLOOP_BUDGETS__MAX_PARALLEL_TASKS=%d", lanes);
+	if (bench_run_sbxloop(dir, env, &m) < 0) {
 		fprintf(stderr,
 			"bench: the run with %d lanes failed (status "
 			"%d); see %s\n",
-			lanes, status, dir);
+			lanes, m.status, dir);
 		return -1;
 	}
+	*wall = m.wall_s;
 	/* jobs: DECOMPOSE, then four agent jobs and one VERIFY a task */
-	*cpu_job = (own.user_ms + own.sys_ms) / (1 + 5.0 * n);
-	*rss_mb = (double)ru.ru_maxrss / 1024.0;
+	*cpu_job = (m.user_ms + m.sys_ms) / (1 + 5.0 * n);
+	*rss_mb = m.rss_mb;
 	rc = 0;
 out:
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

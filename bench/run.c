@@ -49,13 +49,10 @@ static long count(const char *db_path, const char *sql)
 static int bench(int n)
 {
 	char dir[] = "/tmp/sbxloop-bench-XXXXXX", path[256], cmd[300];
-	struct rusage ru;
-	siginfo_t si;
-	struct bench_cpu own = {-1, -1};
-	double t0, wall, cpu;
+	struct bench_proc m;
+	double wall, cpu;
 	long jobs, transitions;
-	pid_t pid;
-	int status, rc = -1;
+	int rc = -1;
 
 	if (!mkdtemp(dir))
 		return -1;
@@ -65,38 +62,15 @@ static int bench(int n)
 	snprintf(path, sizeof(path), "%s/sbxloop.yaml", dir);
 	if (bench_write_config(path, n, PLUGINS, NULL) < 0)
 		goto out;
-	t0 = bench_now();
-	pid = fork();
-	if (pid < 0)
-		goto out;
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		if (chdir(dir) < 0)
-			_exit(126);
-		dup2(null, 1);
-		dup2(null, 2);
-		execl(bench_env_or("SBXLOOP_BIN", "./sbxloop"), "sbxloop",
-		      "run", "benchmark", "--no-tui", (char *)NULL);
-		_exit(127);
-	}
-	/* read its own CPU while it is a zombie, then reap it */
-	memset(&si, 0, sizeof(si));
-	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 &&
-	       errno == EINTR)
-		;
-	wall = bench_now() - t0;
-	bench_proc_cpu(pid, &own);
-	cpu = own.user_ms + own.sys_ms;
-	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	if (bench_run_sbxloop(dir, NULL, &m) < 0) {
 		fprintf(stderr,
 			"bench: run with %d tasks failed (status %d); "
 			"see %s\n",
-			n, status, dir);
+			n, m.status, dir);
 		return -1;
 	}
+	wall = m.wall_s;
+	cpu = m.user_ms + m.sys_ms;
 	snprintf(path, sizeof(path), "%s/state/state.db", dir);
 	jobs = count(path, "SELECT count(*) FROM events WHERE "
 			   "type='worker.start'");
@@ -106,9 +80,9 @@ static int bench(int n)
 	printf("N=%-4d jobs=%-4ld host CPU %.2f ms/job (user %.2f + sys "
 	       "%.2f)  wall %.2f ms/job  %.0f transitions/s  peak RSS %.1f "
 	       "MB\n",
-	       n, jobs, cpu / (double)jobs, own.user_ms / (double)jobs,
-	       own.sys_ms / (double)jobs, wall * 1000.0 / (double)jobs,
-	       (double)transitions / wall, (double)ru.ru_maxrss / 1024.0);
+	       n, jobs, cpu / (double)jobs, m.user_ms / (double)jobs,
+	       m.sys_ms / (double)jobs, wall * 1000.0 / (double)jobs,
+	       (double)transitions / wall, m.rss_mb);
 	rc = 0;
 out:
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -1,7 +1,7 @@
 /*
- * What the whole-run benches (bench/run, bench/sbx, bench/chat) share:
- * the build tree's environment, a monotonic clock, and the scripted run
- * they drive: a scenario of N independent tasks with instant replies
+ * What the whole-run benches (bench/run, bench/sbx, bench/chat,
+ * bench/lanes) share: the build tree's environment, a monotonic clock,
+ * one measured `sbxloop run`, and the scripted run they drive: a scenario of N independent tasks with instant replies
  * (or an EXECUTE that takes a while, and a STEER reply after it) and
  * the sbxloop.yaml around it.
  */
@@ -28,5 +28,24 @@ int bench_write_scenario(const char *path, int n, double execute_s, int steer);
  */
 int bench_write_config(const char *path, int n, const char *plugins,
 		       const char *extra);
+
+/* What one `sbxloop run` cost (bench_run_sbxloop). */
+struct bench_proc {
+	double wall_s;  /* fork to exit */
+	double user_ms; /* sbxloop's own CPU, not its children's */
+	double sys_ms;
+	double tree_ms; /* CPU of sbxloop and every child it reaped */
+	double rss_mb;  /* peak RSS of sbxloop */
+	int status;     /* wait status */
+};
+
+/*
+ * `sbxloop run benchmark --no-tui` ($SBXLOOP_BIN) in `dir`, its output
+ * to /dev/null, `env` (NULL-terminated "NAME=value", may be NULL) set
+ * in the child; measured into *m (its own CPU read while it is a
+ * zombie). 0 when it exited 0, else -1 with m->status.
+ */
+int bench_run_sbxloop(const char *dir, const char *const *env,
+		      struct bench_proc *m);
 
 #endif

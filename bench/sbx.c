@@ -50,13 +50,11 @@ static int bench(int n)
 {
 	char dir[] = "/tmp/sbxloop-bench-sbx-XXXXXX", path[256], cmd[300];
 	char *fake_bin = NULL, *new_path = NULL, *fake_dir = NULL;
-	struct rusage ru;
-	siginfo_t si;
-	struct bench_cpu own = {-1, -1};
-	double t0, wall, cpu, tree;
+	const char *env[4] = {NULL, NULL, NULL, NULL};
+	struct bench_proc m;
+	double wall, cpu, tree;
 	long calls;
-	pid_t pid;
-	int status, rc = -1;
+	int rc = -1;
 
 	if (!mkdtemp(dir))
 		return -1;
@@ -70,9 +68,9 @@ static int bench(int n)
 		goto out;
 	if (asprintf(&fake_bin, "%s/tests/fakes/bin",
 		     bench_env_or("SBXLOOP_BUILDDIR", ".")) < 0 ||
-	    asprintf(&new_path, "%s:%s", fake_bin,
+	    asprintf(&new_path, "PATH=%s:%s", fake_bin,
 		     bench_env_or("PATH", "/bin")) < 0 ||
-	    asprintf(&fake_dir, "%s/fake", dir) < 0)
+	    asprintf(&fake_dir, "SBX_FAKE_DIR=%s/fake", dir) < 0)
 		goto out;
 	snprintf(path, sizeof(path), "%s/sbx", fake_bin);
 	if (access(path, X_OK) < 0) {
@@ -82,53 +80,31 @@ static int bench(int n)
 			path);
 		goto out;
 	}
-	t0 = bench_now();
-	pid = fork();
-	if (pid < 0)
-		goto out;
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		if (chdir(dir) < 0)
-			_exit(126);
-		dup2(null, 1);
-		dup2(null, 2);
-		setenv("PATH", new_path, 1);
-		setenv("SBX_FAKE_DIR", fake_dir, 1);
-		if (!getenv("COPILOT_GITHUB_TOKEN"))
-			setenv("COPILOT_GITHUB_TOKEN",
-			       "ghp_benchTOKEN0123456789abcdef", 1);
-		execl(bench_env_or("SBXLOOP_BIN", "./sbxloop"), "sbxloop",
-		      "run", "benchmark", "--no-tui", (char *)NULL);
-		_exit(127);
-	}
-	memset(&si, 0, sizeof(si));
-	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 &&
-	       errno == EINTR)
-		;
-	wall = bench_now() - t0;
-	bench_proc_cpu(pid, &own);
-	cpu = own.user_ms + own.sys_ms;
-	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	env[0] = new_path;
+	env[1] = fake_dir;
+	if (!getenv("COPILOT_GITHUB_TOKEN"))
+		env[2] = "COPILOT_GITHUB_TOKEN=ghp_benchTOKEN0123456789abcdef";
+	if (bench_run_sbxloop(dir, env, &m) < 0) {
 		fprintf(stderr,
 			"bench: run with %d tasks failed (status %d); "
 			"see %s\n",
-			n, status, dir);
+			n, m.status, dir);
 		free(fake_bin);
 		free(new_path);
 		free(fake_dir);
 		return -1;
 	}
-	tree = bench_tv_ms(&ru.ru_utime) + bench_tv_ms(&ru.ru_stime);
-	snprintf(path, sizeof(path), "%s/invocations.jsonl", fake_dir);
+	wall = m.wall_s;
+	cpu = m.user_ms + m.sys_ms;
+	tree = m.tree_ms;
+	snprintf(path, sizeof(path), "%s/invocations.jsonl",
+		 fake_dir + strlen("SBX_FAKE_DIR="));
 	calls = count_lines(path);
 	printf("N=%-3d sbx calls %4ld = %5.2f/task  sbxloop CPU %6.2f "
 	       "ms/task (user %.2f + sys %.2f)  tree CPU %7.2f ms/task  "
 	       "wall %7.2f ms/task\n",
-	       n, calls, (double)calls / n, cpu / n, own.user_ms / n,
-	       own.sys_ms / n, tree / n, wall * 1000.0 / n);
+	       n, calls, (double)calls / n, cpu / n, m.user_ms / n,
+	       m.sys_ms / n, tree / n, wall * 1000.0 / n);
 	rc = 0;
 out:
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

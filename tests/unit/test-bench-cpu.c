@@ -9,6 +9,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "bench/cpu.h"
+#include "bench/runs.h"
 
 /* Spend about `user_ms` in user mode and `sys_ms` in the kernel. */
 static void burn(double user_ms, double sys_ms)
@@ -134,6 +136,64 @@ START_TEST(test_stat_fields_count_after_the_last_paren_of_the_name)
 }
 END_TEST
 
+/*
+ * bench_run_sbxloop on a stand-in: /bin/sh as $SBXLOOP_BIN reads the
+ * script `run` in the run's directory (its first argument). It burns
+ * CPU itself, sleeps in a child, writes the variable it was given, and
+ * exits with the code asked: wall covers the sleep, the process's own
+ * CPU covers the burn but not the child, and a failure is reported.
+ */
+static void stand_in(const char *dir, int code)
+{
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/run", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f,
+		"i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done\n"
+		"sleep 0.3\n"
+		"printf '%%s' \"$BENCH_PROBE\" > probe.txt\n"
+		"exit %d\n",
+		code);
+	fclose(f);
+}
+
+START_TEST(test_run_sbxloop_measures_wall_own_cpu_and_status)
+{
+	char dir[] = "/tmp/bench-run-XXXXXX", path[300], buf[64] = "";
+	const char *env[] = {"BENCH_PROBE=seen", NULL};
+	struct bench_proc m;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	setenv("SBXLOOP_BIN", "/bin/sh", 1);
+	stand_in(dir, 0);
+	ck_assert_int_eq(bench_run_sbxloop(dir, env, &m), 0);
+	ck_assert_msg(m.wall_s >= 0.3 && m.wall_s < 10, "wall %.3f", m.wall_s);
+	/* the loop is the shell's own CPU; the sleep is neither */
+	ck_assert_msg(m.user_ms + m.sys_ms > 1.0, "own %.2f ms",
+		      m.user_ms + m.sys_ms);
+	ck_assert_msg(m.tree_ms >= m.user_ms + m.sys_ms - 10.0,
+		      "tree %.2f < own %.2f", m.tree_ms, m.user_ms + m.sys_ms);
+	ck_assert_msg(m.rss_mb > 0.1, "rss %.2f", m.rss_mb);
+	snprintf(path, sizeof(path), "%s/probe.txt", dir);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	ck_assert_str_eq(buf, "seen");
+	/* the child's environment only */
+	ck_assert_ptr_null(getenv("BENCH_PROBE"));
+	stand_in(dir, 3);
+	ck_assert_int_eq(bench_run_sbxloop(dir, NULL, &m), -1);
+	ck_assert(WIFEXITED(m.status) && WEXITSTATUS(m.status) == 3);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(path), 0);
+}
+END_TEST
+
 static Suite *bench_cpu_suite(void)
 {
 	Suite *s = suite_create("bench-cpu");
@@ -147,6 +207,7 @@ static Suite *bench_cpu_suite(void)
 		test_child_cpu_from_proc_matches_getrusage_user_and_system);
 	tcase_add_test(
 		tc, test_stat_fields_count_after_the_last_paren_of_the_name);
+	tcase_add_test(tc, test_run_sbxloop_measures_wall_own_cpu_and_status);
 	suite_add_tcase(s, tc);
 	return s;
 }
