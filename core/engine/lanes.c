@@ -40,14 +40,17 @@
 
 #define LANES_MAX SL_PAIR_LANES_MAX
 #define LANES_DIR ".sbxloop/lanes"
-#define GIT_ID "-c", "user.name=sbxloop", "-c", "user.email=sbxloop@localhost"
+#define GIT_ID                                                                \
+	"-c", "user.name=sbxloop", "-c", "user.email=sbxloop@localhost",      \
+		"-c", "maintenance.auto=false", "-c", "gc.auto=0"
 /* the lanes' own repository of a workspace that is no clean git top */
 #define SHADOW_DIR ".sbxloop/git"
 
 /*
  * git's worktree records are read and written unlocked by `worktree
- * add` (it looks at every other worktree), `worktree remove` and
- * `branch -D`: those calls take this lock, whichever thread makes them.
+ * remove`, `worktree prune` and `branch -D`: those calls take this
+ * lock, whichever thread makes them (worktree_open writes only its own
+ * worktree's records and needs none).
  */
 static pthread_mutex_t worktrees_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -80,6 +83,8 @@ struct sched {
 	struct slot slots[LANES_MAX];
 	size_t n;
 	int per_lane;
+	char *common;    /* git's common dir (absolute) */
+	char *head_file; /* the workspace's HEAD file (absolute) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 };
@@ -240,7 +245,7 @@ static void exclude_lanes(struct sl_engine *e)
 static int shadow_open(struct sl_engine *e, struct sbxloop_error *err)
 {
 	struct sl_git_out g;
-	char *parent = sl_xasprintf("%s/.sbxloop", e->workspace);
+	char *parent = sl_xasprintf("%s/.sbxloop", e->workspace), *dir_opt;
 	int rc = 0;
 
 	if (!e->lanes_git)
@@ -254,14 +259,21 @@ static int shadow_open(struct sl_engine *e, struct sbxloop_error *err)
 	sl_artifacts_rmtree_quiet(e->lanes_git);
 	sl_mkdirs(parent, 0755);
 	free(parent);
-	if (WS_GIT(&g, e, "init", "-q")) {
+	dir_opt = sl_xasprintf("--git-dir=%s", e->lanes_git);
+	/* no --work-tree: git would record it as core.worktree, which
+	 * the lanes' own worktrees would then take for theirs */
+	if (sl_git(&g, e->workspace,
+		   (const char *const[]){"git", dir_opt, "init", "-q",
+					 NULL})) {
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot make the lanes' repository %s: %s",
 			      e->lanes_git, g.err);
 		sl_git_out_clear(&g);
+		free(dir_opt);
 		return rc;
 	}
 	sl_git_out_clear(&g);
+	free(dir_opt);
 	exclude_lanes(e);
 	if (WS_GIT(&g, e, "add", "-A") == 0) {
 		sl_git_out_clear(&g);
@@ -298,29 +310,110 @@ static void shadow_drop(struct sl_engine *e)
 	free(dir);
 }
 
-/* The task's worktree from the run branch's tip (kept on resume). */
-static int worktree_open(struct sl_engine *e, struct task *t,
+/* Write `text` to `path`; 0, or -1. */
+static int put(const char *path, const char *text)
+{
+	return sl_write_file_atomic(path, text, strlen(text), 0644);
+}
+
+/*
+ * The task's worktree from the run branch's tip, made on the lane's own
+ * thread so lanes make theirs at once: `git worktree add` cannot run
+ * concurrently, so the worktree's records are written here in git's
+ * own layout (gitrepository-layout(5): worktrees/<id>/HEAD, commondir
+ * and gitdir, and the worktree's .git file), HEAD where the workspace's
+ * HEAD is (the run branch), and one `git checkout -f -B <lane branch>`
+ * in it makes the lane branch at the tip and fills the worktree and its
+ * index. A worktree already on its lane branch is kept (a resume); one
+ * a kill cut off before that is made again.
+ */
+static int worktree_open(const struct sched *s, struct task *t,
 			 struct sbxloop_error *err)
 {
-	struct sl_git_out g;
+	struct sl_engine *e = s->e;
+	struct sl_git_out g = {0, 0, NULL, NULL};
 	char *dir = dir_of(e, t), *branch = branch_of(e, t);
+	char *admin = sl_xasprintf("%s/worktrees/%s-%s", s->common, e->run_id,
+				   t->id);
+	char *want = sl_xasprintf("ref: refs/heads/%s\n", branch);
+	char *path = sl_xasprintf("%s/HEAD", admin), *dotgit, *text, *head;
 	struct stat st;
 	int rc = 0;
 
-	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-		free(dir);
-		free(branch);
-		return 0;
+	text = sl_read_file(path, NULL, 4096);
+	dotgit = sl_xasprintf("%s/.git", dir);
+	if (text && !strcmp(text, want) && stat(dotgit, &st) == 0)
+		goto out; /* kept */
+	sl_artifacts_rmtree_quiet(dir);
+	sl_artifacts_rmtree_quiet(admin);
+	head = sl_read_file(s->head_file, NULL, 4096);
+	if (!head || sl_mkdirs(admin, 0755) < 0 || sl_mkdirs(dir, 0755) < 0 ||
+	    put(path, head) < 0) {
+		free(head);
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "cannot make the worktree of task %s in %s",
+			      t->id, dir);
+		goto out;
 	}
-	pthread_mutex_lock(&worktrees_lock);
-	if (WS_GIT(&g, e, "worktree", "add", "-q", "-B", branch, dir, "HEAD"))
+	free(head);
+	free(path);
+	path = sl_xasprintf("%s/commondir", admin);
+	rc = put(path, "../..\n");
+	free(path);
+	path = sl_xasprintf("%s/gitdir", admin);
+	free(text);
+	text = sl_xasprintf("%s\n", dotgit);
+	rc |= put(path, text);
+	free(text);
+	text = sl_xasprintf("gitdir: %s\n", admin);
+	rc |= put(dotgit, text);
+	if (rc < 0) {
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "cannot make the worktree of task %s in %s",
+			      t->id, dir);
+		goto out;
+	}
+	if (SL_GIT(&g, dir, "git", "checkout", "-q", "-f", "-B", branch))
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot make the worktree of task %s: %s", t->id,
 			      g.err);
-	pthread_mutex_unlock(&worktrees_lock);
 	sl_git_out_clear(&g);
+out:
+	free(text);
+	free(dotgit);
+	free(path);
+	free(want);
+	free(admin);
 	free(dir);
 	free(branch);
+	return rc;
+}
+
+/*
+ * Where the worktrees' records go and what their HEAD starts as: git's
+ * common dir and the workspace's HEAD file, absolute. 0, or an error.
+ */
+static int worktree_paths(struct sched *s, struct sbxloop_error *err)
+{
+	struct sl_engine *e = s->e;
+	struct sl_git_out g;
+	int rc = 0;
+
+	if (WS_GIT(&g, e, "rev-parse", "--path-format=absolute",
+		   "--git-common-dir", "--git-path", "HEAD") == 0) {
+		char *nl = strchr(g.out, '\n');
+
+		if (nl) {
+			*nl = '\0';
+			s->common = sl_xstrdup(g.out);
+			s->head_file = sl_xstrdup(nl + 1);
+		}
+	}
+	if (!s->common)
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "cannot find the workspace's git directory: %s",
+			      g.err ? g.err : "");
+	sl_git_out_clear(&g);
 	return rc;
 }
 
@@ -553,7 +646,7 @@ static void *lane_thread(void *arg)
 	if (l->rc == 0)
 		l->rc = lane_view(l, &l->err);
 	if (l->rc == 0)
-		l->rc = worktree_open(l->e, l->t, &l->err);
+		l->rc = worktree_open(s, l->t, &l->err);
 	if (l->rc == 0)
 		l->rc = sl_engine_run_task(l->e, l->t, &l->err);
 	if (l->rc == 0 && l->t->state == SL_TASK_DONE)
@@ -687,35 +780,6 @@ static int settle(struct sl_engine *e, struct task *t, int resumed,
 	if (sl_task_terminal(t))
 		worktree_retire(e, t);
 	return 0;
-}
-
-/*
- * While every lane is busy, make the worktrees of the next ready tasks
- * (at most one lane's worth), so a lane that frees starts at once: git
- * cannot make worktrees concurrently, and this takes that serial part
- * off the path between two tasks. A ready task's dependencies are
- * merged already, so its worktree starts from the merged tree.
- */
-static void prepare_next(struct sched *s)
-{
-	struct sl_engine *e = s->e;
-	struct sbxloop_error ignored = {0, ""};
-	size_t i, made = 0;
-
-	for (i = 0; i < e->n_tasks && made < s->n; i++) {
-		struct task *t = &e->tasks[i];
-		char *dir;
-		struct stat st;
-
-		if (task_running(s, t) || sl_task_terminal(t) ||
-		    readiness(s, t) != 1)
-			continue;
-		dir = dir_of(e, t);
-		if (stat(dir, &st) != 0)
-			worktree_open(e, t, &ignored); /* the lane retries */
-		free(dir);
-		made++;
-	}
 }
 
 /* A finished lane: join it, settle its task, note the first error. */
@@ -864,9 +928,14 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 
 		s->per_lane = boxes && !strcmp(boxes, "per-lane");
 	}
+	exclude_lanes(e);
+	rc = worktree_paths(s, err);
+	if (rc < 0) {
+		free(s);
+		return rc;
+	}
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
-	exclude_lanes(e);
 	e->lanes_active = 1;
 	for (;;) {
 		size_t running = 0;
@@ -913,8 +982,6 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 			running += s->lanes[i].running;
 		if (!running)
 			break;
-		if (!stop && running == s->n)
-			prepare_next(s);
 		/* wait for a lane to finish */
 		pthread_mutex_lock(&s->lock);
 		for (;;) {
@@ -955,6 +1022,8 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	}
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
+	free(s->common);
+	free(s->head_file);
 	free(s);
 	if (failed) {
 		*err = first;
