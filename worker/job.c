@@ -193,6 +193,33 @@ static int string_list(cJSON *root, const char *name, cJSON **out, char **err)
 	return 0;
 }
 
+/*
+ * shell.batch's commands: each a shell string (`sh -c`), or a non-empty
+ * list of strings run directly as an argv (no shell: no quoting, no
+ * globbing, one process fewer).
+ */
+static int command_list(cJSON *root, cJSON **out, char **err)
+{
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "commands"), *c, *a;
+	int ok = cJSON_IsArray(v) && cJSON_GetArraySize(v) > 0;
+
+	for (c = ok ? v->child : NULL; c && ok; c = c->next) {
+		if (cJSON_IsString(c))
+			continue;
+		ok = cJSON_IsArray(c) && cJSON_GetArraySize(c) > 0;
+		for (a = ok ? c->child : NULL; a; a = a->next)
+			ok &= cJSON_IsString(a);
+	}
+	if (!ok) {
+		*err = wk_strdup(
+			"field 'commands' must be a non-empty list of "
+			"shell strings or argv lists of strings");
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
 static int check_keys(cJSON *root, const char *kind, char **err)
 {
 	cJSON *c;
@@ -329,7 +356,7 @@ int wk_job_parse(struct wk_job *job, const char *text, size_t len, char **err)
 		if (string_list(job->root, "argv", &job->argv, err) < 0)
 			goto fail;
 	} else if (!strcmp(job->kind, "shell.batch")) {
-		if (string_list(job->root, "commands", &job->commands, err) ||
+		if (command_list(job->root, &job->commands, err) ||
 		    opt_number(job->root, "command_timeout_s",
 			       &job->command_timeout_s, job->timeout_s, err))
 			goto fail;

@@ -2,7 +2,8 @@
  * shell.c - the shell.check and shell.batch job kinds.
  *
  * shell.check runs one argv without a shell; a nonzero exit is still an
- * ok result. shell.batch runs each command with `sh -c` in order, each
+ * ok result. shell.batch runs each command in order (a string with
+ * `sh -c`, a list of strings as an argv without a shell), each
  * bounded by the per-command timeout and what is left of the job's; one
  * stopped for time keeps its real status and the signal. Both
  * inherit the worker's own environment (verify commands need the
@@ -104,17 +105,39 @@ void wk_shell_batch(struct wk_ctx *ctx, const struct wk_job *job,
 	int first_fail = 0, timed_out = 0;
 
 	cJSON_ArrayForEach (c, job->commands) {
-		char *argv[] = {"sh", "-c", c->valuestring, NULL};
+		char *sh[] = {"sh", "-c", c->valuestring, NULL};
+		char **argv = sh, *shown = c->valuestring, *joined = NULL;
 		struct wk_proc p = {0};
 		struct wk_buf out;
 		double left = deadline - wk_now();
 		cJSON *entry;
 
+		if (cJSON_IsArray(c)) {
+			size_t n = (size_t)cJSON_GetArraySize(c), k = 0;
+			cJSON *a;
+
+			argv = calloc(n + 1, sizeof(*argv));
+			if (!argv)
+				abort();
+			cJSON_ArrayForEach (a, c) {
+				char *prev = joined;
+
+				argv[k++] = a->valuestring;
+				joined = wk_printf("%s%s%s", prev ? prev : "",
+						   prev ? " " : "",
+						   a->valuestring);
+				free(prev);
+			}
+			shown = joined;
+		}
 		if (left <= 0) {
 			timed_out = 1;
 			detail = wk_printf("the job ran out of time before "
 					   "command '%s'",
-					   c->valuestring);
+					   shown);
+			if (argv != sh)
+				free(argv);
+			free(joined);
 			break;
 		}
 		wk_buf_init(&out, WK_BATCH_HEAD, WK_BATCH_TAIL);
@@ -126,13 +149,36 @@ void wk_shell_batch(struct wk_ctx *ctx, const struct wk_job *job,
 		p.merge_stderr = 1;
 		p.out = &out;
 		if (wk_proc_run(ctx, &p) < 0) {
+			if (argv == sh) {
+				wk_buf_free(&out);
+				spawn_failed(res, "sh", p.spawn_errno);
+				cJSON_Delete(list);
+				return;
+			}
+			/* a program that is not there: as sh says it, 127 */
+			entry = cJSON_CreateObject();
+			cJSON_AddStringToObject(entry, "command", shown);
+			cJSON_AddNumberToObject(entry, "exit_code", 127);
+			{
+				char *msg = wk_printf("cannot run '%s': %s",
+						      argv[0],
+						      strerror(p.spawn_errno));
+
+				cJSON_AddStringToObject(entry, "output", msg);
+				free(msg);
+			}
+			cJSON_AddItemToArray(list, entry);
 			wk_buf_free(&out);
-			spawn_failed(res, "sh", p.spawn_errno);
-			cJSON_Delete(list);
-			return;
+			free(argv);
+			free(joined);
+			if (!first_fail)
+				first_fail = 127;
+			continue;
 		}
+		if (argv != sh)
+			free(argv);
 		entry = cJSON_CreateObject();
-		cJSON_AddStringToObject(entry, "command", c->valuestring);
+		cJSON_AddStringToObject(entry, "command", shown);
 		/* a stopped command keeps its real status (128 + signal) */
 		cJSON_AddNumberToObject(entry, "exit_code", p.exit_code);
 		if (p.term_signal) {
@@ -149,7 +195,7 @@ void wk_shell_batch(struct wk_ctx *ctx, const struct wk_job *job,
 			detail = wk_printf(
 				"command '%s' ran out of time after %gs and "
 				"ended with status %d%s%s",
-				c->valuestring, p.timeout_s, p.exit_code,
+				shown, p.timeout_s, p.exit_code,
 				p.term_signal ? " by " : "",
 				p.term_signal ? signal_name(p.term_signal, num)
 					      : "");
@@ -162,6 +208,7 @@ void wk_shell_batch(struct wk_ctx *ctx, const struct wk_job *job,
 		}
 		cJSON_AddItemToArray(list, entry);
 		wk_buf_free(&out);
+		free(joined);
 		if (p.exit_code && !first_fail)
 			first_fail = p.exit_code;
 		if (p.timed_out) {

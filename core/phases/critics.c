@@ -256,17 +256,34 @@ out:
 	return rc;
 }
 
-/* Evidence for the reviewer, gathered mechanically; never fails. */
+/* `text` cut after its first `n` lines, in place. */
+static void first_lines(char *text, size_t n)
+{
+	char *p = text;
+
+	while (n-- && (p = strchr(p, '\n')) != NULL)
+		p++;
+	if (p)
+		*p = '\0';
+}
+
+/*
+ * Evidence for the reviewer, gathered mechanically; never fails. The
+ * commands go as argv lists, run without a shell (three processes where
+ * pipes through sh made eight); the line caps are applied here.
+ */
 static char *gather_evidence(const struct sl_phase_ctx *pc)
 {
-	static const char *const cmds[] = {
-		"git status --short 2>&1 | head -50", "git diff HEAD 2>&1",
-		"find . -type f -newer /tmp -not -path './.git/*' 2>/dev/null "
-		"| head -30"};
+	static const char *const cmds[][10] = {
+		{"git", "status", "--short", NULL},
+		{"git", "diff", "HEAD", NULL},
+		{"find", ".", "-type", "f", "-newer", "/tmp", "-not", "-path",
+		 "./.git/*", NULL}};
 	static const char *const labels[] = {"git status", "git diff HEAD",
 					     "recently changed files"};
 	static const size_t budgets[] = {EVIDENCE_BUDGET, DIFF_BUDGET,
 					 EVIDENCE_BUDGET};
+	static const size_t max_lines[] = {50, 0, 30};
 	struct sbxloop_error err = {0, ""};
 	struct sl_buf b = SL_BUF_INIT;
 	cJSON *job = cJSON_CreateObject(), *arr, *res = NULL;
@@ -278,8 +295,15 @@ static char *gather_evidence(const struct sl_phase_ctx *pc)
 	cJSON_AddNumberToObject(job, "command_timeout_s", 60);
 	cJSON_AddStringToObject(job, "cwd", pc->info->workdir);
 	arr = cJSON_AddArrayToObject(job, "commands");
-	for (i = 0; i < 3; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(cmds[i]));
+	for (i = 0; i < 3; i++) {
+		cJSON *argv = cJSON_CreateArray();
+		size_t k;
+
+		for (k = 0; cmds[i][k]; k++)
+			cJSON_AddItemToArray(argv,
+					     cJSON_CreateString(cmds[i][k]));
+		cJSON_AddItemToArray(arr, argv);
+	}
 	if (sl_phase_submit(pc, job, "scrutinizer", &res, &err) < 0 ||
 	    !sl_phase_result_ok(res)) {
 		sl_log(SBXLOOP_LOG_WARN, "cannot gather review evidence: %s",
@@ -296,6 +320,8 @@ static char *gather_evidence(const struct sl_phase_ctx *pc)
 		if (i >= 3)
 			break;
 		clipped = clip_head_tail(text, budgets[i]);
+		if (max_lines[i])
+			first_lines(clipped, max_lines[i]);
 		trimmed = clipped;
 		while (isspace((unsigned char)*trimmed))
 			trimmed++;

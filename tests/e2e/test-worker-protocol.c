@@ -216,6 +216,41 @@ START_TEST(test_batch_runs_in_order_reports_first_failure)
 }
 END_TEST
 
+/*
+ * An argv command runs without a shell: its arguments arrive verbatim
+ * (no globbing, no variables), it is shown joined, and a program that
+ * is not there is that command's 127, the batch going on.
+ */
+START_TEST(test_batch_runs_argv_commands_without_a_shell)
+{
+	struct run r;
+	const cJSON *list, *c;
+
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"shell.batch\",\"commands\":["
+			    "[\"printf\",\"%s|%s\",\"./*\",\"$HOME\"],"
+			    "[\"no-such-program-here\",\"x\"],"
+			    "\"echo after\"]}",
+		   NULL);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(rstr(&r, "status"), "ok");
+	ck_assert_int_eq(rint_(&r, "exit_code"), 127);
+	list = cJSON_GetObjectItem(r.result, "output_json");
+	ck_assert_int_eq(cJSON_GetArraySize(list), 3);
+	c = cJSON_GetArrayItem(list, 0);
+	ck_assert_str_eq(dstr(c, "command"), "printf %s|%s ./* $HOME");
+	ck_assert_str_eq(dstr(c, "output"), "./*|$HOME");
+	ck_assert_int_eq(cJSON_GetObjectItem(c, "exit_code")->valueint, 0);
+	c = cJSON_GetArrayItem(list, 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(c, "exit_code")->valueint, 127);
+	ck_assert_ptr_nonnull(strstr(dstr(c, "output"),
+				     "cannot run 'no-such-program-here'"));
+	c = cJSON_GetArrayItem(list, 2);
+	ck_assert_str_eq(dstr(c, "output"), "after\n");
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_shell_batch_clips_output_head_and_tail)
 {
 	struct run r;
@@ -312,6 +347,12 @@ START_TEST(test_malformed_jobs_exit_64_with_a_reason)
 			   "field 'argv' must be a non-empty list");
 	expect_usage_error(JOB_HEAD "\"kind\":\"agent.session\"}",
 			   "field 'prompt' is required");
+	expect_usage_error(JOB_HEAD "\"kind\":\"shell.batch\",\"commands\":"
+				    "[[]]}",
+			   "field 'commands' must be a non-empty list");
+	expect_usage_error(JOB_HEAD "\"kind\":\"shell.batch\",\"commands\":"
+				    "[[\"ls\",1]]}",
+			   "field 'commands' must be a non-empty list");
 	expect_usage_error(JOB_HEAD "\"kind\":\"agent.session\",\"prompt\":"
 				    "\"x\",\"host_tools\":[{\"name\":\"t\"}]}",
 			   "host tools are not supported");
@@ -760,6 +801,7 @@ static Suite *worker_protocol_suite(void)
 	tcase_add_test(tc, test_timeout_escalates_to_sigkill_after_grace);
 	tcase_add_test(tc, test_background_leftovers_die_with_the_command);
 	tcase_add_test(tc, test_batch_runs_in_order_reports_first_failure);
+	tcase_add_test(tc, test_batch_runs_argv_commands_without_a_shell);
 	tcase_add_test(tc, test_shell_batch_clips_output_head_and_tail);
 	tcase_add_test(tc, test_shell_batch_command_timeout_times_out_the_job);
 	tcase_add_test(tc, test_shell_batch_job_timeout_bounds_all_commands);
