@@ -15,7 +15,6 @@
 #include "config.h"
 
 #include <fcntl.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +25,7 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "db.h"
 
 #define ROUNDS_MAX 50
 
@@ -125,20 +125,11 @@ static double attest_gap(const char *dir)
 		"ORDER BY seq DESC LIMIT 1) - (SELECT ts FROM events WHERE "
 		"type='sandbox.ready' ORDER BY seq DESC LIMIT 1)";
 	char path[512];
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	double v = -1;
+	double v;
 
 	snprintf(path, sizeof(path), "%s/state/state.db", dir);
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) ==
-		    SQLITE_OK &&
-	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW &&
-	    sqlite3_column_type(st, 0) != SQLITE_NULL)
-		v = sqlite3_column_double(st, 0) * 1000.0;
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return v;
+	v = bench_db_value(path, sql);
+	return v < 0 ? -1 : v * 1000.0;
 }
 
 static int cmp(const void *a, const void *b)

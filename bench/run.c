@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,24 +25,15 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "db.h"
 #include "runs.h"
 
 #define PLUGINS "  sandbox: local\n  sinks: []\n"
 
+/* A count from the run's store, or -1. */
 static long count(const char *db_path, const char *sql)
 {
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	long v = -1;
-
-	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) ==
-		    SQLITE_OK &&
-	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW)
-		v = (long)sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return v;
+	return (long)bench_db_value(db_path, sql);
 }
 
 static int bench(int n)
