@@ -24,7 +24,6 @@
  */
 #include "config.h"
 
-#include <glob.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +34,7 @@
 
 #include "engine/engine_internal.h"
 #include "engine/artifacts.h"
+#include "engine/lanes_fs.h"
 #include "engine/workspace.h"
 #include "host/redact.h"
 
@@ -125,12 +125,12 @@ static int ws_git(struct sl_git_out *g, const struct sl_engine *e,
 	full[k++] = argv[0];
 	if (e->lanes_git) {
 		dir_opt = sl_xasprintf("--git-dir=%s", e->lanes_git);
-		tree_opt = sl_xasprintf("--work-tree=%s", e->workspace);
+		tree_opt = sl_xasprintf("--work-tree=%s", sl_lanes_root(e));
 		full[k++] = dir_opt;
 		full[k++] = tree_opt;
 	}
 	memcpy(full + k, argv + 1, n * sizeof(*full)); /* with the NULL */
-	rc = sl_git(g, e->workspace, full);
+	rc = sl_lanes_git(g, e, sl_lanes_root(e), full);
 	free(full);
 	free(dir_opt);
 	free(tree_opt);
@@ -150,7 +150,7 @@ static char *branch_of(const struct sl_engine *e, const struct task *t)
 
 static char *dir_of(const struct sl_engine *e, const struct task *t)
 {
-	return sl_xasprintf("%s/" LANES_DIR "/%s", e->workspace, t->id);
+	return sl_xasprintf("%s/" LANES_DIR "/%s", sl_lanes_root(e), t->id);
 }
 
 /*
@@ -167,9 +167,22 @@ static int lanes_mode(struct sl_engine *e, char **why)
 	int shadow = 0;
 
 	*why = NULL;
-	if (!e->info.mounted) {
+	if (sl_lanes_in_box(e)) {
+		/* a harvested run: git in the sandbox, on a shadow repository
+		 * of the sandbox's copy (whatever .git it holds stays) */
+		if (sl_lanes_git(
+			    &g, e, NULL,
+			    (const char *const[]){"git", "--version", NULL})) {
+			*why = sl_xasprintf("the sandbox does not mount the "
+					    "workspace and has no git to run "
+					    "the lanes in it (%s)",
+					    g.out);
+			sl_git_out_clear(&g);
+			return -1;
+		}
+		sl_git_out_clear(&g);
 		*why = sl_xstrdup("the sandbox does not mount the workspace");
-		return -1;
+		return 1;
 	}
 	if (SL_GIT(&g, e->workspace, "git", "rev-parse", "--show-toplevel")) {
 		*why = sl_xstrdup("the workspace is not a git checkout");
@@ -205,29 +218,27 @@ static void exclude_lanes(struct sl_engine *e)
 {
 	struct sl_git_out g;
 	char *path, *text;
-	FILE *f;
 
 	if (WS_GIT(&g, e, "rev-parse", "--git-path", "info/exclude")) {
 		sl_git_out_clear(&g);
 		return;
 	}
-	path = g.out[0] == '/' ? sl_xstrdup(g.out)
-			       : sl_xasprintf("%s/%s", e->workspace, g.out);
+	path = g.out[0] == '/'
+		       ? sl_xstrdup(g.out)
+		       : sl_xasprintf("%s/%s", sl_lanes_root(e), g.out);
 	sl_git_out_clear(&g);
-	text = sl_read_file(path, NULL, 1 << 20);
+	text = sl_lanes_read(e, path, 1 << 20);
 	if (!text || !strstr(text, "\n/.sbxloop/\n")) {
 		char *dir = sl_xstrdup(path), *slash = strrchr(dir, '/');
+		char *all = sl_xasprintf("%s\n/.sbxloop/\n", text ? text : "");
 
 		if (slash) {
 			*slash = '\0';
-			sl_mkdirs(dir, 0755);
+			sl_lanes_mkdirs(e, dir);
 		}
 		free(dir);
-		f = fopen(path, "a");
-		if (f) {
-			fputs("\n/.sbxloop/\n", f);
-			fclose(f);
-		}
+		sl_lanes_write(e, path, all);
+		free(all);
 	}
 	free(text);
 	free(path);
@@ -245,26 +256,27 @@ static void exclude_lanes(struct sl_engine *e)
 static int shadow_open(struct sl_engine *e, struct sbxloop_error *err)
 {
 	struct sl_git_out g;
-	char *parent = sl_xasprintf("%s/.sbxloop", e->workspace), *dir_opt;
+	char *parent = sl_xasprintf("%s/.sbxloop", sl_lanes_root(e)), *dir_opt;
 	int rc = 0;
 
 	if (!e->lanes_git)
-		e->lanes_git = sl_xasprintf("%s/" SHADOW_DIR, e->workspace);
+		e->lanes_git =
+			sl_xasprintf("%s/" SHADOW_DIR, sl_lanes_root(e));
 	if (WS_GIT(&g, e, "rev-parse", "-q", "--verify", "HEAD") == 0) {
 		sl_git_out_clear(&g);
 		free(parent);
 		return 0;
 	}
 	sl_git_out_clear(&g);
-	sl_artifacts_rmtree_quiet(e->lanes_git);
-	sl_mkdirs(parent, 0755);
+	sl_lanes_rmtree(e, e->lanes_git);
+	sl_lanes_mkdirs(e, parent);
 	free(parent);
 	dir_opt = sl_xasprintf("--git-dir=%s", e->lanes_git);
 	/* no --work-tree: git would record it as core.worktree, which
 	 * the lanes' own worktrees would then take for theirs */
-	if (sl_git(&g, e->workspace,
-		   (const char *const[]){"git", dir_opt, "init", "-q",
-					 NULL})) {
+	if (sl_lanes_git(&g, e, sl_lanes_root(e),
+			 (const char *const[]){"git", dir_opt, "init", "-q",
+					       NULL})) {
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot make the lanes' repository %s: %s",
 			      e->lanes_git, g.err);
@@ -299,23 +311,18 @@ static void shadow_drop(struct sl_engine *e)
 
 	if (!e->lanes_git)
 		return;
-	dir = sl_xasprintf("%s/" LANES_DIR, e->workspace);
-	sl_artifacts_rmtree_quiet(dir);
+	dir = sl_xasprintf("%s/" LANES_DIR, sl_lanes_root(e));
+	sl_lanes_rmtree(e, dir);
 	free(dir);
-	sl_artifacts_rmtree_quiet(e->lanes_git);
+	sl_lanes_rmtree(e, e->lanes_git);
 	free(e->lanes_git);
 	e->lanes_git = NULL;
-	dir = sl_xasprintf("%s/.sbxloop", e->workspace);
-	rmdir(dir); /* only when empty */
+	dir = sl_xasprintf("%s/.sbxloop", sl_lanes_root(e));
+	sl_lanes_rmdir(e, dir); /* only when empty */
 	free(dir);
 }
 
 /* Write `text` to `path`; 0, or -1. */
-static int put(const char *path, const char *text)
-{
-	return sl_write_file_atomic(path, text, strlen(text), 0644);
-}
-
 /*
  * The task's worktree from the run branch's tip, made on the lane's own
  * thread so lanes make theirs at once: `git worktree add` cannot run
@@ -337,18 +344,17 @@ static int worktree_open(const struct sched *s, struct task *t,
 				   t->id);
 	char *want = sl_xasprintf("ref: refs/heads/%s\n", branch);
 	char *path = sl_xasprintf("%s/HEAD", admin), *dotgit, *text, *head;
-	struct stat st;
 	int rc = 0;
 
-	text = sl_read_file(path, NULL, 4096);
+	text = sl_lanes_read(e, path, 4096);
 	dotgit = sl_xasprintf("%s/.git", dir);
-	if (text && !strcmp(text, want) && stat(dotgit, &st) == 0)
+	if (text && !strcmp(text, want) && sl_lanes_isdir(e, dir))
 		goto out; /* kept */
-	sl_artifacts_rmtree_quiet(dir);
-	sl_artifacts_rmtree_quiet(admin);
-	head = sl_read_file(s->head_file, NULL, 4096);
-	if (!head || sl_mkdirs(admin, 0755) < 0 || sl_mkdirs(dir, 0755) < 0 ||
-	    put(path, head) < 0) {
+	sl_lanes_rmtree(e, dir);
+	sl_lanes_rmtree(e, admin);
+	head = sl_lanes_read(e, s->head_file, 4096);
+	if (!head || sl_lanes_mkdirs(e, admin) < 0 ||
+	    sl_lanes_mkdirs(e, dir) < 0 || sl_lanes_write(e, path, head) < 0) {
 		free(head);
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot make the worktree of task %s in %s",
@@ -358,22 +364,24 @@ static int worktree_open(const struct sched *s, struct task *t,
 	free(head);
 	free(path);
 	path = sl_xasprintf("%s/commondir", admin);
-	rc = put(path, "../..\n");
+	rc = sl_lanes_write(e, path, "../..\n");
 	free(path);
 	path = sl_xasprintf("%s/gitdir", admin);
 	free(text);
 	text = sl_xasprintf("%s\n", dotgit);
-	rc |= put(path, text);
+	rc |= sl_lanes_write(e, path, text);
 	free(text);
 	text = sl_xasprintf("gitdir: %s\n", admin);
-	rc |= put(dotgit, text);
+	rc |= sl_lanes_write(e, dotgit, text);
 	if (rc < 0) {
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot make the worktree of task %s in %s",
 			      t->id, dir);
 		goto out;
 	}
-	if (SL_GIT(&g, dir, "git", "checkout", "-q", "-f", "-B", branch))
+	if (sl_lanes_git(&g, e, dir,
+			 (const char *const[]){"git", "checkout", "-q", "-f",
+					       "-B", branch, NULL}))
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot make the worktree of task %s: %s", t->id,
 			      g.err);
@@ -492,10 +500,12 @@ static void commit_task(struct sl_engine *e, struct task *t)
 	char *dir = dir_of(e, t),
 	     *msg = sl_xasprintf("sbxloop: task %s", t->id);
 
-	SL_GIT(&g, dir, "git", "add", "-A");
+	sl_lanes_git(&g, e, dir,
+		     (const char *const[]){"git", "add", "-A", NULL});
 	sl_git_out_clear(&g);
-	SL_GIT(&g, dir, "git", GIT_ID, "commit", "-q", "--allow-empty", "-m",
-	       msg);
+	sl_lanes_git(&g, e, dir,
+		     (const char *const[]){"git", GIT_ID, "commit", "-q",
+					   "--allow-empty", "-m", msg, NULL});
 	sl_git_out_clear(&g);
 	free(msg);
 	free(dir);
@@ -825,7 +835,8 @@ static int recover(struct sl_engine *e, struct sbxloop_error *err)
 	size_t i;
 	int rc = 0;
 
-	if (!e->workspace)
+	/* a harvested run resumes in a fresh sandbox: nothing to recover */
+	if (!e->workspace || sl_lanes_in_box(e))
 		return 0;
 	/* lanes that ran on a shadow repository go on with it */
 	lanes = sl_xasprintf("%s/" SHADOW_DIR, e->workspace);
@@ -844,18 +855,7 @@ static int recover(struct sl_engine *e, struct sbxloop_error *err)
 	/* a git command the kill cut off leaves its index locked */
 	if (WS_GIT(&g, e, "rev-parse", "--path-format=absolute",
 		   "--git-common-dir") == 0) {
-		char *pat = sl_xasprintf("%s/worktrees/*/index.lock", g.out);
-		char *main_lock = sl_xasprintf("%s/index.lock", g.out);
-		glob_t gl;
-
-		unlink(main_lock);
-		if (glob(pat, 0, NULL, &gl) == 0) {
-			for (i = 0; i < gl.gl_pathc; i++)
-				unlink(gl.gl_pathv[i]);
-			globfree(&gl);
-		}
-		free(pat);
-		free(main_lock);
+		sl_lanes_clear_locks(e, g.out);
 	}
 	sl_git_out_clear(&g);
 	if (WS_GIT(&g, e, "rev-parse", "-q", "--verify", "MERGE_HEAD") == 0) {
@@ -911,8 +911,9 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 		       "lanes: %s, so the lanes work on a repository of their "
 		       "own, %s/" SHADOW_DIR
 		       " (the workspace's files as they stand; merges write "
-		       "back into the workspace; removed at the end)",
-		       why, e->workspace);
+		       "back into the workspace; removed at the end)%s",
+		       why, sl_lanes_root(e),
+		       sl_lanes_in_box(e) ? ", inside the sandbox" : "");
 	free(why);
 	if (mode == 1 || e->lanes_git) {
 		rc = shadow_open(e, err);
@@ -927,6 +928,16 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 			sl_config_str(e->core->cfg, "sandbox.lanes");
 
 		s->per_lane = boxes && !strcmp(boxes, "per-lane");
+		/* a lane's own sandbox could not see worktrees that live
+		 * inside the run's */
+		if (s->per_lane && sl_lanes_in_box(e)) {
+			sl_log(SBXLOOP_LOG_WARN,
+			       "sandbox.lanes: per-lane needs the workspace "
+			       "mounted (the lanes' worktrees live in the "
+			       "run's agent sandbox otherwise); every lane "
+			       "runs in the run's agent sandbox");
+			s->per_lane = 0;
+		}
 	}
 	exclude_lanes(e);
 	rc = worktree_paths(s, err);
@@ -1012,12 +1023,12 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	if (!failed)
 		shadow_drop(e);
 	if (!failed) {
-		char *dir = sl_xasprintf("%s/" LANES_DIR, e->workspace);
+		char *dir = sl_xasprintf("%s/" LANES_DIR, sl_lanes_root(e));
 
-		rmdir(dir); /* only when empty */
+		sl_lanes_rmdir(e, dir); /* only when empty */
 		free(dir);
-		dir = sl_xasprintf("%s/.sbxloop", e->workspace);
-		rmdir(dir);
+		dir = sl_xasprintf("%s/.sbxloop", sl_lanes_root(e));
+		sl_lanes_rmdir(e, dir);
 		free(dir);
 	}
 	pthread_cond_destroy(&s->cond);

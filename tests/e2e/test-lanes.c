@@ -342,6 +342,39 @@ START_TEST(test_kill_and_resume_on_a_shadow_repository)
 END_TEST
 
 /*
+ * A sandbox that does not mount the workspace (the mock's unmounted):
+ * the lanes work inside it (git there, on a shadow repository of the
+ * sandbox's copy), all four at once, and the harvested result holds
+ * every task's file and nothing of the lanes' machinery.
+ */
+START_TEST(test_unmounted_lanes_run_inside_the_sandbox)
+{
+	char *run, *p;
+	const char *const *f;
+
+	copy_scenario("lanes_wide");
+	rt_write_config("mock", "[]",
+			"mock:\n  unmounted: true\n"
+			"budgets:\n  max_parallel_tasks: 4\n");
+	ck_assert_int_eq(sbxloop("run", "four files", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_file_has("err.txt", "inside the sandbox");
+	ck_assert_int_eq(overlaps("execute"), 6);
+	assert_done(run, four);
+	for (f = four_files; *f; f++) {
+		p = rt_path("state/runs/%s/artifacts/%s", run, *f);
+		ck_assert_msg(rt_exists(p), "%s was not harvested", *f);
+		free(p);
+	}
+	p = rt_path("state/runs/%s/artifacts/.sbxloop", run);
+	ck_assert_msg(!rt_exists(p), "the lanes' files were harvested");
+	free(p);
+	free(run);
+}
+END_TEST
+
+/*
  * A git checkout with uncommitted changes: the lanes see them (a
  * shadow repository records the files as they stand), the work lands
  * in the workspace, and the user's own git is untouched: the same
@@ -402,6 +435,7 @@ static Suite *lanes_suite(void)
 	tcase_add_test(tc, test_without_git_lanes_run_on_a_shadow_repository);
 	tcase_add_test(tc, test_a_dirty_checkout_gets_lanes_and_keeps_its_git);
 	tcase_add_test(tc, test_kill_and_resume_on_a_shadow_repository);
+	tcase_add_test(tc, test_unmounted_lanes_run_inside_the_sandbox);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -996,6 +996,37 @@ START_TEST(test_run_with_per_lane_sandboxes)
 END_TEST
 
 /*
+ * sbx without the workspace mounted (the fake's SBX_FAKE_NO_MOUNT): two
+ * lanes work inside the sandbox (git there, on a shadow repository) and
+ * the harvested copy holds all four tasks' files and no lanes' files.
+ */
+START_TEST(test_unmounted_lanes_on_sbx)
+{
+	const char *run[] = {"run", "four files", "--no-tui", NULL};
+	char *cmd;
+	struct tu_run r;
+
+	write_run_config_with("lanes_wide",
+			      "budgets:\n  max_parallel_tasks: 2\n");
+	setenv("SBX_FAKE_NO_MOUNT", "1", 1);
+	sbxloop(&r, run);
+	unsetenv("SBX_FAKE_NO_MOUNT");
+	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
+	ck_assert_msg(strstr(r.err, "inside the sandbox"), "%s", r.err);
+	ck_assert_msg(strstr(r.out, "(harvested)"), "%s", r.out);
+	tu_run_free(&r);
+	cmd = sl_xasprintf("cd '%s'/state/runs/*/artifacts && test -f "
+			   "out-t1.txt && test -f out-t2.txt && test -f "
+			   "out-t3.txt && test -f out-t4.txt && ! test -e "
+			   ".sbxloop",
+			   dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	ck_assert_int_eq(sandboxes_left(), 0);
+}
+END_TEST
+
+/*
  * Observed egress on sbx: the fake's host proxy decides the sandbox's
  * curl by the rules the run set (policy allow/rm network), logs each
  * decision, and the provider reads `sbx policy log NAME --json` before
@@ -1104,6 +1135,7 @@ static Suite *sbx_commands_suite(void)
 	tcase_add_loop_test(tc, test_run_missing_token_creates_nothing, 0, 2);
 	tcase_add_test(tc, test_run_sigterm_leaves_no_sandbox_and_no_secret);
 	tcase_add_test(tc, test_run_with_per_lane_sandboxes);
+	tcase_add_test(tc, test_unmounted_lanes_on_sbx);
 	tcase_add_test(tc,
 		       test_run_records_what_sbx_saw_and_egress_reports_it);
 	tcase_add_test(

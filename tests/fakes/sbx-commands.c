@@ -1,7 +1,8 @@
 /*
  * The command handlers of the fake sbx (see sbx.c for the state it
  * keeps under $SBX_FAKE_DIR and the CLI variants it plays): create,
- * exec with its path rewriting, cp, ls, stop, rm, policy, secret and
+ * exec with its path rewriting (of the argv and of text on its standard
+ * input, a worker job), cp, ls, stop, rm, policy, secret and
  * template. Only sbx.c's dispatch calls them.
  */
 #define _GNU_SOURCE
@@ -287,7 +288,23 @@ int cmd_exec(int argc, char **argv, const char *in, size_t in_len)
 	close(fds[0]);
 	if (interactive && in_len) {
 		size_t off = 0;
+		char *text = NULL;
 
+		/*
+		 * Text on stdin (a worker job) names paths as the sandbox
+		 * sees them, like the argv: rewritten the same way, so a
+		 * job's paths land in the sandbox's fs, never the host's.
+		 */
+		if (!memchr(in, '\0', in_len)) {
+			char *copy = xmalloc(in_len + 1);
+
+			memcpy(copy, in, in_len);
+			copy[in_len] = '\0';
+			text = rewrite(copy, fs, meta);
+			free(copy);
+			in = text;
+			in_len = strlen(text);
+		}
 		signal(SIGPIPE, SIG_IGN);
 		while (off < in_len) {
 			ssize_t w = write(fds[1], in + off, in_len - off);
@@ -298,6 +315,7 @@ int cmd_exec(int argc, char **argv, const char *in, size_t in_len)
 				break;
 			off += (size_t)w;
 		}
+		free(text);
 	}
 	close(fds[1]);
 	if (lfd >= 0)
