@@ -19,8 +19,9 @@
  * sandbox, whose egress ledger counts holders (egress.c); per-lane
  * gives each lane an agent sandbox of its own (made when the lane first
  * starts a task, attested, with a ledger of its own, removed when the
- * lanes end). Scheduling, merging and worktree changes happen on the
- * engine thread; a lane thread only drives its task's steps.
+ * lanes end). Scheduling happens on the engine thread; a lane thread
+ * drives its task's steps, then commits and merges its work (merges one
+ * at a time, under the scheduler's merge lock).
  */
 #include "config.h"
 
@@ -87,6 +88,8 @@ struct sched {
 	char *head_file; /* the workspace's HEAD file (absolute) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	/* merges into the run's workspace, one at a time, by each lane */
+	pthread_mutex_t merge_lock;
 };
 
 const struct sbxloop_sandbox_info *sl_lane_info(const struct task *t)
@@ -512,9 +515,10 @@ static void commit_task(struct sl_engine *e, struct task *t)
 }
 
 /*
- * Merge the task's committed work into the run's workspace (the engine
- * thread). 0 merged, 1 a conflict (the merge is undone, *files lists
- * the conflicting paths; caller frees), <0 error.
+ * Merge the task's committed work into the run's workspace (its lane's
+ * thread under the merge lock, or the engine thread when recovering).
+ * 0 merged, 1 a conflict (the merge is undone, *files lists the
+ * conflicting paths; caller frees), <0 error.
  */
 static int merge_task(struct sl_engine *e, struct task *t, char **files,
 		      struct sbxloop_error *err)
@@ -643,6 +647,9 @@ static int lane_view(struct sl_lane *l, struct sbxloop_error *err)
 	return 0;
 }
 
+static int settle(struct sl_engine *e, struct task *t, int resumed,
+		  struct sbxloop_error *err);
+
 static void *lane_thread(void *arg)
 {
 	struct lane_arg *a = arg;
@@ -650,8 +657,9 @@ static void *lane_thread(void *arg)
 	struct sl_lane *l = a->l;
 
 	free(a);
-	/* the sandbox, the worktree and the commit on the lane's own
-	 * thread: only the merge into the run's workspace is serial */
+	/* the sandbox, the worktree, the commit and the merge on the
+	 * lane's own thread (merges one at a time): the lane is free for
+	 * its next task as soon as its own work is merged */
 	l->rc = l->slot ? slot_up(l, &l->err) : 0;
 	if (l->rc == 0)
 		l->rc = lane_view(l, &l->err);
@@ -661,6 +669,11 @@ static void *lane_thread(void *arg)
 		l->rc = sl_engine_run_task(l->e, l->t, &l->err);
 	if (l->rc == 0 && l->t->state == SL_TASK_DONE)
 		commit_task(l->e, l->t);
+	if (l->rc == 0) {
+		pthread_mutex_lock(&s->merge_lock);
+		l->rc = settle(l->e, l->t, 0, &l->err);
+		pthread_mutex_unlock(&s->merge_lock);
+	}
 	pthread_mutex_lock(&s->lock);
 	l->finished = 1;
 	pthread_cond_broadcast(&s->cond);
@@ -792,30 +805,19 @@ static int settle(struct sl_engine *e, struct task *t, int resumed,
 	return 0;
 }
 
-/* A finished lane: join it, settle its task, note the first error. */
+/* A finished lane: join it, note the first error. */
 static int lane_finish(struct sched *s, struct sl_lane *l,
 		       struct sbxloop_error *first, int *failed)
 {
-	struct sl_engine *e = s->e;
 	struct task *t = l->t;
-	struct sbxloop_error err = {0, ""};
-	int rc;
 
 	pthread_join(l->th, NULL);
 	l->running = 0;
 	t->lane = NULL;
-	if (l->rc < 0) {
-		if (!*failed) {
-			*first = l->err;
-			*failed = l->rc;
-		}
-		free(l->dir);
-		return 0; /* the worktree stays for resume */
-	}
-	rc = settle(e, t, 0, &err);
-	if (rc < 0 && !*failed) {
-		*first = err;
-		*failed = rc;
+	/* a failed step or merge: the worktree stays for resume */
+	if (l->rc < 0 && !*failed) {
+		*first = l->err;
+		*failed = l->rc;
 	}
 	free(l->dir);
 	return 0;
@@ -946,6 +948,7 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 		return rc;
 	}
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->merge_lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	e->lanes_active = 1;
 	for (;;) {
@@ -1032,6 +1035,7 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 		free(dir);
 	}
 	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->merge_lock);
 	pthread_mutex_destroy(&s->lock);
 	free(s->common);
 	free(s->head_file);
