@@ -349,6 +349,22 @@ static int worktree_open(const struct sched *s, struct task *t,
 	char *path = sl_xasprintf("%s/HEAD", admin), *dotgit, *text, *head;
 	int rc = 0;
 
+	if (sl_lanes_in_box(e)) {
+		/* one job in the sandbox, not one per record: git's own
+		 * `worktree add`, serialised (a harvested run never resumes
+		 * into an old sandbox, so nothing is kept) */
+		text = dotgit = NULL;
+		pthread_mutex_lock(&worktrees_lock);
+		if (WS_GIT(&g, e, "worktree", "add", "-q", "-f", "-B", branch,
+			   dir, "HEAD"))
+			rc = sl_error(err, SBXLOOP_EINFRA,
+				      "cannot make the worktree of task %s: "
+				      "%s",
+				      t->id, g.err);
+		pthread_mutex_unlock(&worktrees_lock);
+		sl_git_out_clear(&g);
+		goto out;
+	}
 	text = sl_lanes_read(e, path, 4096);
 	dotgit = sl_xasprintf("%s/.git", dir);
 	if (text && !strcmp(text, want) && sl_lanes_isdir(e, dir))
@@ -454,7 +470,7 @@ static void worktree_retire(struct sl_engine *e, struct task *t)
 	char *dir = dir_of(e, t);
 
 	pthread_mutex_lock(&worktrees_lock);
-	sl_artifacts_rmtree_quiet(dir);
+	sl_lanes_rmtree(e, dir);
 	pthread_mutex_unlock(&worktrees_lock);
 	free(dir);
 }
