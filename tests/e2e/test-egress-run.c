@@ -233,19 +233,14 @@ START_TEST(test_per_lane_sandboxes_keep_a_grant_to_its_lane)
 {
 	static const char *const modes[] = {"shared", "per-lane"};
 	int per_lane = _i == 1;
-	char resolve[512], extra[512], cmd[4400], *run, *codes;
+	char resolve[512], extra[512], *run, *codes;
 	const char *env[] = {resolve, NULL};
 	const char *args[] = {"run", "two lanes", "--no-tui", NULL};
 
 	snprintf(resolve, sizeof(resolve),
 		 "SBXLOOP_PROXY_RESOLVE=allowed.test:80=127.0.0.1:%u",
 		 allowed.port);
-	snprintf(cmd, sizeof(cmd),
-		 "cd '%s' && mkdir repo && cd repo && git init -q && "
-		 "echo hi > README && git add . && git -c user.name=t -c "
-		 "user.email=t@t commit -qm init",
-		 rt_dir());
-	ck_assert_int_eq(system(cmd), 0);
+	rt_git_repo();
 	copy_scenario("lanes_grants");
 	snprintf(extra, sizeof(extra),
 		 "local:\n  isolation: bwrap\n  network: proxy\n"

@@ -21,14 +21,9 @@
 /* A git project with one commit, and the config running on it. */
 static void project(const char *scenario, int lanes)
 {
-	char cmd[4400], extra[256];
+	char extra[256];
 
-	snprintf(cmd, sizeof(cmd),
-		 "cd '%s' && mkdir repo && cd repo && git init -q && "
-		 "echo hi > README && git add . && git -c user.name=t -c "
-		 "user.email=t@t commit -qm init",
-		 rt_dir());
-	ck_assert_int_eq(system(cmd), 0);
+	rt_git_repo();
 	copy_scenario(scenario);
 	snprintf(extra, sizeof(extra),
 		 "sandbox:\n  workspace: repo\n"

@@ -54,6 +54,18 @@ void rt_teardown(void)
 	scratch = ".";
 }
 
+void rt_git_repo(void)
+{
+	char cmd[4400];
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && mkdir repo && cd repo && git init -q && "
+		 "echo hi > README && git add . && git -c user.name=t -c "
+		 "user.email=t@t commit -qm init",
+		 scratch);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 void rt_write_config(const char *provider, const char *policy,
 		     const char *extra)
 {

@@ -22,6 +22,8 @@ void rt_setup(void);
 void rt_teardown(void);
 /* The scratch dir. */
 const char *rt_dir(void);
+/* <scratch>/repo: a git project with one commit (README). */
+void rt_git_repo(void);
 /* A path under the scratch dir (caller frees). */
 char *rt_path(const char *fmt, ...) RT_PRINTF(1, 2);
 /*
