@@ -101,8 +101,8 @@ struct sl_engine {
 	/* lanes (lanes.c): tasks run in parallel worktrees */
 	int lanes_active;
 	volatile sig_atomic_t lanes_halt; /* a lane failed: stop the others */
-	char *lanes_git; /* the lanes' shadow git dir, or NULL (lanes.c) */
-	pthread_mutex_t mu;               /* live session ids, between lanes */
+	char *lanes_git;    /* the lanes' shadow git dir, or NULL (lanes.c) */
+	pthread_mutex_t mu; /* live session ids, between lanes */
 	pthread_mutex_t steer_lock; /* one lane answers the inbox at a time */
 	/* steering: the task under way, the standing guidance (strings) */
 	struct task *current;

@@ -83,8 +83,8 @@ void sl_engine_print_summary(struct sl_engine *e, FILE *dest)
 		fprintf(out, "bring the work back with: %s\n", e->fetch_cmd);
 	if (e->kept_reason) {
 		const char *names[SL_PAIR_LANES_MAX + 2];
-		size_t n = sl_pair_names(e->pair, names,
-					 SL_PAIR_LANES_MAX + 2);
+		size_t n =
+			sl_pair_names(e->pair, names, SL_PAIR_LANES_MAX + 2);
 
 		fprintf(out, "kept sandbox%s: %s", n > 1 ? "es" : "",
 			n ? names[0] : e->box_name);
