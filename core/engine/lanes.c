@@ -7,14 +7,16 @@
  * resolved silently: task.conflict, and the task plans again on the
  * merged tree, spending a replan. Dependents start from the merged tree.
  *
- * Lanes need the workspace mounted in the sandbox (the worktrees live
- * under its excluded .sbxloop/lanes/, where the sandbox sees them at
- * the same relative path); otherwise the run says why and runs its
- * tasks one at a time, exactly as without lanes. A workspace that is no
- * clean git top (not git, a subdirectory of a checkout, uncommitted
- * changes) gets a shadow repository, .sbxloop/git, whose work tree is
- * the workspace: the same worktrees and merges without touching the
- * user's own git.
+ * The worktrees live under the workspace's excluded .sbxloop/lanes/,
+ * where the sandbox sees them at the same relative path: on the host
+ * when the sandbox mounts the workspace, inside the sandbox when it
+ * does not (a harvested run; lanes_fs.c runs the git and file work
+ * there, and a sandbox without git gets one task at a time, saying
+ * why). A workspace that is no clean git top (not git, a subdirectory
+ * of a checkout, uncommitted changes; always inside the sandbox) gets a
+ * shadow repository, .sbxloop/git, whose work tree is the workspace:
+ * the same worktrees and merges without touching the user's own git.
+ *
  * sandbox.lanes: shared (default) runs every lane in the run's agent
  * sandbox, whose egress ledger counts holders (egress.c); per-lane
  * gives each lane an agent sandbox of its own (made when the lane first
