@@ -875,7 +875,7 @@ static int recover(struct sl_engine *e, struct sbxloop_error *err)
 	/* a git command the kill cut off leaves its index locked */
 	if (WS_GIT(&g, e, "rev-parse", "--path-format=absolute",
 		   "--git-common-dir") == 0) {
-		sl_lanes_clear_locks(e, g.out);
+		sl_lanes_clear_locks(g.out);
 	}
 	sl_git_out_clear(&g);
 	if (WS_GIT(&g, e, "rev-parse", "-q", "--verify", "MERGE_HEAD") == 0) {

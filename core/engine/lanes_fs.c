@@ -174,27 +174,18 @@ void sl_lanes_rmdir(const struct sl_engine *e, const char *path)
 		box_one(e, (const char *const[]){"rmdir", "--", path, NULL});
 }
 
-void sl_lanes_clear_locks(const struct sl_engine *e, const char *common)
+void sl_lanes_clear_locks(const char *common)
 {
 	char *main_lock = sl_xasprintf("%s/index.lock", common);
 	char *pat = sl_xasprintf("%s/worktrees/*/index.lock", common);
 	glob_t gl;
 	size_t i;
 
-	if (sl_lanes_in_box(e)) {
-		/* the glob is the shell's; the directory is an argument */
-		box_one(e,
-			(const char *const[]){"sh", "-c",
-					      "rm -f -- \"$1/index.lock\" "
-					      "\"$1\"/worktrees/*/index.lock",
-					      "sh", common, NULL});
-	} else {
-		unlink(main_lock);
-		if (glob(pat, 0, NULL, &gl) == 0) {
-			for (i = 0; i < gl.gl_pathc; i++)
-				unlink(gl.gl_pathv[i]);
-			globfree(&gl);
-		}
+	unlink(main_lock);
+	if (glob(pat, 0, NULL, &gl) == 0) {
+		for (i = 0; i < gl.gl_pathc; i++)
+			unlink(gl.gl_pathv[i]);
+		globfree(&gl);
 	}
 	free(main_lock);
 	free(pat);

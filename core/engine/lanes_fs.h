@@ -45,8 +45,9 @@ void sl_lanes_rmtree(const struct sl_engine *e, const char *path);
 void sl_lanes_rmdir(const struct sl_engine *e, const char *path);
 /*
  * The index locks a killed git command leaves: `common`/index.lock and
- * `common`/worktrees/(each)/index.lock.
+ * `common`/worktrees/(each)/index.lock. On the host only: a harvested
+ * run resumes in a fresh sandbox, so nothing there is ever recovered.
  */
-void sl_lanes_clear_locks(const struct sl_engine *e, const char *common);
+void sl_lanes_clear_locks(const char *common);
 
 #endif
