@@ -590,24 +590,58 @@ static char *attempt_trail(const char *run)
 	return rt_attempt_trail(run, NULL, NULL, "trail", " ");
 }
 
-/* SIGKILL `sbxloop run` once its `what` (wait_until) is `state`, then
- * resume. */
+/*
+ * SIGKILL `sbxloop run` once its `what` (wait_until) is `state` and the
+ * phase's slow step is under way (`busy`: "replies:N" once N scenario
+ * replies are taken, or a workspace file the step creates), then
+ * resume. Killing on the state alone raced a loaded machine: the run
+ * was killed before its agent took the slow reply, and the resumed run
+ * was one reply behind its script.
+ */
+static int slow_step_started(const char *busy)
+{
+	char *run, *ws, path[8300];
+
+	if (strncmp(busy, "replies:", 8) == 0)
+		return rt_replies_taken() >= strtol(busy + 8, NULL, 10);
+	run = last_run();
+	ws = rt_workspace(run);
+	snprintf(path, sizeof(path), "%s/%s", ws, busy);
+	free(ws);
+	free(run);
+	return rt_exists(path);
+}
+
 static void kill_and_resume(const char *name, const char *what,
-			    const char *state)
+			    const char *state, const char *busy)
 {
 	const char *args[] = {"run", "kill me", "--no-tui", NULL};
 	char *run, *log, *trail;
 	pid_t pid;
+	int rc, waited;
 
 	scenario(name, NULL);
 	pid = spawn_sbxloop(NULL, args);
 	ck_assert_msg(wait_until(what, state, 20), "never reached: %s %s",
 		      what, state);
-	sleep_ms(300);
+	for (waited = 0; !slow_step_started(busy); waited++) {
+		ck_assert_msg(waited < 400, "%s: never started: %s", name,
+			      busy);
+		sleep_ms(50);
+	}
+	sleep_ms(100);
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(wait_code(pid), 128 + SIGKILL);
 	run = last_run();
-	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	rc = sbxloop("resume", run, "--no-tui");
+	if (rc != 0) {
+		char *err = read_file("err.txt");
+		size_t n = strlen(err);
+
+		/* the error is the last line; warnings come first */
+		ck_abort_msg("%s: resume exited %d: %s", name, rc,
+			     n > 200 ? err + n - 200 : err);
+	}
 	/* the same final state as an uninterrupted run */
 	assert_run_state(run, "completed");
 	assert_task(run, "t1", "done", 0, 0);
@@ -629,16 +663,19 @@ static void kill_and_resume(const char *name, const char *what,
 
 START_TEST(test_sigkill_during_each_phase_then_resume)
 {
-	static const char *const cases[][3] = {
-		{"kill_decompose", "run", "decomposing"},
-		{"kill_plan", "task", "planning"},
-		{"kill_execute", "task", "executing"},
-		{"kill_scrutinize", "task", "scrutinizing"},
-		{"kill_verify", "task", "verifying"},
-		{"kill_validate", "task", "validating"},
+	/* the slow reply is the n-th (generate.py); verify's slow command
+	 * leaves .slow-once */
+	static const char *const cases[][4] = {
+		{"kill_decompose", "run", "decomposing", "replies:1"},
+		{"kill_plan", "task", "planning", "replies:2"},
+		{"kill_execute", "task", "executing", "replies:3"},
+		{"kill_scrutinize", "task", "scrutinizing", "replies:4"},
+		{"kill_verify", "task", "verifying", ".slow-once"},
+		{"kill_validate", "task", "validating", "replies:5"},
 	};
 
-	kill_and_resume(cases[_i][0], cases[_i][1], cases[_i][2]);
+	kill_and_resume(cases[_i][0], cases[_i][1], cases[_i][2],
+			cases[_i][3]);
 }
 END_TEST
 

@@ -633,12 +633,18 @@ START_TEST(test_a_deny_added_before_resume_refuses_the_stored_grant)
 	const char *args[] = {"run", "kill me", "--no-tui", NULL};
 	char *run, *msg, sql[512], box[64], want[256];
 	pid_t pid;
+	int waited;
 
 	copy_scenario("policy_kill_execute");
 	rt_write_config("local", "[recgranter]", RECORDING);
 	pid = spawn_sbxloop(NULL, args);
 	ck_assert(wait_until("event", "policy.allow", 20));
-	sleep_ms(200);
+	/* killed in the slow EXECUTE reply (the third), not before it */
+	for (waited = 0; rt_replies_taken() < 3; waited++) {
+		ck_assert_msg(waited < 400, "EXECUTE never took its reply");
+		sleep_ms(50);
+	}
+	sleep_ms(100);
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(wait_code(pid), 128 + SIGKILL);
 	run = last_run();

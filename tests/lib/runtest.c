@@ -176,6 +176,17 @@ void copy_scenario(const char *name)
 	free(text);
 }
 
+long rt_replies_taken(void)
+{
+	char *path = scratch_path("scenario.json.cursor");
+	char *text = rt_exists(path) ? tu_read(path) : NULL;
+	long n = text ? strtol(text, NULL, 10) : 0;
+
+	free(text);
+	free(path);
+	return n;
+}
+
 const char *env_or(const char *name, const char *dflt)
 {
 	const char *v = getenv(name);

@@ -48,6 +48,9 @@ void put_file(const char *rel, const char *text);
 void copy_scenario(const char *name);
 
 /* $name when set and non-empty, else dflt. */
+/* How many leading replies of scenario.json the agents have taken (its
+ * cursor file): a test that kills a run in a slow reply waits for it. */
+long rt_replies_taken(void);
 const char *env_or(const char *name, const char *dflt);
 void sleep_ms(long ms);
 
