@@ -250,6 +250,24 @@ START_TEST(test_a_revision_grants_again_unless_the_grant_is_still_open)
 END_TEST
 
 /*
+ * policy_kill_execute: wait until EXECUTE holds its grant and has taken
+ * its slow reply (the third). Killing on the grant alone raced a loaded
+ * machine: killed before the reply was taken, the resumed run was one
+ * reply behind its script.
+ */
+static void wait_in_slow_execute(void)
+{
+	int waited;
+
+	ck_assert(wait_until("event", "policy.allow", 20));
+	for (waited = 0; rt_replies_taken() < 3; waited++) {
+		ck_assert_msg(waited < 400, "EXECUTE never took its reply");
+		sleep_ms(50);
+	}
+	sleep_ms(100);
+}
+
+/*
  * SIGKILL (nothing is cleaned up) or Ctrl-C (the interrupted EXECUTE
  * still revokes) during EXECUTE; `sbxloop resume` provisions a fresh
  * sandbox and grants again at its EXECUTE entry, from another process.
@@ -263,8 +281,7 @@ START_TEST(test_resume_grants_again_on_the_fresh_sandbox)
 	copy_scenario("policy_kill_execute");
 	rt_write_config("local", "[recgranter]", RECORDING);
 	pid = spawn_sbxloop(NULL, args);
-	ck_assert(wait_until("event", "policy.allow", 20));
-	sleep_ms(300);
+	wait_in_slow_execute();
 	kill(pid, _i ? SIGINT : SIGKILL);
 	ck_assert_int_eq(wait_code(pid), _i ? 130 : 128 + SIGKILL);
 	run = last_run();
@@ -633,18 +650,11 @@ START_TEST(test_a_deny_added_before_resume_refuses_the_stored_grant)
 	const char *args[] = {"run", "kill me", "--no-tui", NULL};
 	char *run, *msg, sql[512], box[64], want[256];
 	pid_t pid;
-	int waited;
 
 	copy_scenario("policy_kill_execute");
 	rt_write_config("local", "[recgranter]", RECORDING);
 	pid = spawn_sbxloop(NULL, args);
-	ck_assert(wait_until("event", "policy.allow", 20));
-	/* killed in the slow EXECUTE reply (the third), not before it */
-	for (waited = 0; rt_replies_taken() < 3; waited++) {
-		ck_assert_msg(waited < 400, "EXECUTE never took its reply");
-		sleep_ms(50);
-	}
-	sleep_ms(100);
+	wait_in_slow_execute();
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(wait_code(pid), 128 + SIGKILL);
 	run = last_run();
