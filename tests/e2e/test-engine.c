@@ -590,14 +590,8 @@ static char *attempt_trail(const char *run)
 	return rt_attempt_trail(run, NULL, NULL, "trail", " ");
 }
 
-/*
- * SIGKILL `sbxloop run` once its `what` (wait_until) is `state` and the
- * phase's slow step is under way (`busy`: "replies:N" once N scenario
- * replies are taken, or a workspace file the step creates), then
- * resume. Killing on the state alone raced a loaded machine: the run
- * was killed before its agent took the slow reply, and the resumed run
- * was one reply behind its script.
- */
+/* Whether a phase's slow step is under way: `busy` is "replies:N" (N
+ * scenario replies taken) or a workspace file the step creates. */
 static int slow_step_started(const char *busy)
 {
 	char *run, *ws, path[8300];
@@ -612,6 +606,12 @@ static int slow_step_started(const char *busy)
 	return rt_exists(path);
 }
 
+/*
+ * SIGKILL `sbxloop run` once its `what` (wait_until) is `state` and the
+ * slow step `busy` is under way, then resume. Killing on the state
+ * alone raced a loaded machine: the run was killed before its agent took
+ * the slow reply, and the resumed run was one reply behind its script.
+ */
 static void kill_and_resume(const char *name, const char *what,
 			    const char *state, const char *busy)
 {
