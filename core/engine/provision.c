@@ -797,12 +797,106 @@ out:
 	return rc;
 }
 
+/* The provider's list: names of this run's lane sandboxes. */
+struct strays {
+	char prefix[SBXLOOP_NAME_MAX];
+	char names[SL_PAIR_LANES_MAX][SBXLOOP_NAME_MAX];
+	size_t n;
+};
+
+static void stray_cb(void *user, const struct sbxloop_sandbox_entry *entry)
+{
+	struct strays *s = user;
+	const char *num;
+	char *end;
+	long k;
+
+	if (!entry->name || !sl_starts_with(entry->name, s->prefix) ||
+	    s->n == SL_PAIR_LANES_MAX)
+		return;
+	num = entry->name + strlen(s->prefix);
+	k = strtol(num, &end, 10);
+	if (end == num || *end || k < 1 || k > SL_PAIR_LANES_MAX ||
+	    strlen(entry->name) >= SBXLOOP_NAME_MAX)
+		return;
+	memcpy(s->names[s->n++], entry->name, strlen(entry->name) + 1);
+}
+
+/*
+ * Lane sandboxes of this run that this process did not make: a process
+ * killed with -9 left them (sandbox.lanes: per-lane), and the resumed
+ * run needed fewer lanes than it had. Each is told to forget the model
+ * token by every strategy of the chain (they hold no record of which
+ * took it), then removed, with sandbox.removed {lane, stray}.
+ */
+static void sweep_lanes(struct sl_pair *p)
+{
+	const struct sbxloop_sandbox_ops *ops = p->core->sandbox.ops;
+	const char *mode = sl_config_str(p->core->cfg, "sandbox.lanes");
+	struct sbxloop_error err = {0, ""};
+	struct strays *s;
+	size_t i, k;
+
+	if (!ops || !ops->list || !p->run_id[0] || !mode ||
+	    strcmp(mode, "per-lane") != 0)
+		return;
+	s = sl_xcalloc(1, sizeof(*s));
+	if (sl_sandbox_name(s->prefix, sizeof(s->prefix), p->run_id, "lane") ||
+	    ops->list(p->core->sandbox.ctx, s->prefix, stray_cb, s, &err) <
+		    0) {
+		if (err.message[0])
+			sl_log(SBXLOOP_LOG_WARN,
+			       "cannot look for lane sandboxes a killed run "
+			       "left: %s",
+			       err.message);
+		free(s);
+		return;
+	}
+	for (i = 0; i < s->n; i++) {
+		struct box b;
+		cJSON *d;
+
+		memset(&b, 0, sizeof(b));
+		memcpy(b.name, s->names[i], sizeof(b.name));
+		b.role = "agent";
+		for (k = 0; p->model && k < p->n_chain; k++) {
+			struct sbxloop_secret_req req;
+			struct sbxloop_error ignored = {0, ""};
+			const struct sbxloop_secret_ops *sops =
+				p->chain[k].ops;
+
+			request(&req, &b, p->model->env, "",
+				p->model->bind_host, NULL);
+			sops->revoke(p->chain[k].ctx, &req, &ignored);
+		}
+		err.message[0] = '\0';
+		if (ops->sandbox_remove(p->core->sandbox.ctx, b.name, &err) <
+		    0) {
+			sl_log(SBXLOOP_LOG_WARN,
+			       "cannot remove sandbox '%s' a killed run left: "
+			       "%s",
+			       b.name, err.message);
+			continue;
+		}
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "name", b.name);
+		cJSON_AddStringToObject(d, "role", b.role);
+		/* the prefix ends in "lane": its last four bytes and N */
+		cJSON_AddStringToObject(d, "lane",
+					b.name + strlen(s->prefix) - 4);
+		cJSON_AddBoolToObject(d, "stray", 1);
+		sl_emit(p->core, SBXLOOP_EV_SANDBOX_REMOVED, NULL, d);
+	}
+	free(s);
+}
+
 void sl_pair_down(struct sl_pair *p)
 {
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	down_locked(p);
+	sweep_lanes(p);
 	pthread_mutex_unlock(&p->lock);
 }
 

@@ -938,7 +938,8 @@ END_TEST
  * of a git project; each lane gets an agent sandbox of its own with the
  * model token (as the run's sandbox does), its jobs exec there, and at
  * the end every sandbox and secret is gone and no host file holds the
- * token.
+ * token; also when the run was killed (-9) with both lanes' sandboxes
+ * up and resumed (_i 1).
  */
 START_TEST(test_run_with_per_lane_sandboxes)
 {
@@ -946,7 +947,8 @@ START_TEST(test_run_with_per_lane_sandboxes)
 	char *state = sl_xasprintf("%s/state", dir), *more, *cmd;
 	struct tu_run r;
 	cJSON *all, *rec, *st;
-	int custom = 0, lane_execs = 0;
+	int custom = 0, lane_execs = 0, strays = 0;
+	char id[16] = "";
 
 	cmd = sl_xasprintf("mkdir '%s/repo' && cd '%s/repo' && git init -q && "
 			   "echo hi > README && git add . && git -c "
@@ -956,17 +958,52 @@ START_TEST(test_run_with_per_lane_sandboxes)
 	free(cmd);
 	more = sl_xasprintf("sandbox:\n  workspace: %s/repo\n"
 			    "  lanes: per-lane\n"
-			    "budgets:\n  max_parallel_tasks: 2\n",
-			    dir);
+			    "budgets:\n  max_parallel_tasks: %d\n",
+			    dir, 2 + _i);
 	write_run_config_with("lanes_wide", more);
 	free(more);
+	/* _i 1: three lanes killed (-9) after the fourth VALIDATE, every
+	 * lane's sandbox up; resumed on two lanes, so lane3's sandbox is
+	 * one this process never makes, yet none is left behind */
+	if (_i)
+		setenv("SBXLOOP_TEST_KILL_AFTER", "validate:4", 1);
 	sbxloop(&r, run);
+	unsetenv("SBXLOOP_TEST_KILL_AFTER");
+	if (_i) {
+		const char *ls[] = {"ls", state, NULL};
+		const char *resume[] = {"resume", id, "--no-tui", NULL};
+		const char *logs[] = {"logs",   id,
+				      "--type", "sandbox.removed",
+				      "--json", NULL};
+		const char *p;
+
+		ck_assert_msg(r.status == 128 + SIGKILL, "%d\n%s", r.status,
+			      r.err);
+		ck_assert_int_eq(sandboxes_left(), 4);
+		tu_run_free(&r);
+		ls[1] = cmd = sl_xasprintf("%s/runs", state);
+		tu_exec(&r, NULL, NULL, ls);
+		free(cmd);
+		ck_assert_int_eq(sscanf(r.out, "%15s", id), 1);
+		tu_run_free(&r);
+		setenv("SBXLOOP_BUDGETS__MAX_PARALLEL_TASKS", "2", 1);
+		sbxloop(&r, resume);
+		unsetenv("SBXLOOP_BUDGETS__MAX_PARALLEL_TASKS");
+		ck_assert_msg(r.status == 0, "%d\n%s", r.status, r.err);
+		tu_run_free(&r);
+		sbxloop(&r, logs);
+		for (p = r.out; (p = strstr(p, "\"stray\":true")); p++)
+			strays++;
+	}
 	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
 	ck_assert(!strstr(r.err, RUN_TOKEN));
 	tu_run_free(&r);
+	/* the resumed run removed the lanes' sandboxes it did not make */
+	ck_assert_int_ge(strays, _i);
+	ck_assert_int_le(strays, 3 * _i);
 	ck_assert(call_names("create ", "-lane1"));
 	ck_assert(call_names("create ", "-lane2"));
-	ck_assert(!call_names("create ", "-lane3"));
+	ck_assert(call_names("create ", "-lane3") == _i);
 	ck_assert(call_names("rm ", "-lane1"));
 	ck_assert(call_names("rm ", "-lane2"));
 	all = invocations();
@@ -981,8 +1018,12 @@ START_TEST(test_run_with_per_lane_sandboxes)
 		free(j);
 	}
 	cJSON_Delete(all);
-	/* the run's agent sandbox and the two lanes' */
-	ck_assert_int_eq(custom, 3);
+	/* the run's agent sandbox and the lanes' (resumed: again the
+	 * agent's, and the lanes' the resumed run made) */
+	if (_i)
+		ck_assert_int_eq(custom, 4 + 1 + 3 - strays);
+	else
+		ck_assert_int_eq(custom, 3);
 	/* four tasks of plan, execute, scrutinize, verify, validate */
 	ck_assert_int_ge(lane_execs, 16);
 	ck_assert_int_eq(sandboxes_left(), 0);
@@ -1134,7 +1175,7 @@ static Suite *sbx_commands_suite(void)
 		test_run_with_a_repo_provisions_the_pair_and_splits_tokens);
 	tcase_add_loop_test(tc, test_run_missing_token_creates_nothing, 0, 2);
 	tcase_add_test(tc, test_run_sigterm_leaves_no_sandbox_and_no_secret);
-	tcase_add_test(tc, test_run_with_per_lane_sandboxes);
+	tcase_add_loop_test(tc, test_run_with_per_lane_sandboxes, 0, 2);
 	tcase_add_test(tc, test_unmounted_lanes_on_sbx);
 	tcase_add_test(tc,
 		       test_run_records_what_sbx_saw_and_egress_reports_it);
