@@ -514,22 +514,37 @@ static void lanes_tidy(struct sl_engine *e)
 	free(pattern);
 }
 
-/* Commit the task's work in its worktree (its lane's thread). */
-static void commit_task(struct sl_engine *e, struct task *t)
+/*
+ * Commit the task's work in its worktree (its lane's thread). 0, or an
+ * error naming git's own: an accepted task whose work is not committed
+ * is never merged as if it were (the worktree stays for resume).
+ */
+static int commit_task(struct sl_engine *e, struct task *t,
+		       struct sbxloop_error *err)
 {
 	struct sl_git_out g;
 	char *dir = dir_of(e, t),
 	     *msg = sl_xasprintf("sbxloop: task %s", t->id);
+	int rc;
 
-	sl_lanes_git(&g, e, dir,
-		     (const char *const[]){"git", "add", "-A", NULL});
-	sl_git_out_clear(&g);
-	sl_lanes_git(&g, e, dir,
-		     (const char *const[]){"git", GIT_ID, "commit", "-q",
-					   "--allow-empty", "-m", msg, NULL});
+	rc = sl_lanes_git(&g, e, dir,
+			  (const char *const[]){"git", "add", "-A", NULL});
+	if (rc == 0) {
+		sl_git_out_clear(&g);
+		rc = sl_lanes_git(&g, e, dir,
+				  (const char *const[]){
+					  "git", GIT_ID, "commit", "-q",
+					  "--allow-empty", "-m", msg, NULL});
+	}
+	if (rc != 0)
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "cannot commit the work of task %s in %s: %s",
+			      t->id, dir,
+			      g.err && *g.err ? g.err : "git did not run");
 	sl_git_out_clear(&g);
 	free(msg);
 	free(dir);
+	return rc;
 }
 
 /*
@@ -686,7 +701,7 @@ static void *lane_thread(void *arg)
 	if (l->rc == 0)
 		l->rc = sl_engine_run_task(l->e, l->t, &l->err);
 	if (l->rc == 0 && l->t->state == SL_TASK_DONE)
-		commit_task(l->e, l->t);
+		l->rc = commit_task(l->e, l->t, &l->err);
 	if (l->rc == 0) {
 		pthread_mutex_lock(&s->merge_lock);
 		l->rc = settle(l->e, l->t, 0, &l->err);
@@ -805,8 +820,9 @@ static int settle(struct sl_engine *e, struct task *t, int resumed,
 	int rc;
 
 	/* accepted before a kill: maybe not committed yet */
-	if (resumed && t->state == SL_TASK_DONE)
-		commit_task(e, t);
+	if (resumed && t->state == SL_TASK_DONE &&
+	    (rc = commit_task(e, t, err)) < 0)
+		return rc;
 	if (t->state == SL_TASK_DONE) {
 		rc = merge_task(e, t, &files, err);
 		if (rc == 1) {

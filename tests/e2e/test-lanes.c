@@ -413,6 +413,37 @@ START_TEST(test_a_dirty_checkout_gets_lanes_and_keeps_its_git)
 }
 END_TEST
 
+/*
+ * An accepted task whose work git will not commit (its EXECUTE left a
+ * repository with no commit in the worktree): the run stops with git's
+ * own reason, exit 2, and t1 is never merged as if its work were in;
+ * its worktree stays, with the work, for the user and a resume.
+ */
+START_TEST(test_work_git_cannot_commit_stops_the_run)
+{
+	const char *args[] = {"run", "two files", "--no-tui", NULL};
+	struct tu_run r;
+	char *run, *ws, path[8400];
+
+	project("lanes_uncommittable", 2);
+	rt_capture(&r, args);
+	ck_assert_msg(r.status == 2, "%d\n%s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "cannot commit the work of task t1") &&
+			      strstr(r.err, "does not have a commit") &&
+			      strstr(r.err, "can be resumed"),
+		      "%s", r.err);
+	tu_run_free(&r);
+	run = last_run();
+	ws = rt_workspace(run);
+	snprintf(path, sizeof(path), "%s/out-t1.txt", ws);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/.sbxloop/lanes/t1/out-t1.txt", ws);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	free(ws);
+	free(run);
+}
+END_TEST
+
 static Suite *lanes_suite(void)
 {
 	Suite *s = suite_create("lanes");
@@ -431,6 +462,7 @@ static Suite *lanes_suite(void)
 	tcase_add_test(tc, test_a_dirty_checkout_gets_lanes_and_keeps_its_git);
 	tcase_add_test(tc, test_kill_and_resume_on_a_shadow_repository);
 	tcase_add_test(tc, test_unmounted_lanes_run_inside_the_sandbox);
+	tcase_add_test(tc, test_work_git_cannot_commit_stops_the_run);
 	suite_add_tcase(s, tc);
 	return s;
 }

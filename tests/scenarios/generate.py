@@ -232,6 +232,13 @@ S["lanes_conflict"] = [D(task("t1", verify=("test -f shared.txt",)),
                          task("t2", verify=("test -f shared.txt",)))] + \
     lane("t1", 0.5, {SHARED: "one\n"}) + lane("t2", 1.5, {SHARED: "two\n"}) + \
     lane("t2", 0.2, {SHARED: "one\ntwo\n"})
+# t1's EXECUTE leaves a repository with no commit inside the worktree
+# (as a scaffolding tool's `git init` does), so `git add -A` refuses it:
+# the run stops with git's error rather than merge t1 without its work
+S["lanes_uncommittable"] = [D(task("t1"), task("t2"))] + \
+    [K(P("t1"), "t1"),
+     K(E("t1", run=["git init -q vendored", "echo x > vendored/x"]), "t1"),
+     K(SP, "t1"), K(VA, "t1")] + lane("t2", 0.2)
 # killed with lanes in flight: replies keyed by task and phase, each
 # twice, so a job the kill cut off finds another after the resume
 def lane_twice(i):
