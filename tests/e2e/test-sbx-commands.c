@@ -938,8 +938,8 @@ END_TEST
  * of a git project; each lane gets an agent sandbox of its own with the
  * model token (as the run's sandbox does), its jobs exec there, and at
  * the end every sandbox and secret is gone and no host file holds the
- * token; also when the run was killed (-9) with both lanes' sandboxes
- * up and resumed (_i 1).
+ * token; also (_i 1) when three lanes were killed (-9) with their
+ * sandboxes up and the run resumed on two.
  */
 START_TEST(test_run_with_per_lane_sandboxes)
 {
