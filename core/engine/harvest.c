@@ -95,7 +95,9 @@ void sl_engine_report_artifacts(struct sl_engine *e)
 	if (rc < 0)
 		sl_log(SBXLOOP_LOG_WARN, "cannot collect the artifacts: %s",
 		       err.message);
-	sample = sl_worker_last_resources_copy();
+	/* the newest of any agent sandbox: with per-lane sandboxes the
+	 * run's own did only DECOMPOSE */
+	sample = sl_worker_last_resources_copy(NULL);
 	sl_engine_emit(e, SBXLOOP_EV_RUN_ARTIFACTS,
 		       sl_artifacts_event_data(e->artifacts_dir,
 					       e->info.mounted, &scan,

@@ -647,12 +647,15 @@ int sl_task_terminal(const struct task *t)
 /* ---- driving one task --------------------------------------------------- */
 
 /*
- * The resource guard: when the sandbox's newest sample crossed an abort
- * limit, the task fails with a diagnosis instead of running on.
+ * The resource guard: when the newest sample of the sandbox the task
+ * works in (its lane's own with sandbox.lanes: per-lane) crossed an
+ * abort limit, the task fails with a diagnosis instead of running on.
  */
 static int resources_exhausted(struct sl_engine *e, struct task *t)
 {
-	cJSON *sample = sl_worker_last_resources_copy();
+	const struct sbxloop_sandbox_info *lane = sl_lane_info(t);
+	cJSON *sample = sl_worker_last_resources_copy(lane ? lane->name
+							   : e->info.name);
 	char *why = sl_guard_diagnosis(sample, e->core->cfg);
 
 	cJSON_Delete(sample);

@@ -33,7 +33,8 @@
 
 struct relay {
 	struct sl_core *core;
-	int agent; /* a job in the agent sandbox */
+	int agent;       /* a job in the agent sandbox */
+	const char *box; /* the sandbox's name */
 	cJSON *enrich;
 	cJSON *result;
 	char *tail[TAIL_LINES];
@@ -54,39 +55,83 @@ static void keep_tail(struct relay *r, const char *line, size_t len)
 	r->tail[r->n_tail++] = sl_xstrndup(line, len > 400 ? 400 : len);
 }
 
-/* The data of the newest resource sample relayed (single lane). */
-static cJSON *last_sample;
+/*
+ * The data of the newest resource sample relayed, per sandbox: lanes in
+ * sandboxes of their own (sandbox.lanes: per-lane) each watch their own
+ * disk and memory, never another lane's. A run has at most the agent
+ * sandbox and its lanes' (SAMPLE_BOXES covers SL_PAIR_LANES_MAX); a
+ * further name takes the oldest slot.
+ */
+#define SAMPLE_BOXES 24
+static struct {
+	char box[SBXLOOP_NAME_MAX];
+	cJSON *data;
+	unsigned long long seq; /* when it was noted; 0: free */
+} samples[SAMPLE_BOXES];
+static unsigned long long sample_seq;
 static pthread_mutex_t sample_lock = PTHREAD_MUTEX_INITIALIZER;
 
-cJSON *sl_worker_last_resources_copy(void)
+cJSON *sl_worker_last_resources_copy(const char *box)
 {
-	cJSON *copy;
+	cJSON *copy = NULL;
+	size_t i, best = SAMPLE_BOXES;
 
 	pthread_mutex_lock(&sample_lock);
-	copy = last_sample ? cJSON_Duplicate(last_sample, 1) : NULL;
+	for (i = 0; i < SAMPLE_BOXES; i++) {
+		if (!samples[i].seq ||
+		    (box && strcmp(samples[i].box, box) != 0))
+			continue;
+		if (best == SAMPLE_BOXES || samples[i].seq > samples[best].seq)
+			best = i;
+	}
+	if (best < SAMPLE_BOXES)
+		copy = cJSON_Duplicate(samples[best].data, 1);
 	pthread_mutex_unlock(&sample_lock);
 	return copy;
 }
 
 void sl_worker_forget_resources(void)
 {
+	size_t i;
+
 	pthread_mutex_lock(&sample_lock);
-	cJSON_Delete(last_sample);
-	last_sample = NULL;
+	for (i = 0; i < SAMPLE_BOXES; i++) {
+		cJSON_Delete(samples[i].data);
+		samples[i].data = NULL;
+		samples[i].seq = 0;
+		samples[i].box[0] = '\0';
+	}
 	pthread_mutex_unlock(&sample_lock);
 }
 
-static void note_resources(const char *line, size_t len)
+static void note_resources(const char *box, const char *line, size_t len)
 {
 	cJSON *ev = cJSON_ParseWithLength(line, len);
 	cJSON *d = cJSON_DetachItemFromObjectCaseSensitive(ev, "data");
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
+	size_t i, slot = SAMPLE_BOXES;
 
 	if (cJSON_IsObject(d) && cJSON_IsString(type) &&
 	    strcmp(type->valuestring, SBXLOOP_EV_SANDBOX_RESOURCES) == 0) {
 		pthread_mutex_lock(&sample_lock);
-		cJSON_Delete(last_sample);
-		last_sample = d;
+		/* the sandbox's own slot, else a free one, else the oldest */
+		for (i = 0; i < SAMPLE_BOXES; i++)
+			if (samples[i].seq && !strcmp(samples[i].box, box))
+				slot = i;
+		for (i = 0; slot == SAMPLE_BOXES && i < SAMPLE_BOXES; i++)
+			if (!samples[i].seq)
+				slot = i;
+		if (slot == SAMPLE_BOXES) {
+			slot = 0;
+			for (i = 1; i < SAMPLE_BOXES; i++)
+				if (samples[i].seq < samples[slot].seq)
+					slot = i;
+		}
+		cJSON_Delete(samples[slot].data);
+		samples[slot].data = d;
+		samples[slot].seq = ++sample_seq;
+		snprintf(samples[slot].box, sizeof(samples[slot].box), "%s",
+			 box);
 		pthread_mutex_unlock(&sample_lock);
 		d = NULL;
 	}
@@ -106,7 +151,7 @@ static void on_stdout(void *user, const char *line, size_t len)
 	/* the guardrails watch the agent sandbox's samples only */
 	if (r->agent && len < 4096 &&
 	    memmem(line, len, RESOURCES_TYPE, sizeof(RESOURCES_TYPE) - 1))
-		note_resources(line, len);
+		note_resources(r->box, line, len);
 	if (sl_bus_relay_worker_line(r->core, line, len, r->enrich, &res) ==
 	    1) {
 		cJSON_Delete(r->result);
@@ -288,6 +333,7 @@ int sl_worker_submit(struct sl_core *core,
 
 	r.core = core;
 	r.agent = !tags || !tags->role || !strcmp(tags->role, "agent");
+	r.box = info->name;
 	r.enrich = cJSON_CreateObject();
 	cJSON_AddStringToObject(r.enrich, "role",
 				tags && tags->role ? tags->role : "agent");

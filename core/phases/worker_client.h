@@ -21,11 +21,12 @@ struct sl_job_tags {
 };
 
 /*
- * A copy of the data of the newest sandbox.resources event any job
- * relayed (caller frees; NULL before the first), and a way to drop it.
+ * A copy of the data of the newest sandbox.resources event a job in the
+ * agent sandbox `box` relayed (any agent sandbox's when `box` is NULL;
+ * caller frees; NULL before the first), and a way to drop them all.
  * Safe from concurrent lanes.
  */
-cJSON *sl_worker_last_resources_copy(void);
+cJSON *sl_worker_last_resources_copy(const char *box);
 void sl_worker_forget_resources(void);
 
 /* The phase a job of `persona` ("planner", ...) belongs to, or NULL. */

@@ -72,6 +72,52 @@ START_TEST(test_a_disk_abort_fails_the_task_and_skips_its_dependents)
 END_TEST
 
 /*
+ * sandbox.lanes: per-lane gives each lane a sandbox of its own, so each
+ * lane's guard reads its own sandbox's samples: t1's EXECUTE fills its
+ * lane's disk (the sampler reads fake-resources.txt from the job's
+ * worktree) and t1 fails, while t2, executing for 3 s in the other
+ * lane's sandbox, is done. With one sample for the whole process, t2's
+ * boundary read t1's and failed it too.
+ */
+START_TEST(test_a_full_lane_sandbox_fails_only_its_own_task)
+{
+	const char *env[] = {"SBXLOOP_FAKE_RESOURCES=fake-resources.txt",
+			     NULL};
+	const char *args[] = {"run", "two files", "--no-tui", NULL};
+	char *run, *fb, *ws, path[8400];
+
+	rt_git_repo();
+	copy_scenario("lanes_disk");
+	rt_write_config("local", "[]",
+			"limits:\n  disk_warn: 90\n  disk_abort: 95\n"
+			"  mem_warn: 0\n  mem_abort: 0\n"
+			"sandbox:\n  workspace: repo\n  lanes: per-lane\n"
+			"budgets:\n  max_parallel_tasks: 2\n");
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 1);
+	run = last_run();
+	assert_run_state(run, "failed");
+	assert_task_state(run, "t1", "failed");
+	assert_task_state(run, "t2", "done");
+	fb = rt_task_field(run, "t1", "last_feedback");
+	ck_assert_msg(strstr(fb, "sandbox disk exhausted: 97.5%"),
+		      "t1's feedback: %s", fb);
+	free(fb);
+	ck_assert_int_eq(rt_event_count(run, "sandbox.resources_warning",
+					"task_id", "t2", "level", "abort",
+					NULL),
+			 0);
+	/* t2's work is merged, t1's is not */
+	ws = rt_workspace(run);
+	snprintf(path, sizeof(path), "%s/out-t2.txt", ws);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/out-t1.txt", ws);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	free(ws);
+	free(run);
+}
+END_TEST
+
+/*
  * An agent stopped at its tool-call ceiling (ToolCallCeiling) has used
  * up a budget: the task fails with the worker's message, its dependents
  * are skipped, an independent task still completes, the run ends failed.
@@ -459,6 +505,7 @@ static Suite *workspace_run_suite(void)
 
 	tc = tcase_create("guardrails");
 	tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
+	tcase_add_test(tc, test_a_full_lane_sandbox_fails_only_its_own_task);
 	tcase_add_test(
 		tc, test_a_disk_abort_fails_the_task_and_skips_its_dependents);
 	tcase_add_test(

@@ -259,6 +259,16 @@ S["lanes_grants"] = [D(task("t1"), task("t2")),
                      K(E("t2", run=["sleep 1",
                                     CURL % ("allowed.test", "codes-t2.txt")]), "t2"),
                      K(SP, "t2"), K(VA, "t2")]
+# sandbox.lanes: per-lane: t1's EXECUTE fills its lane's disk (the
+# sampler reads fake-resources.txt from the job's worktree), t2 executes
+# for 3 s meanwhile in its own sandbox, whose disk is fine
+S["lanes_disk"] = [D(task("t1"), task("t2")),
+                   K(P("t1"), "t1"),
+                   K(E("t1", files={"out-t1.txt": "ok\n",
+                                    "fake-resources.txt": "disk=97.5\nmem=10\n"}), "t1"),
+                   K(SP, "t1"), K(VA, "t1"),
+                   K(P("t2"), "t2"), K(slow(E("t2"), 3), "t2"),
+                   K(SP, "t2"), K(VA, "t2")]
 for k, v in S.items():
     with open(k + ".json", "w") as f:
         json.dump(v, f, indent=1); f.write("\n")

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "local-support.h"
+#include "phases/worker_client.h"
 
 /* ---- local, no isolation --------------------------------------------- */
 
@@ -559,6 +560,91 @@ START_TEST(test_a_lost_result_leaves_neither_file_nor_marker_line)
 }
 END_TEST
 
+/*
+ * The resource samples a job relays are kept per sandbox: lanes in
+ * sandboxes of their own (sandbox.lanes: per-lane) each read their own.
+ * Two sandboxes on two workspaces, the real worker in each (its sampler
+ * reads SBXLOOP_FAKE_RESOURCES from the job's directory): "full" says
+ * its disk is at 97.5%, "fine" has no such file. Each sandbox's copy is
+ * its own, whichever relayed last; NULL asks for the newest of any.
+ */
+static void sample_job(const struct sbxloop_sandbox_info *info)
+{
+	cJSON *job = cJSON_Parse("{\"kind\":\"shell.batch\","
+				 "\"commands\":[[\"true\"]]}");
+	const struct sl_job_tags tags = {"agent", NULL, NULL, 0};
+	cJSON *res = NULL;
+
+	ck_assert_msg(sl_worker_submit(core, info, job, &tags, &res, &err) ==
+			      0,
+		      "%s", err.message);
+	cJSON_Delete(res);
+	cJSON_Delete(job);
+}
+
+static double sample_disk(const char *box)
+{
+	cJSON *s = sl_worker_last_resources_copy(box);
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(s, "disk_used_pct");
+	double v = cJSON_IsNumber(d) ? d->valuedouble : -1;
+
+	ck_assert_ptr_nonnull(s);
+	cJSON_Delete(s);
+	return v;
+}
+
+START_TEST(test_resource_samples_are_kept_per_sandbox)
+{
+	struct sbxloop_sandbox_info full, fine;
+	struct sbxloop_sandbox_spec spec;
+	const char *worker = getenv("SBXLOOP_WORKER");
+	const char *names[] = {"full", "fine"};
+	struct sbxloop_sandbox_info *infos[] = {&full, &fine};
+	char path[700];
+	size_t i;
+
+	ck_assert_msg(worker != NULL, "SBXLOOP_WORKER must name the worker");
+	setenv("SBXLOOP_FAKE_RESOURCES", "fake-resources.txt", 1);
+	start("local", "local:\n  isolation: none\n"
+		       "limits:\n  disk_abort: 95\n");
+	core->sandbox = inst;
+	sl_core_set_run(core, "r1");
+	sl_worker_forget_resources();
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", ws, names[i]);
+		ck_assert_int_eq(mkdir(path, 0700), 0);
+		memset(&spec, 0, sizeof(spec));
+		spec.struct_size = sizeof(spec);
+		spec.name = names[i];
+		spec.role = "agent";
+		spec.run_id = "r1";
+		spec.workspace = path;
+		spec.worker_path = worker;
+		memset(infos[i], 0, sizeof(*infos[i]));
+		infos[i]->struct_size = sizeof(*infos[i]);
+		ck_assert_msg(ops->sandbox_create(inst.ctx, &spec, infos[i],
+						  &err) == 0,
+			      "%s", err.message);
+	}
+	snprintf(path, sizeof(path), "%s/full/fake-resources.txt", ws);
+	write_text(path, "disk=97.5\nmem=10\n", 0600);
+	ck_assert_ptr_null(sl_worker_last_resources_copy(NULL));
+	sample_job(&full);
+	sample_job(&fine);
+	ck_assert_double_eq(sample_disk(full.name), 97.5);
+	ck_assert_double_eq(sample_disk(fine.name), -1);
+	ck_assert_double_eq(sample_disk(NULL), -1);
+	sample_job(&full);
+	ck_assert_double_eq(sample_disk(fine.name), -1);
+	ck_assert_double_eq(sample_disk(NULL), 97.5);
+	ck_assert_ptr_null(sl_worker_last_resources_copy("elsewhere"));
+	sl_worker_forget_resources();
+	ck_assert_ptr_null(sl_worker_last_resources_copy(full.name));
+	memset(&core->sandbox, 0, sizeof(core->sandbox));
+	unsetenv("SBXLOOP_FAKE_RESOURCES");
+}
+END_TEST
+
 static Suite *local_suite(void)
 {
 	Suite *s = suite_create("local provider");
@@ -588,6 +674,7 @@ static Suite *policy_suite(void)
 	TCase *tc = tcase("granter", 30);
 
 	tcase_add_test(tc, test_local_granter_refuses_per_domain_egress);
+	tcase_add_test(tc, test_resource_samples_are_kept_per_sandbox);
 	suite_add_tcase(s, tc);
 	return s;
 }
