@@ -59,10 +59,10 @@ static void keep_tail(struct relay *r, const char *line, size_t len)
  * The data of the newest resource sample relayed, per sandbox: lanes in
  * sandboxes of their own (sandbox.lanes: per-lane) each watch their own
  * disk and memory, never another lane's. A run has at most the agent
- * sandbox and its lanes' (SAMPLE_BOXES covers SL_PAIR_LANES_MAX); a
- * further name takes the oldest slot.
+ * sandbox and its lanes' (SL_PAIR_LANES_MAX, 32, in engine/provision.h);
+ * a further name takes the oldest slot.
  */
-#define SAMPLE_BOXES 24
+#define SAMPLE_BOXES 40
 static struct {
 	char box[SBXLOOP_NAME_MAX];
 	cJSON *data;
