@@ -607,7 +607,9 @@ START_TEST(test_resource_samples_are_kept_per_sandbox)
 	setenv("SBXLOOP_FAKE_RESOURCES", "fake-resources.txt", 1);
 	start("local", "local:\n  isolation: none\n"
 		       "limits:\n  disk_abort: 95\n");
+	/* the core owns the provider now (sl_worker_submit uses it) */
 	core->sandbox = inst;
+	memset(&inst, 0, sizeof(inst));
 	sl_core_set_run(core, "r1");
 	sl_worker_forget_resources();
 	for (i = 0; i < 2; i++) {
@@ -622,8 +624,8 @@ START_TEST(test_resource_samples_are_kept_per_sandbox)
 		spec.worker_path = worker;
 		memset(infos[i], 0, sizeof(*infos[i]));
 		infos[i]->struct_size = sizeof(*infos[i]);
-		ck_assert_msg(ops->sandbox_create(inst.ctx, &spec, infos[i],
-						  &err) == 0,
+		ck_assert_msg(ops->sandbox_create(core->sandbox.ctx, &spec,
+						  infos[i], &err) == 0,
 			      "%s", err.message);
 	}
 	snprintf(path, sizeof(path), "%s/full/fake-resources.txt", ws);
@@ -640,7 +642,6 @@ START_TEST(test_resource_samples_are_kept_per_sandbox)
 	ck_assert_ptr_null(sl_worker_last_resources_copy("elsewhere"));
 	sl_worker_forget_resources();
 	ck_assert_ptr_null(sl_worker_last_resources_copy(full.name));
-	memset(&core->sandbox, 0, sizeof(core->sandbox));
 	unsetenv("SBXLOOP_FAKE_RESOURCES");
 }
 END_TEST
