@@ -57,6 +57,16 @@
  */
 static pthread_mutex_t worktrees_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * The run branch's tip: a merge moves it (writer), a worktree starts
+ * from it (reader). `git checkout -B <branch>` without a start point
+ * fills the worktree from HEAD as it reads it first and makes the branch
+ * at HEAD as it reads it again: a merge between the two reads would give
+ * a branch whose tree lacks that merge's files, and the task's commit
+ * would delete them. Taken before worktrees_lock where both are held.
+ */
+static pthread_rwlock_t tip_lock = PTHREAD_RWLOCK_INITIALIZER;
+
 /* A lane's own agent sandbox (sandbox.lanes: per-lane); kept across
  * the tasks the lane runs. */
 struct slot {
@@ -356,6 +366,7 @@ static int worktree_open(const struct sched *s, struct task *t,
 		 * `worktree add`, serialised (a harvested run never resumes
 		 * into an old sandbox, so nothing is kept) */
 		text = dotgit = NULL;
+		pthread_rwlock_rdlock(&tip_lock);
 		pthread_mutex_lock(&worktrees_lock);
 		if (WS_GIT(&g, e, "worktree", "add", "-q", "-f", "-B", branch,
 			   dir, "HEAD"))
@@ -364,6 +375,7 @@ static int worktree_open(const struct sched *s, struct task *t,
 				      "%s",
 				      t->id, g.err);
 		pthread_mutex_unlock(&worktrees_lock);
+		pthread_rwlock_unlock(&tip_lock);
 		sl_git_out_clear(&g);
 		goto out;
 	}
@@ -400,12 +412,14 @@ static int worktree_open(const struct sched *s, struct task *t,
 			      t->id, dir);
 		goto out;
 	}
+	pthread_rwlock_rdlock(&tip_lock);
 	if (sl_lanes_git(&g, e, dir,
 			 (const char *const[]){"git", "checkout", "-q", "-f",
 					       "-B", branch, NULL}))
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot make the worktree of task %s: %s", t->id,
 			      g.err);
+	pthread_rwlock_unlock(&tip_lock);
 	sl_git_out_clear(&g);
 out:
 	free(text);
@@ -562,6 +576,7 @@ static int merge_task(struct sl_engine *e, struct task *t, char **files,
 
 	*files = NULL;
 	msg = sl_xasprintf("sbxloop: merge task %s", t->id);
+	pthread_rwlock_wrlock(&tip_lock);
 	if (WS_GIT(&g, e, GIT_ID, "merge", "-q", "--no-ff", "--no-edit", "-m",
 		   msg, branch) == 0) {
 		sl_git_out_clear(&g);
@@ -581,6 +596,7 @@ static int merge_task(struct sl_engine *e, struct task *t, char **files,
 	WS_GIT(&g, e, "merge", "--abort");
 	sl_git_out_clear(&g);
 out:
+	pthread_rwlock_unlock(&tip_lock);
 	free(msg);
 	free(branch);
 	return rc;

@@ -155,6 +155,45 @@ START_TEST(test_diamond_starts_dependents_from_the_merged_tree)
 }
 END_TEST
 
+/*
+ * Sixteen independent tasks on eight lanes, jobs of uneven length: a
+ * lane starts its next task while earlier tasks merge. No task may see
+ * a conflict it did not make, and no commit may delete another task's
+ * file (a worktree filled from one tip on a branch made at the next).
+ */
+START_TEST(test_merges_and_new_worktrees_overlap_cleanly)
+{
+	static const char *const many[] = {
+		"t1",  "t2",  "t3",  "t4",  "t5",  "t6",  "t7",  "t8", "t9",
+		"t10", "t11", "t12", "t13", "t14", "t15", "t16", NULL};
+	char *run, *out, name[32];
+	const char *files[2] = {name, NULL};
+	size_t i;
+
+	project("lanes_many", 8);
+	ck_assert_int_eq(sbxloop("run", "sixteen files", "--no-tui"), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_done(run, many);
+	for (i = 0; many[i]; i++) {
+		snprintf(name, sizeof(name), "out-%s.txt", many[i]);
+		assert_files(run, files);
+	}
+	ck_assert_int_eq(count_events(run, "task.conflict"), 0);
+	out = git_out(run, "log --diff-filter=D --name-only --format=");
+	ck_assert_msg(!*out, "files deleted by the tasks' commits:\n%s", out);
+	free(out);
+	out = git_out(run, "log --oneline --merges");
+	for (i = 0; many[i]; i++) {
+		snprintf(name, sizeof(name), "merge task %s\n", many[i]);
+		ck_assert_msg(strstr(out, name), "no merge of %s:\n%s",
+			      many[i], out);
+	}
+	free(out);
+	free(run);
+}
+END_TEST
+
 /* Two tasks write the same file: the later merge conflicts, re-plans
  * on the merged tree (a replan spent) and finishes. */
 START_TEST(test_a_merge_conflict_replans_on_the_merged_tree)
@@ -455,6 +494,8 @@ static Suite *lanes_suite(void)
 		tc, test_wide_dag_runs_as_many_tasks_at_once_as_lanes, 0, 3);
 	tcase_add_test(tc,
 		       test_diamond_starts_dependents_from_the_merged_tree);
+	tcase_add_loop_test(tc, test_merges_and_new_worktrees_overlap_cleanly,
+			    0, 3);
 	tcase_add_test(tc, test_a_merge_conflict_replans_on_the_merged_tree);
 	tcase_add_test(tc, test_kill_with_lanes_in_flight_then_resume);
 	tcase_add_test(tc, test_cancel_stops_every_lane_and_resume_finishes);

@@ -225,6 +225,11 @@ S["lanes_wide"] = [D(task("t1"), task("t2"), task("t3"), task("t4"))] + \
 S["lanes_diamond"] = [D(task("t1"), task("t2", ["t1"]), task("t3", ["t1"]),
                         task("t4", ["t2", "t3"]))] + \
     sum([lane(i, 0.5) for i in ("t1", "t2", "t3", "t4")], [])
+# sixteen independent tasks on eight lanes, jobs of uneven length, so
+# merges into the run's workspace and new worktrees overlap all the time
+MANY = ["t%d" % k for k in range(1, 17)]
+S["lanes_many"] = [D(*[task(i) for i in MANY])] + \
+    sum([lane(i, 0.05 * (k % 4)) for k, i in enumerate(MANY)], [])
 # two tasks writing the same file differently: the second to merge
 # conflicts, plans again on the merged tree and finishes
 SHARED = "shared.txt"
