@@ -80,16 +80,20 @@ struct figures {
 	double rss_mb;
 };
 
-static int bench(int n, int lanes, struct figures *f)
+/*
+ * One run in `dir`, which the caller made and removes. Every run's
+ * directory stays until the last run is done: removing thousands of
+ * files makes the next run's file creations slower for a while (ext4
+ * without a journal, as here, skips recently freed inodes one by one),
+ * which would charge one lane count for another's clean-up.
+ */
+static int bench(int n, int lanes, struct figures *f, char *dir)
 {
-	char dir[] = "/tmp/sbxloop-bench-lanes-XXXXXX", path[300], cmd[512];
+	char path[300], cmd[512];
 	char extra[128], lanes_env[64];
 	const char *env[] = {lanes_env, NULL};
 	struct bench_proc m;
-	int rc = -1;
 
-	if (!mkdtemp(dir))
-		return -1;
 	snprintf(cmd, sizeof(cmd),
 		 "cd '%s' && mkdir repo && cd repo && git init -q && "
 		 "echo hi > README && git add . && git -c user.name=b -c "
@@ -97,14 +101,14 @@ static int bench(int n, int lanes, struct figures *f)
 		 dir);
 	snprintf(path, sizeof(path), "%s/scenario.json", dir);
 	if (system(cmd) != 0 || write_scenario(path, n) < 0)
-		goto out;
+		return -1;
 	snprintf(path, sizeof(path), "%s/sbxloop.yaml", dir);
 	snprintf(extra, sizeof(extra),
 		 "sandbox:\n  workspace: repo\n"
 		 "run:\n  attest: off\n");
 	if (bench_write_config(path, n, "  sandbox: local\n  sinks: []\n",
 			       extra) < 0)
-		goto out;
+		return -1;
 	/* budgets are written by bench_write_config: lanes through env */
 	snprintf(lanes_env, sizeof(lanes_env),
 		 "SBXLOOP_BUDGETS__MAX_PARALLEL_TASKS=%d", lanes);
@@ -125,19 +129,24 @@ static int bench(int n, int lanes, struct figures *f)
 	f->cpu_job = (m.user_ms + m.sys_ms) / (1 + 5.0 * n);
 	f->tree_job = m.tree_ms / (1 + 5.0 * n);
 	f->rss_mb = m.rss_mb;
-	rc = 0;
-out:
+	return 0;
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[256];
+
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "bench: cannot remove %s\n", dir);
-	return rc;
 }
 
 int main(int argc, char **argv)
 {
 	static const int lanes[] = {1, 2, 4, 8};
-	int n = argc > 1 ? atoi(argv[1]) : 16, i;
-	struct figures one;
+	int n = argc > 1 ? atoi(argv[1]) : 16, i, made = 0, rc = 0;
+	char dirs[4][40];
+	struct figures one = {0, 0, 0, 0, 0};
 
 	if (n < 2 || n > 200) {
 		fputs("usage: bench/lanes [TASKS, 2..200]\n", stderr);
@@ -147,8 +156,21 @@ int main(int argc, char **argv)
 	for (i = 0; i < 4; i++) {
 		struct figures f;
 
-		if (bench(n, lanes[i], &f) < 0)
-			return 1;
+		snprintf(dirs[i], sizeof(dirs[i]),
+			 "/tmp/sbxloop-bench-lanes-XXXXXX");
+		if (!mkdtemp(dirs[i])) {
+			perror("bench: mkdtemp");
+			rc = 1;
+			break;
+		}
+		made = i + 1;
+		if (bench(n, lanes[i], &f, dirs[i]) < 0) {
+			/* the failed run's directory stays to be read */
+			fprintf(stderr, "bench: kept %s\n", dirs[i]);
+			made = i;
+			rc = 1;
+			break;
+		}
 		if (i == 0)
 			one = f;
 		printf("lanes=%d  wall %6.2f s  speed-up %5.2f (%.2f x lanes)  "
@@ -161,5 +183,7 @@ int main(int argc, char **argv)
 		       f.cpu_job, f.tree_job, f.rss_mb);
 		fflush(stdout);
 	}
-	return 0;
+	for (i = 0; i < made; i++)
+		remove_dir(dirs[i]);
+	return rc;
 }
