@@ -46,6 +46,8 @@
 #define GIT_ID                                                                \
 	"-c", "user.name=sbxloop", "-c", "user.email=sbxloop@localhost",      \
 		"-c", "maintenance.auto=false", "-c", "gc.auto=0"
+/* a lane's branch lives for one task: no reflog files to make and drop */
+#define NO_REFLOG "-c", "core.logAllRefUpdates=false"
 /* the lanes' own repository of a workspace that is no clean git top */
 #define SHADOW_DIR ".sbxloop/git"
 
@@ -228,20 +230,25 @@ static int lanes_mode(struct sl_engine *e, char **why)
 	return shadow;
 }
 
-/* .sbxloop/ out of git's sight in the workspace (info/exclude). */
-static void exclude_lanes(struct sl_engine *e)
+/*
+ * .sbxloop/ out of git's sight in the workspace: a line in `known`, its
+ * info/exclude file (absolute), or the one git names when NULL.
+ */
+static void exclude_lanes(struct sl_engine *e, const char *known)
 {
 	struct sl_git_out g;
 	char *path, *text;
 
-	if (WS_GIT(&g, e, "rev-parse", "--git-path", "info/exclude")) {
+	if (known) {
+		path = sl_xstrdup(known);
+	} else if (WS_GIT(&g, e, "rev-parse", "--path-format=absolute",
+			  "--git-path", "info/exclude") == 0) {
+		path = sl_xstrdup(g.out);
+		sl_git_out_clear(&g);
+	} else {
 		sl_git_out_clear(&g);
 		return;
 	}
-	path = g.out[0] == '/'
-		       ? sl_xstrdup(g.out)
-		       : sl_xasprintf("%s/%s", sl_lanes_root(e), g.out);
-	sl_git_out_clear(&g);
 	text = sl_lanes_read(e, path, 1 << 20);
 	if (!text || !strstr(text, "\n/.sbxloop/\n")) {
 		char *dir = sl_xstrdup(path), *slash = strrchr(dir, '/');
@@ -301,7 +308,7 @@ static int shadow_open(struct sl_engine *e, struct sbxloop_error *err)
 	}
 	sl_git_out_clear(&g);
 	free(dir_opt);
-	exclude_lanes(e);
+	exclude_lanes(e, NULL);
 	if (WS_GIT(&g, e, "add", "-A") == 0) {
 		sl_git_out_clear(&g);
 		WS_GIT(&g, e, GIT_ID, "commit", "-q", "--allow-empty", "-m",
@@ -414,8 +421,9 @@ static int worktree_open(const struct sched *s, struct task *t,
 	}
 	pthread_rwlock_rdlock(&tip_lock);
 	if (sl_lanes_git(&g, e, dir,
-			 (const char *const[]){"git", "checkout", "-q", "-f",
-					       "-B", branch, NULL}))
+			 (const char *const[]){"git", NO_REFLOG, "checkout",
+					       "-q", "-f", "-B", branch,
+					       NULL}))
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot make the worktree of task %s: %s", t->id,
 			      g.err);
@@ -434,7 +442,8 @@ out:
 
 /*
  * Where the worktrees' records go and what their HEAD starts as: git's
- * common dir and the workspace's HEAD file, absolute. 0, or an error.
+ * common dir and the workspace's HEAD file, absolute; and .sbxloop/ is
+ * excluded, all in one call of git. 0, or an error.
  */
 static int worktree_paths(struct sched *s, struct sbxloop_error *err)
 {
@@ -443,13 +452,17 @@ static int worktree_paths(struct sched *s, struct sbxloop_error *err)
 	int rc = 0;
 
 	if (WS_GIT(&g, e, "rev-parse", "--path-format=absolute",
-		   "--git-common-dir", "--git-path", "HEAD") == 0) {
-		char *nl = strchr(g.out, '\n');
+		   "--git-common-dir", "--git-path", "HEAD", "--git-path",
+		   "info/exclude") == 0) {
+		char *head = strchr(g.out, '\n'), *exclude;
 
-		if (nl) {
-			*nl = '\0';
+		exclude = head ? strchr(head + 1, '\n') : NULL;
+		if (exclude) {
+			*head++ = '\0';
+			*exclude++ = '\0';
 			s->common = sl_xstrdup(g.out);
-			s->head_file = sl_xstrdup(nl + 1);
+			s->head_file = sl_xstrdup(head);
+			exclude_lanes(e, exclude);
 		}
 	}
 	if (!s->common)
@@ -546,9 +559,10 @@ static int commit_task(struct sl_engine *e, struct task *t,
 	if (rc == 0) {
 		sl_git_out_clear(&g);
 		rc = sl_lanes_git(&g, e, dir,
-				  (const char *const[]){
-					  "git", GIT_ID, "commit", "-q",
-					  "--allow-empty", "-m", msg, NULL});
+				  (const char *const[]){"git", GIT_ID,
+							NO_REFLOG, "commit",
+							"-q", "--allow-empty",
+							"-m", msg, NULL});
 	}
 	if (rc != 0)
 		rc = sl_error(err, SBXLOOP_EINFRA,
@@ -991,7 +1005,6 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 			s->per_lane = 0;
 		}
 	}
-	exclude_lanes(e);
 	rc = worktree_paths(s, err);
 	if (rc < 0) {
 		free(s);
