@@ -6,11 +6,9 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +73,11 @@ struct session {
 	/* engine thread */
 	struct sbxloop_error err;
 	int rc;
-	atomic_int done;
+	/* set by the engine thread when it returns; the main thread
+	 * wakes for it at once (and every 50 ms for the signals) */
+	pthread_mutex_t done_mu;
+	pthread_cond_t done_cv;
+	int done;
 };
 
 static void *engine_main(void *arg)
@@ -87,16 +89,30 @@ static void *engine_main(void *arg)
 	else
 		s->rc = sl_engine_start(s->engine, s->run_id, s->outcome,
 					&s->err);
-	atomic_store(&s->done, 1);
+	pthread_mutex_lock(&s->done_mu);
+	s->done = 1;
+	pthread_cond_broadcast(&s->done_cv);
+	pthread_mutex_unlock(&s->done_mu);
 	return NULL;
 }
 
-static void sleep_ms(long ms)
+/* Whether the engine thread returned, waiting up to `ms` for it. */
+static int wait_done(struct session *s, long ms)
 {
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	struct timespec ts;
+	int done;
 
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&s->done_mu);
+	while (!s->done &&
+	       pthread_cond_timedwait(&s->done_cv, &s->done_mu, &ts) == 0)
 		;
+	done = s->done;
+	pthread_mutex_unlock(&s->done_mu);
+	return done;
 }
 
 static int set_override(struct sl_core *core, const char *key,
@@ -306,7 +322,7 @@ static int drive(struct session *s)
 	}
 	if (!s->dashboard && sl_config_bool(s->core->cfg, "chat", 1))
 		chat = sl_chat_stdin_start(&s->core->host);
-	while (!atomic_load(&s->done)) {
+	while (!wait_done(s, 0)) {
 		if (signals_seen && !interrupted) {
 			interrupted = 1;
 			since = sl_monotonic();
@@ -326,7 +342,8 @@ static int drive(struct session *s)
 			fflush(stdout);
 			_exit(SL_EXIT_INTERRUPTED);
 		}
-		sleep_ms(50);
+		if (wait_done(s, 50))
+			break;
 	}
 	pthread_join(th, NULL);
 	sl_chat_stdin_stop(chat);
@@ -471,7 +488,15 @@ static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 	s.cli = cli;
 	s.resume = resume;
 	s.verb = resume ? "resume" : "run";
-	atomic_init(&s.done, 0);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&s.done_cv, &ca);
+		pthread_condattr_destroy(&ca);
+		pthread_mutex_init(&s.done_mu, NULL);
+	}
 	if (parse_options(&s, argc, argv, !resume, &pos, &ov, &n_ov) < 0) {
 		for (cmd = sl_commands; cmd->name; cmd++)
 			if (strcmp(cmd->name, s.verb) == 0)
@@ -511,6 +536,8 @@ static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 	code = drive(&s);
 out:
 	close_session(&s);
+	pthread_cond_destroy(&s.done_cv);
+	pthread_mutex_destroy(&s.done_mu);
 	for (i = 0; i < n_ov; i++)
 		free(ov[i]);
 	free(ov);
