@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +92,7 @@ out:
 struct sl_chat_stdin {
 	const struct sbxloop_host *host;
 	pthread_t thread;
-	atomic_int stop;
+	int wake[2]; /* stop writes one byte: the reader leaves at once */
 };
 
 static void post_line(struct sl_chat_stdin *c, char *line)
@@ -123,12 +123,20 @@ static void *stdin_main(void *arg)
 	char buf[LINE_MAX_BYTES];
 	size_t len = 0;
 
-	while (!atomic_load(&c->stop)) {
-		struct pollfd p = {STDIN_FILENO, POLLIN, 0};
+	for (;;) {
+		struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0},
+				      {c->wake[0], POLLIN, 0}};
 		ssize_t n;
 		char *nl;
 
-		if (poll(&p, 1, 100) <= 0)
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents)
+			break; /* stopped */
+		if (!p[0].revents)
 			continue;
 		n = read(STDIN_FILENO, buf + len, sizeof(buf) - 1 - len);
 		if (n < 0 && errno == EINTR)
@@ -163,8 +171,13 @@ struct sl_chat_stdin *sl_chat_stdin_start(const struct sbxloop_host *host)
 		return NULL;
 	c = sl_xcalloc(1, sizeof(*c));
 	c->host = host;
-	atomic_init(&c->stop, 0);
+	if (pipe2(c->wake, O_CLOEXEC) < 0) {
+		free(c);
+		return NULL;
+	}
 	if (pthread_create(&c->thread, NULL, stdin_main, c) != 0) {
+		close(c->wake[0]);
+		close(c->wake[1]);
 		free(c);
 		return NULL;
 	}
@@ -175,7 +188,10 @@ void sl_chat_stdin_stop(struct sl_chat_stdin *c)
 {
 	if (!c)
 		return;
-	atomic_store(&c->stop, 1);
+	while (write(c->wake[1], "", 1) < 0 && errno == EINTR)
+		;
 	pthread_join(c->thread, NULL);
+	close(c->wake[0]);
+	close(c->wake[1]);
 	free(c);
 }

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,62 @@ START_TEST(test_steer_task_from_another_shell_replans_without_budget)
 	ck_assert_int_eq(q_int("SELECT count(*) FROM chat_inbox"
 			       " WHERE taken_at IS NULL"),
 			 0);
+	free(run);
+}
+END_TEST
+
+/*
+ * `sbxloop run` on a terminal: a line typed at it is queued like
+ * `sbxloop steer`'s, and the reader of the terminal lets the run end.
+ * Standard input is the slave side of a pseudo-terminal.
+ */
+START_TEST(test_a_line_typed_at_the_terminal_steers_the_run)
+{
+	const char *bin = getenv("SBXLOOP_BIN");
+	int master = posix_openpt(O_RDWR | O_NOCTTY);
+	const char *line = "please use capitals\n";
+	char *run, *slave;
+	pid_t pid;
+
+	ck_assert_int_ge(master, 0);
+	ck_assert_int_eq(grantpt(master), 0);
+	ck_assert_int_eq(unlockpt(master), 0);
+	slave = ptsname(master);
+	ck_assert_ptr_nonnull(slave);
+	scenario("steer_task");
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int in, out, err;
+
+		if (chdir(rt_dir()) < 0)
+			_exit(126);
+		in = open(slave, O_RDWR);
+		out = open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		err = open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (in < 0 || out < 0 || err < 0)
+			_exit(126);
+		dup2(in, 0);
+		dup2(out, 1);
+		dup2(err, 2);
+		close(master);
+		execl(bin ? bin : "sbxloop", "sbxloop", "run",
+		      "write one file", "--no-tui", (char *)NULL);
+		_exit(127);
+	}
+	into_execute();
+	ck_assert_int_eq(write(master, line, strlen(line)),
+			 (ssize_t)strlen(line));
+	ck_assert_int_eq(wait_code(pid), 0);
+	close(master);
+	assert_file_has("err.txt", "queued; it is answered at the next");
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_prompt_has(4, "please use capitals");
+	ck_assert_int_eq(rt_event_count(run, "chat.message", "text",
+					"please use capitals", NULL),
+			 1);
+	assert_statuses(run, "t1", "steer", "steer_task");
 	free(run);
 }
 END_TEST
@@ -273,6 +330,7 @@ static Suite *steer_suite(void)
 	tcase_add_test(
 		tc, test_failed_steer_session_is_reported_and_the_run_goes_on);
 	tcase_add_test(tc, test_steer_task_between_tasks_becomes_steer_run);
+	tcase_add_test(tc, test_a_line_typed_at_the_terminal_steers_the_run);
 	tcase_add_test(tc, test_steer_refuses_what_it_cannot_queue);
 	tcase_add_test(tc, test_an_agent_cannot_forge_chat_events);
 	suite_add_tcase(s, tc);
