@@ -14,6 +14,8 @@
  *
  * Environment: SBXLOOP_BIN, SBXLOOP_WORKER, SBXLOOP_SRCDIR (prompts) and
  * SBXLOOP_PLUGIN_PATH as in `make check`; defaults suit the build tree.
+ * The runs happen under TMPDIR (/tmp when unset): TMPDIR=/dev/shm shows
+ * what the file system costs.
  */
 #include "config.h"
 
@@ -89,7 +91,7 @@ struct figures {
  */
 static int bench(int n, int lanes, struct figures *f, char *dir)
 {
-	char path[300], cmd[512];
+	char path[1024], cmd[1280];
 	char extra[128], lanes_env[64];
 	const char *env[] = {lanes_env, NULL};
 	struct bench_proc m;
@@ -134,7 +136,7 @@ static int bench(int n, int lanes, struct figures *f, char *dir)
 
 static void remove_dir(const char *dir)
 {
-	char cmd[256];
+	char cmd[1024];
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
@@ -145,11 +147,16 @@ int main(int argc, char **argv)
 {
 	static const int lanes[] = {1, 2, 4, 8};
 	int n = argc > 1 ? atoi(argv[1]) : 16, i, made = 0, rc = 0;
-	char dirs[4][40];
+	const char *tmp = getenv("TMPDIR");
+	char dirs[4][200];
 	struct figures one = {0, 0, 0, 0, 0};
 
 	if (n < 2 || n > 200) {
 		fputs("usage: bench/lanes [TASKS, 2..200]\n", stderr);
+		return 2;
+	}
+	if (tmp && strlen(tmp) > 150) {
+		fputs("bench: TMPDIR is longer than 150 bytes\n", stderr);
 		return 2;
 	}
 	printf("%d independent tasks, every job %.0f ms:\n", n, JOB_S * 1000);
@@ -157,7 +164,8 @@ int main(int argc, char **argv)
 		struct figures f;
 
 		snprintf(dirs[i], sizeof(dirs[i]),
-			 "/tmp/sbxloop-bench-lanes-XXXXXX");
+			 "%s/sbxloop-bench-lanes-XXXXXX",
+			 tmp && *tmp ? tmp : "/tmp");
 		if (!mkdtemp(dirs[i])) {
 			perror("bench: mkdtemp");
 			rc = 1;
