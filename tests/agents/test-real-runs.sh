@@ -19,7 +19,9 @@
 #            to run `touch` leaves the workspace byte-identical (hashed
 #            while the model server holds the critic's first answer and
 #            again while it holds the next job's, the revision), and the
-#            CLI sent both refusals back to the model;
+#            CLI sent both refusals back to the model; gemini runs as
+#            one Node process meanwhile (its preset sets
+#            GEMINI_CLI_NO_RELAUNCH: no relaunched Node beside the first);
 #   401, 429, 500, cut
 #            a fault from the model service ends the run non-zero with
 #            the worker's typed error (AgentAuthError, AgentRateLimited,
@@ -233,11 +235,29 @@ critic_scenario() {
 EOF
 }
 
+# gemini_nodes: how many Node processes run the gemini CLI now (its
+# script, .bin/gemini or gemini.js, among their arguments)
+gemini_nodes() {
+	n=0
+	for f in $(grep -la gemini /proc/[0-9]*/cmdline 2>/dev/null); do
+		args=$( (tr '\0' '\n' <"$f") 2>/dev/null) || continue
+		case $(echo "$args" | head -n 1) in
+		*/node | node) ;;
+		*) continue ;;
+		esac
+		! echo "$args" | grep -Eq '/gemini(\.js)?$' || n=$((n + 1))
+	done
+	echo "$n"
+}
+
 # while the server holds the critics' first answers: hash the workspace
+# (and, for gemini, count its Node processes: one, not a relaunched
+# child beside its parent)
 hash_critics() {
 	if wait_reply "$dir" 3; then
 		ws=$(ls -d "$dir"/.sbxloop-demo/runs/*/workspace)
 		tree_hash "$ws" >"$dir/hash-before"
+		[ "$name" != gemini ] || gemini_nodes >"$dir/gemini-nodes"
 	fi
 	if wait_reply "$dir" 4; then
 		tree_hash "$ws" >"$dir/hash-after"
@@ -262,9 +282,13 @@ check_critic() {
 		fail "$what" "SCRUTINIZE changed the workspace"
 	elif [ -e "$ws/critic-wrote.txt" ] || [ -e "$ws/critic-touched" ]; then
 		fail "$what" "the critic's files exist"
+	elif [ "$name" = gemini ] &&
+		[ "$(cat "$dir/gemini-nodes" 2>/dev/null)" != 1 ]; then
+		msg="gemini ran as '$(cat "$dir/gemini-nodes" 2>/dev/null)'"
+		fail "$what" "$msg Node processes in SCRUTINIZE, not one"
 	elif [ "$tries" -lt 3 ]; then
-		fail "$what" "the critic made $tries requests," \
-			"not the 3 that return its two refused tools"
+		msg="the critic made $tries requests, not the 3"
+		fail "$what" "$msg that return its two refused tools"
 	elif [ "$rc" != 0 ] || [ "$state" != completed ]; then
 		fail "$what" "exit $rc, state '$state'" "$dir/out"
 	else
