@@ -142,7 +142,7 @@ END_TEST
  */
 START_TEST(test_a_line_typed_at_the_terminal_steers_the_run)
 {
-	const char *bin = getenv("SBXLOOP_BIN");
+	const char *args[] = {"run", "write one file", "--no-tui", NULL};
 	int master = posix_openpt(O_RDWR | O_NOCTTY);
 	const char *line = "please use capitals\n";
 	char *run, *slave;
@@ -154,26 +154,7 @@ START_TEST(test_a_line_typed_at_the_terminal_steers_the_run)
 	slave = ptsname(master);
 	ck_assert_ptr_nonnull(slave);
 	scenario("steer_task");
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int in, out, err;
-
-		if (chdir(rt_dir()) < 0)
-			_exit(126);
-		in = open(slave, O_RDWR);
-		out = open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		err = open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (in < 0 || out < 0 || err < 0)
-			_exit(126);
-		dup2(in, 0);
-		dup2(out, 1);
-		dup2(err, 2);
-		close(master);
-		execl(bin ? bin : "sbxloop", "sbxloop", "run",
-		      "write one file", "--no-tui", (char *)NULL);
-		_exit(127);
-	}
+	pid = spawn_sbxloop_in(slave, NULL, args);
 	into_execute();
 	ck_assert_int_eq(write(master, line, strlen(line)),
 			 (ssize_t)strlen(line));

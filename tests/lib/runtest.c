@@ -203,6 +203,12 @@ void sleep_ms(long ms)
 
 pid_t spawn_sbxloop(const char *const *env, const char *const *args)
 {
+	return spawn_sbxloop_in("/dev/null", env, args);
+}
+
+pid_t spawn_sbxloop_in(const char *in_path, const char *const *env,
+		       const char *const *args)
+{
 	const char *argv[16];
 	pid_t pid;
 	size_t n = 0;
@@ -218,7 +224,7 @@ pid_t spawn_sbxloop(const char *const *env, const char *const *args)
 
 		if (chdir(scratch) < 0)
 			_exit(126);
-		in = open("/dev/null", O_RDONLY);
+		in = open(in_path, O_RDONLY);
 		out = open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		err = open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (in < 0 || out < 0 || err < 0)

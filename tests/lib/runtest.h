@@ -60,6 +60,9 @@ void sleep_ms(long ms);
  * /dev/null, output goes to out.txt and err.txt there.
  */
 pid_t spawn_sbxloop(const char *const *env, const char *const *args);
+/* The same with standard input read from `in_path` (a terminal, say). */
+pid_t spawn_sbxloop_in(const char *in_path, const char *const *env,
+		       const char *const *args);
 /* The exit code of `pid`, 128 + N when killed by signal N. */
 int wait_code(pid_t pid);
 struct tu_run;
