@@ -95,6 +95,7 @@ static int bench(int n, int lanes, struct figures *f, char *dir)
 	char extra[128], lanes_env[64];
 	const char *env[] = {lanes_env, NULL};
 	struct bench_proc m;
+	double jobs;
 
 	snprintf(cmd, sizeof(cmd),
 		 "cd '%s' && mkdir repo && cd repo && git init -q && "
@@ -127,9 +128,14 @@ static int bench(int n, int lanes, struct figures *f, char *dir)
 	f->tasks = bench_db_value(path, "SELECT max(ts) - min(ts) FROM events "
 					"WHERE type IN ('task.start', "
 					"'task.end')");
-	/* jobs: DECOMPOSE, then four agent jobs and one VERIFY a task */
-	f->cpu_job = (m.user_ms + m.sys_ms) / (1 + 5.0 * n);
-	f->tree_job = m.tree_ms / (1 + 5.0 * n);
+	/* every job the run started, as its events say (DECOMPOSE, then
+	 * six a task: four agent jobs, the review's evidence and VERIFY) */
+	jobs = bench_db_value(path, "SELECT count(*) FROM events "
+				    "WHERE type = 'worker.start'");
+	if (jobs < 1)
+		return -1;
+	f->cpu_job = (m.user_ms + m.sys_ms) / jobs;
+	f->tree_job = m.tree_ms / jobs;
 	f->rss_mb = m.rss_mb;
 	return 0;
 }
