@@ -113,15 +113,6 @@ int sl_git(struct sl_git_out *g, const char *cwd, const char *const *argv)
 	return g->status == 0 ? 0 : -1;
 }
 
-static int git_available(void)
-{
-	struct sl_git_out g;
-	int ok = SL_GIT(&g, NULL, "git", "--version") == 0;
-
-	sl_git_out_clear(&g);
-	return ok;
-}
-
 static char *abs_path(const char *p)
 {
 	char buf[PATH_MAX];
@@ -338,26 +329,19 @@ int sl_workspace_isolate(const char *source, const char *mode,
 		rc = use_dir(ws, src, err);
 		goto out;
 	}
-	if (!git_available()) {
-		if (clone_mode) {
-			rc = sl_error(err, SBXLOOP_EINVAL,
-				      "cannot clone "
-				      "'%s': git is not on PATH",
-				      src);
-			goto out;
-		}
-		rc = use_dir(ws, src, err);
-		goto out;
-	}
+	/* one git call tells both: no git (it did not start), no checkout */
 	if (SL_GIT(&g, src, "git", "rev-parse", "--show-toplevel")) {
-		if (clone_mode) {
+		if (clone_mode && !g.ran)
+			rc = sl_error(err, SBXLOOP_EINVAL,
+				      "cannot clone '%s': git is not on PATH",
+				      src);
+		else if (clone_mode)
 			rc = sl_error(err, SBXLOOP_EINVAL,
 				      "cannot clone "
 				      "'%s': not inside a git checkout",
 				      src);
-			goto out;
-		}
-		rc = use_dir(ws, src, err);
+		else
+			rc = use_dir(ws, src, err);
 		goto out;
 	}
 	{

@@ -349,6 +349,39 @@ START_TEST(test_auto_refuses_a_dirty_checkout_and_creates_nothing)
 }
 END_TEST
 
+/*
+ * workspace_isolation: clone needs git and a checkout, and says which
+ * is missing: git not on PATH (a PATH of one empty directory), then a
+ * project that is no checkout (its .git removed). Nothing is made.
+ */
+START_TEST(test_clone_mode_says_whether_git_or_the_checkout_is_missing)
+{
+	const char *args[] = {"run", "no git", "--no-tui", NULL};
+	char *src = make_checkout(), *empty = rt_path("empty-bin"), *dotgit;
+	char path_env[4200], *run, *p;
+	const char *env[] = {path_env, NULL};
+
+	copy_scenario("happy1");
+	workspace_config("clone");
+	ck_assert_int_eq(mkdir(empty, 0755), 0);
+	snprintf(path_env, sizeof(path_env), "PATH=%s", empty);
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 2);
+	assert_file_has("err.txt", "src': git is not on PATH");
+	dotgit = rt_path("src/.git");
+	tu_rmtree(dotgit);
+	ck_assert_int_eq(sbxloop("run", "no checkout", "--no-tui"), 2);
+	assert_file_has("err.txt", "src': not inside a git checkout");
+	run = last_run();
+	p = rt_path("state/runs/%s", run);
+	ck_assert(!rt_exists(p));
+	free(p);
+	free(run);
+	free(dotgit);
+	free(empty);
+	free(src);
+}
+END_TEST
+
 START_TEST(test_clone_mode_proceeds_from_head_with_a_warning)
 {
 	char *src = make_checkout(), *before, *after, *run, *clone, *text;
@@ -521,6 +554,9 @@ static Suite *workspace_run_suite(void)
 	tcase_add_test(tc,
 		       test_auto_refuses_a_dirty_checkout_and_creates_nothing);
 	tcase_add_test(tc, test_clone_mode_proceeds_from_head_with_a_warning);
+	tcase_add_test(
+		tc,
+		test_clone_mode_says_whether_git_or_the_checkout_is_missing);
 	tcase_add_test(tc, test_in_place_works_on_the_source_checkout);
 	tcase_add_test(
 		tc, test_auto_clones_and_leaves_the_source_checkout_untouched);
