@@ -125,13 +125,10 @@ static int bench(int n, int lanes, struct figures *f, char *dir)
 	f->wall = m.wall_s;
 	/* the part lanes run in parallel; decompose and setup are serial */
 	snprintf(path, sizeof(path), "%s/state/state.db", dir);
-	f->tasks = bench_db_value(path, "SELECT max(ts) - min(ts) FROM events "
-					"WHERE type IN ('task.start', "
-					"'task.end')");
+	f->tasks = bench_db_value(path, BENCH_SQL_TASKS_SPAN);
 	/* every job the run started, as its events say (DECOMPOSE, then
 	 * six a task: four agent jobs, the review's evidence and VERIFY) */
-	jobs = bench_db_value(path, "SELECT count(*) FROM events "
-				    "WHERE type = 'worker.start'");
+	jobs = bench_db_value(path, BENCH_SQL_JOBS);
 	if (jobs < 1)
 		return -1;
 	f->cpu_job = (m.user_ms + m.sys_ms) / jobs;
