@@ -322,7 +322,8 @@ static int drive(struct session *s)
 	}
 	if (!s->dashboard && sl_config_bool(s->core->cfg, "chat", 1))
 		chat = sl_chat_stdin_start(&s->core->host);
-	while (!wait_done(s, 0)) {
+	/* the signals are looked at every 50 ms; the end, at once */
+	while (!wait_done(s, 50)) {
 		if (signals_seen && !interrupted) {
 			interrupted = 1;
 			since = sl_monotonic();
@@ -342,8 +343,6 @@ static int drive(struct session *s)
 			fflush(stdout);
 			_exit(SL_EXIT_INTERRUPTED);
 		}
-		if (wait_done(s, 50))
-			break;
 	}
 	pthread_join(th, NULL);
 	sl_chat_stdin_stop(chat);
