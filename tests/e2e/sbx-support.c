@@ -287,3 +287,17 @@ cJSON *secrets_state(void)
 	free(path);
 	return doc;
 }
+
+void sbxloop(struct tu_run *r, const char *const *args)
+{
+	const char *argv[16];
+	size_t n = 0, i;
+
+	argv[n++] = tu_env("SBXLOOP_BIN");
+	argv[n++] = "--config";
+	argv[n++] = cfg_path;
+	for (i = 0; args[i] && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	tu_exec(r, dir, NULL, argv);
+}

@@ -50,5 +50,8 @@ int run_in(const char *name, const char *script_text, const char *in,
 	   double timeout, struct sbxloop_proc_result *res,
 	   struct sbxloop_error *err);
 cJSON *secrets_state(void);
+struct tu_run;
+/* The real sbxloop binary with this suite's --config and ARGS, in dir. */
+void sbxloop(struct tu_run *r, const char *const *args);
 
 #endif
