@@ -552,14 +552,35 @@ static void drop_links(const char *root, struct sl_artifact_scan *scan)
 	walk_clear(&w);
 }
 
+/* tar on the host: 0, or an error with `what` and tar's first line. */
+static int host_tar(const char *const *argv, const char *what,
+		    const char *path, struct sbxloop_error *err)
+{
+	struct sbxloop_proc_spec ps;
+	struct sbxloop_proc_result pres;
+	int rc;
+
+	memset(&ps, 0, sizeof(ps));
+	memset(&pres, 0, sizeof(pres));
+	ps.struct_size = sizeof(ps);
+	pres.struct_size = sizeof(pres);
+	ps.argv = argv;
+	ps.timeout_s = HARVEST_TIMEOUT_S;
+	rc = sl_proc_run(&ps, &pres, err);
+	if (rc == 0 && pres.exit_code != 0)
+		rc = sl_error(err, SBXLOOP_ERR, "%s '%s': %.*s", what, path,
+			      (int)strcspn(pres.err ? pres.err : "", "\n"),
+			      pres.err ? pres.err : "");
+	sl_proc_result_clear(&pres);
+	return rc;
+}
+
 int sl_artifacts_harvest(const struct sl_harvest *h,
 			 struct sl_artifact_scan *scan,
 			 struct sbxloop_error *err)
 {
 	struct sl_artifact_scan listed, kept;
 	struct listing listing;
-	struct sbxloop_proc_spec ps;
-	struct sbxloop_proc_result pres;
 	const char *find_argv[] = {"find", ".", "-type", "f", NULL};
 	const char **tar_argv = NULL;
 	char *inside = sl_xasprintf("%s/harvest.tar", h->home);
@@ -606,18 +627,7 @@ int sl_artifacts_harvest(const struct sl_harvest *h,
 			      strerror(-rc));
 		goto out;
 	}
-	memset(&ps, 0, sizeof(ps));
-	memset(&pres, 0, sizeof(pres));
-	ps.struct_size = sizeof(ps);
-	pres.struct_size = sizeof(pres);
-	ps.argv = untar;
-	ps.timeout_s = HARVEST_TIMEOUT_S;
-	rc = sl_proc_run(&ps, &pres, err);
-	if (rc == 0 && pres.exit_code != 0)
-		rc = sl_error(err, SBXLOOP_ERR,
-			      "harvest: cannot extract '%s': %s", tarfile,
-			      pres.err ? pres.err : "");
-	sl_proc_result_clear(&pres);
+	rc = host_tar(untar, "harvest: cannot extract", tarfile, err);
 	if (rc)
 		goto out;
 	drop_links(staging, &listed);
@@ -648,6 +658,40 @@ out:
 	free(inside);
 	free(tarfile);
 	free(staging);
+	return rc;
+}
+
+int sl_artifacts_seed(const struct sl_harvest *h, size_t *files,
+		      struct sbxloop_error *err)
+{
+	struct walk w = {NULL, 0, 0};
+	char *inside = sl_xasprintf("%s/seed.tar", h->home);
+	char *tarfile = sl_xasprintf("%s.seed.tar", h->dest);
+	const char *tar_argv[] = {"tar",   "-cf", tarfile, "-C",
+				  h->dest, ".",   NULL};
+	const char *untar[] = {"tar", "-xf",      inside,
+			       "-C",  h->workdir, "--no-same-owner",
+			       NULL};
+	const char *rm_argv[] = {"rm", "-f", inside, NULL};
+	size_t i;
+	int rc;
+
+	*files = 0;
+	rc = host_tar(tar_argv, "cannot archive", h->dest, err);
+	if (rc == 0)
+		rc = h->ops->copy_in(h->ctx, h->sandbox, tarfile, inside, err);
+	if (rc == 0)
+		rc = sandbox_run(h, untar, NULL, "tar", err);
+	sandbox_run(h, rm_argv, NULL, "rm", &(struct sbxloop_error){0, ""});
+	unlink(tarfile);
+	if (rc == 0) {
+		walk_dir(h->dest, "", &w);
+		for (i = 0; i < w.n; i++)
+			*files += w.v[i].is_file != 0;
+		walk_clear(&w);
+	}
+	free(inside);
+	free(tarfile);
 	return rc;
 }
 

@@ -112,6 +112,16 @@ int sl_artifacts_harvest(const struct sl_harvest *h,
 			 struct sbxloop_error *err);
 
 /*
+ * The other way: put the last harvest (`dest` on the host) back into the
+ * sandbox's workspace, over what is there. A resumed unmounted run
+ * starts in a fresh sandbox whose workspace holds none of the work done
+ * in the old one. *files says how many files went in. Not best effort:
+ * a run that went on without its work would harvest over it.
+ */
+int sl_artifacts_seed(const struct sl_harvest *h, size_t *files,
+		      struct sbxloop_error *err);
+
+/*
  * The data of a run.artifacts event: {path, files, mounted, excluded?
  * {key: count}, disk_used_pct?, resources_level?}. `sample` is the
  * agent's last sandbox.resources data (may be NULL). Caller owns it.

@@ -56,6 +56,9 @@ struct task {
 	char *session_id;
 	int order;
 	struct sl_lane *lane; /* its lane while one runs it (lanes.c) */
+	/* its work died with a resumed run's old sandbox: EXECUTE again,
+	 * whatever was committed after the plan (harvest.c, task.c) */
+	int redo;
 };
 
 struct sl_engine {
@@ -98,6 +101,9 @@ struct sl_engine {
 	struct sl_instance **reporters;
 	size_t n_reporters;
 	int resumed;
+	/* a resumed unmounted run's fresh sandbox before its work is put
+	 * back (sl_engine_reclaim): no harvest may copy it over the last */
+	int stale_box;
 	/* lanes (lanes.c): tasks run in parallel worktrees */
 	int lanes_active;
 	volatile sig_atomic_t lanes_halt; /* a lane failed: stop the others */
@@ -203,7 +209,9 @@ int sl_engine_budget(const struct sl_engine *e, const char *key, int dflt);
 /* ---- task.c ------------------------------------------------------------- */
 
 /* task.end for `t` in its current state. */
-void sl_engine_task_end(struct sl_engine *e, const struct task *t);
+/* task.end; `harvested`: a per-task harvest holding its work just ran */
+void sl_engine_task_end(struct sl_engine *e, const struct task *t,
+			int harvested);
 /* Drive one task from its stored state to a terminal one. */
 int sl_engine_run_task(struct sl_engine *e, struct task *t,
 		       struct sbxloop_error *err);
@@ -264,8 +272,17 @@ int sl_engine_steer(struct sl_engine *e, struct sbxloop_error *err);
 
 /* ---- harvest.c ---------------------------------------------------------- */
 
-/* harvest_mode per-task: keep each finished task's work on the host. */
-void sl_engine_harvest_task(struct sl_engine *e);
+/*
+ * harvest_mode per-task: keep each finished task's work on the host.
+ * 1 harvested, 0 nothing to do (mounted, final mode), -1 failed (logged).
+ */
+int sl_engine_harvest_task(struct sl_engine *e);
+/*
+ * A resumed run whose sandbox does not mount the workspace: the fresh
+ * sandbox gets the last harvest, and every task whose work that harvest
+ * lacks is done again from its plan (sandbox.workspace_seed).
+ */
+int sl_engine_reclaim(struct sl_engine *e, struct sbxloop_error *err);
 /* run.artifacts and the summary's artifact list; best effort. */
 void sl_engine_report_artifacts(struct sl_engine *e);
 

@@ -649,7 +649,7 @@ static int conflicted(struct sl_engine *e, struct task *t, const char *files,
 	    sl_engine_budget(e, "budgets.max_replans_per_task", 1)) {
 		rc = sl_engine_set_task_state(e, t, SL_TASK_FAILED, err);
 		if (rc == 0)
-			sl_engine_task_end(e, t);
+			sl_engine_task_end(e, t, 0);
 		return rc;
 	}
 	sl_task_discard_plan(t);
@@ -862,7 +862,9 @@ static int settle(struct sl_engine *e, struct task *t, int resumed,
 		}
 		if (rc < 0)
 			return rc; /* the worktree stays for resume */
-		sl_engine_task_end(e, t);
+		/* under the merge lock: the harvest holds this merge and
+		 * no half of another (a resume starts from it) */
+		sl_engine_task_end(e, t, sl_engine_harvest_task(e) > 0);
 	}
 	if (sl_task_terminal(t))
 		worktree_retire(e, t);

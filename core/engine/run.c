@@ -310,6 +310,7 @@ static int drive(struct sl_engine *e, const char *pinned,
 	if (rc < 0)
 		return rc;
 	rc = sl_engine_provision(e, pinned, err);
+	e->stale_box = e->resumed && e->have_box && !e->info.mounted;
 	if (rc < 0)
 		goto fail;
 	sl_engine_jobs_open(e);
@@ -322,6 +323,8 @@ static int drive(struct sl_engine *e, const char *pinned,
 		goto fail;
 	}
 	rc = sl_engine_load_tasks(e, err);
+	if (rc == 0)
+		rc = sl_engine_reclaim(e, err);
 	if (rc < 0)
 		goto fail;
 	if (e->n_tasks == 0) {

@@ -585,6 +585,11 @@ static int resume_committed(struct sl_engine *e, struct task *t,
 		if (rc < 0 || !t->plan)
 			return rc;
 	}
+	/* what was committed after the plan acted on work that is gone */
+	if (t->redo) {
+		t->redo = 0;
+		return 0;
+	}
 	rc = committed(e, t, t->state, &l, err);
 	if (rc < 0 || !l.found)
 		return rc;
@@ -729,19 +734,27 @@ int sl_engine_run_task(struct sl_engine *e, struct task *t,
 		e->current = NULL;
 	if (rc < 0)
 		return rc;
-	sl_engine_harvest_task(e);
-	/* a lane's accepted task ends once merged (lanes.c) */
-	if (!(t->lane && t->state == SL_TASK_DONE))
-		sl_engine_task_end(e, t);
+	/*
+	 * A lane's accepted task is harvested and ends once merged
+	 * (lanes.c); any other lane task brings nothing to the workspace,
+	 * and a harvest outside the merge lock could copy half a merge.
+	 */
+	if (!t->lane)
+		sl_engine_task_end(e, t, sl_engine_harvest_task(e) > 0);
+	else if (t->state != SL_TASK_DONE)
+		sl_engine_task_end(e, t, 0);
 	return 0;
 }
 
-void sl_engine_task_end(struct sl_engine *e, const struct task *t)
+void sl_engine_task_end(struct sl_engine *e, const struct task *t,
+			int harvested)
 {
 	cJSON *d = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(d, "task_id", t->id);
 	cJSON_AddStringToObject(d, "title", t->title);
 	cJSON_AddStringToObject(d, "state", sl_task_state_name(t));
+	if (harvested)
+		cJSON_AddBoolToObject(d, "harvested", 1);
 	sl_engine_emit(e, SBXLOOP_EV_TASK_END, d);
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtest.h"
@@ -409,6 +410,156 @@ START_TEST(test_unmounted_lanes_run_inside_the_sandbox)
 END_TEST
 
 /*
+ * kill -9 in a harvested run (the sandbox does not mount the workspace),
+ * then resume. The work done before the kill lived only in the dead
+ * sandbox and in its harvests; the resume's fresh sandbox gets the last
+ * harvest back, and a task whose work that harvest lacks executes again
+ * on its plan. Nothing done is lost, nothing harvested is done twice.
+ */
+static char *kill_unmounted(int lanes, const char *kill_after,
+			    const char *more)
+{
+	const char *args[] = {"run", "four files", "--no-tui", NULL};
+	char kill_env[64], extra[256];
+	const char *env[] = {kill_env, NULL};
+
+	snprintf(kill_env, sizeof(kill_env), "SBXLOOP_TEST_KILL_AFTER=%s",
+		 kill_after);
+	snprintf(extra, sizeof(extra),
+		 "mock:\n  unmounted: true\n%s"
+		 "budgets:\n  max_parallel_tasks: %d\n",
+		 more, lanes);
+	copy_scenario("lanes_kill");
+	rt_write_config("mock", "[]", extra);
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 128 + SIGKILL);
+	return last_run();
+}
+
+/* The run finished whole: every task done, its file in the harvest. */
+static void assert_whole(const char *run)
+{
+	const char *const *f;
+	char *p;
+
+	assert_run_state(run, "completed");
+	assert_done(run, four);
+	for (f = four_files; *f; f++) {
+		p = rt_path("state/runs/%s/artifacts/%s", run, *f);
+		ck_assert_msg(rt_exists(p), "%s is lost", *f);
+		free(p);
+	}
+}
+
+/* How many tasks the resume did again, by its sandbox.workspace_seed. */
+static long redone(const char *run)
+{
+	char *list =
+		rt_event_text(run, "redone", "sandbox.workspace_seed", NULL);
+	long n = 0;
+	const char *p;
+
+	for (p = list; (p = strchr(p, '"')) != NULL; p++)
+		n++;
+	free(list);
+	return n / 2;
+}
+
+START_TEST(test_unmounted_kill_then_resume_keeps_the_work_done)
+{
+	char *run = kill_unmounted(1, "execute:2", ""), *text;
+
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	assert_whole(run);
+	/* t1's harvest went in, t2 (in flight) executed again */
+	text = rt_event_text(run, NULL, "sandbox.workspace_seed", NULL);
+	ck_assert_msg(strstr(text, "\"redone\":[\"t2\"]") &&
+			      strstr(text, "\"files\":1"),
+		      "%s", text);
+	free(text);
+	ck_assert_int_eq(rt_attempt_count(run, "t1", "execute", NULL, NULL),
+			 1);
+	ck_assert_int_eq(rt_attempt_count(run, "t2", "execute", NULL, NULL),
+			 2);
+	free(run);
+}
+END_TEST
+
+/* Lanes inside the sandbox, killed with tasks done and in flight. */
+START_TEST(test_unmounted_lanes_kill_then_resume_keep_the_work_done)
+{
+	char *run = kill_unmounted(4, "validate:2", ""), *list, quoted[16];
+	const char *const *t;
+
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	assert_whole(run);
+	ck_assert_int_ge(redone(run), 1);
+	/* a task the last harvest held executed once */
+	list = rt_event_text(run, "redone", "sandbox.workspace_seed", NULL);
+	for (t = four; *t; t++) {
+		snprintf(quoted, sizeof(quoted), "\"%s\"", *t);
+		if (!strstr(list, quoted))
+			ck_assert_int_eq(rt_attempt_count(run, *t, "execute",
+							  NULL, NULL),
+					 1);
+	}
+	free(list);
+	free(run);
+}
+END_TEST
+
+/* harvest_mode final: no harvest before the kill, so all is done again. */
+START_TEST(test_unmounted_final_harvest_kill_then_resume_redoes_the_work)
+{
+	char *run = kill_unmounted(1, "execute:2",
+				   "artifacts:\n  harvest_mode: final\n");
+
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	assert_whole(run);
+	ck_assert_int_eq(redone(run), 2);
+	ck_assert_int_eq(rt_attempt_count(run, "t1", "execute", NULL, NULL),
+			 2);
+	free(run);
+}
+END_TEST
+
+/*
+ * The harvest cannot go back in: the resume stops with the reason, and
+ * the harvest on the host is what it was (the fresh sandbox, lacking
+ * it, is never harvested over it); the next resume finishes.
+ */
+START_TEST(test_unmounted_resume_that_cannot_seed_keeps_the_harvest)
+{
+	const char *args[] = {"resume", NULL, "--no-tui", NULL};
+	char *run = kill_unmounted(1, "execute:2", ""), *p, path_env[4200];
+	const char *env[] = {path_env, NULL};
+
+	/* a tar on PATH that cannot write the archive of the harvest */
+	p = rt_path("bin");
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	free(p);
+	put_file("bin/tar", "#!/bin/sh\n"
+			    "case \"$2\" in *seed.tar) echo \"tar: $2: No "
+			    "space left on device\" >&2; exit 2;; esac\n"
+			    "exec /usr/bin/tar \"$@\"\n");
+	p = rt_path("bin/tar");
+	ck_assert_int_eq(chmod(p, 0755), 0);
+	free(p);
+	snprintf(path_env, sizeof(path_env), "PATH=%s/bin:%s", rt_dir(),
+		 getenv("PATH"));
+	args[1] = run;
+	ck_assert_int_ne(wait_code(spawn_sbxloop(env, args)), 0);
+	assert_file_has("err.txt", "cannot put the harvested work of run");
+	assert_file_has("err.txt", "No space left on device");
+	p = rt_path("state/runs/%s/artifacts/out-t1.txt", run);
+	ck_assert_msg(rt_exists(p), "the failed resume harvested over t1");
+	free(p);
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	assert_whole(run);
+	free(run);
+}
+END_TEST
+
+/*
  * A git checkout with uncommitted changes: the lanes see them (a
  * shadow repository records the files as they stand), the work lands
  * in the workspace, and the user's own git is untouched: the same
@@ -503,6 +654,15 @@ static Suite *lanes_suite(void)
 	tcase_add_test(tc, test_a_dirty_checkout_gets_lanes_and_keeps_its_git);
 	tcase_add_test(tc, test_kill_and_resume_on_a_shadow_repository);
 	tcase_add_test(tc, test_unmounted_lanes_run_inside_the_sandbox);
+	tcase_add_test(tc,
+		       test_unmounted_kill_then_resume_keeps_the_work_done);
+	tcase_add_test(
+		tc, test_unmounted_lanes_kill_then_resume_keep_the_work_done);
+	tcase_add_test(
+		tc,
+		test_unmounted_final_harvest_kill_then_resume_redoes_the_work);
+	tcase_add_test(
+		tc, test_unmounted_resume_that_cannot_seed_keeps_the_harvest);
 	tcase_add_test(tc, test_work_git_cannot_commit_stops_the_run);
 	suite_add_tcase(s, tc);
 	return s;

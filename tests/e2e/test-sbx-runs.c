@@ -559,7 +559,10 @@ END_TEST
 /*
  * sbx without the workspace mounted (the fake's SBX_FAKE_NO_MOUNT): two
  * lanes work inside the sandbox (git there, on a shadow repository) and
- * the harvested copy holds all four tasks' files and no lanes' files.
+ * the harvested copy holds all four tasks' files and no lanes' files;
+ * also (_i 1) when killed (-9) after the second VALIDATE and resumed:
+ * the new sandbox gets the last harvest back (sandbox.workspace_seed)
+ * and the tasks whose work died with the old one run again.
  */
 START_TEST(test_unmounted_lanes_on_sbx)
 {
@@ -567,14 +570,36 @@ START_TEST(test_unmounted_lanes_on_sbx)
 	char *cmd;
 	struct tu_run r;
 
-	write_run_config_with("lanes_wide",
+	/* lanes_kill: every reply twice, for the tasks a resume redoes */
+	write_run_config_with(_i ? "lanes_kill" : "lanes_wide",
 			      "budgets:\n  max_parallel_tasks: 2\n");
 	setenv("SBX_FAKE_NO_MOUNT", "1", 1);
+	if (_i)
+		setenv("SBXLOOP_TEST_KILL_AFTER", "validate:2", 1);
 	sbxloop(&r, run);
+	unsetenv("SBXLOOP_TEST_KILL_AFTER");
+	if (_i) {
+		const char *again[] = {"resume", NULL, "--no-tui", NULL};
+		const char *seed[] = {"logs", NULL, "--type",
+				      "sandbox.workspace_seed", NULL};
+
+		ck_assert_msg(r.status == 128 + SIGKILL, "%d", r.status);
+		tu_run_free(&r);
+		again[1] = seed[1] = only_run_id();
+		sbxloop(&r, again);
+		ck_assert_msg(r.status == 0, "%d\n%s", r.status, r.err);
+		tu_run_free(&r);
+		sbxloop(&r, seed);
+		free((char *)again[1]);
+		ck_assert_msg(strstr(r.out, "executing again"), "%s", r.out);
+	}
 	unsetenv("SBX_FAKE_NO_MOUNT");
 	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
-	ck_assert_msg(strstr(r.err, "inside the sandbox"), "%s", r.err);
-	ck_assert_msg(strstr(r.out, "(harvested)"), "%s", r.out);
+	if (!_i) {
+		ck_assert_msg(strstr(r.err, "inside the sandbox"), "%s",
+			      r.err);
+		ck_assert_msg(strstr(r.out, "(harvested)"), "%s", r.out);
+	}
 	tu_run_free(&r);
 	cmd = sl_xasprintf("cd '%s'/state/runs/*/artifacts && test -f "
 			   "out-t1.txt && test -f out-t2.txt && test -f "
@@ -685,7 +710,7 @@ static Suite *sbx_runs_suite(void)
 	tcase_add_loop_test(tc, test_run_missing_token_creates_nothing, 0, 2);
 	tcase_add_test(tc, test_run_sigterm_leaves_no_sandbox_and_no_secret);
 	tcase_add_loop_test(tc, test_run_with_per_lane_sandboxes, 0, 2);
-	tcase_add_test(tc, test_unmounted_lanes_on_sbx);
+	tcase_add_loop_test(tc, test_unmounted_lanes_on_sbx, 0, 2);
 	tcase_add_test(tc,
 		       test_run_records_what_sbx_saw_and_egress_reports_it);
 	tcase_add_test(

@@ -61,6 +61,8 @@
 #define SBXLOOP_EV_SANDBOX_REMOVED "sandbox.removed"
 #define SBXLOOP_EV_SANDBOX_WORKSPACE_CLONE "sandbox.workspace_clone"
 #define SBXLOOP_EV_SANDBOX_WORKSPACE_MOUNT "sandbox.workspace_mount"
+/* a resumed unmounted run's fresh sandbox got the last harvest back */
+#define SBXLOOP_EV_SANDBOX_WORKSPACE_SEED "sandbox.workspace_seed"
 #define SBXLOOP_EV_SANDBOX_SECRET "sandbox.secret"
 #define SBXLOOP_EV_SANDBOX_SECRET_REVOKED "sandbox.secret_revoked"
 #define SBXLOOP_EV_SANDBOX_SECRET_FALLBACK "sandbox.secret_env_fallback"
