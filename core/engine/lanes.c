@@ -43,9 +43,15 @@
 
 #define LANES_MAX SL_PAIR_LANES_MAX
 #define LANES_DIR ".sbxloop/lanes"
+/*
+ * The lanes' commits, merges and checkouts are bookkeeping, not the
+ * user's: no hook of theirs runs (a global core.hooksPath would lint,
+ * reject or slow each one; test_user_git_hooks_never_run_on_lanes).
+ */
+#define NO_HOOKS "-c", "core.hooksPath=/dev/null"
 #define GIT_ID                                                                \
 	"-c", "user.name=sbxloop", "-c", "user.email=sbxloop@localhost",      \
-		"-c", "maintenance.auto=false", "-c", "gc.auto=0"
+		"-c", "maintenance.auto=false", "-c", "gc.auto=0", NO_HOOKS
 /* a lane's branch lives for one task: no reflog files to make and drop */
 #define NO_REFLOG "-c", "core.logAllRefUpdates=false"
 /* the lanes' own repository of a workspace that is no clean git top */
@@ -375,8 +381,8 @@ static int worktree_open(const struct sched *s, struct task *t,
 		text = dotgit = NULL;
 		pthread_rwlock_rdlock(&tip_lock);
 		pthread_mutex_lock(&worktrees_lock);
-		if (WS_GIT(&g, e, "worktree", "add", "-q", "-f", "-B", branch,
-			   dir, "HEAD"))
+		if (WS_GIT(&g, e, NO_HOOKS, "worktree", "add", "-q", "-f",
+			   "-B", branch, dir, "HEAD"))
 			rc = sl_error(err, SBXLOOP_EINFRA,
 				      "cannot make the worktree of task %s: "
 				      "%s",
@@ -421,9 +427,9 @@ static int worktree_open(const struct sched *s, struct task *t,
 	}
 	pthread_rwlock_rdlock(&tip_lock);
 	if (sl_lanes_git(&g, e, dir,
-			 (const char *const[]){"git", NO_REFLOG, "checkout",
-					       "-q", "-f", "-B", branch,
-					       NULL}))
+			 (const char *const[]){"git", NO_HOOKS, NO_REFLOG,
+					       "checkout", "-q", "-f", "-B",
+					       branch, NULL}))
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot make the worktree of task %s: %s", t->id,
 			      g.err);

@@ -63,7 +63,12 @@ void sl_git_out_clear(struct sl_git_out *g)
 	memset(g, 0, sizeof(*g));
 }
 
-/* Run git in `cwd` with GIT_* stripped; 0 when it exited 0. */
+/*
+ * Run git in `cwd` with GIT_* stripped; 0 when it exited 0. No hook of
+ * the user's runs (a global core.hooksPath whose post-checkout or
+ * pre-commit fails, lints or waits would make sbxloop's own clones,
+ * checkouts, commits and merges fail or crawl).
+ */
 int sl_git(struct sl_git_out *g, const char *cwd, const char *const *argv)
 {
 	struct sbxloop_proc_spec spec;
@@ -77,11 +82,14 @@ int sl_git(struct sl_git_out *g, const char *cwd, const char *const *argv)
 	memset(g, 0, sizeof(*g));
 	for (e = environ; *e; e++)
 		n++;
-	env = sl_xcalloc(n + 2, sizeof(*env));
+	env = sl_xcalloc(n + 5, sizeof(*env));
 	for (e = environ; *e; e++)
 		if (strncmp(*e, "GIT_", 4) != 0)
 			env[k++] = *e;
 	env[k++] = "GIT_TERMINAL_PROMPT=0";
+	env[k++] = "GIT_CONFIG_COUNT=1";
+	env[k++] = "GIT_CONFIG_KEY_0=core.hooksPath";
+	env[k++] = "GIT_CONFIG_VALUE_0=/dev/null";
 	memset(&spec, 0, sizeof(spec));
 	memset(&res, 0, sizeof(res));
 	spec.struct_size = sizeof(spec);

@@ -236,6 +236,61 @@ START_TEST(test_a_merge_conflict_replans_on_the_merged_tree)
 }
 END_TEST
 
+/* An executable file under the test directory. */
+static void put_script(const char *rel, const char *text)
+{
+	char *p = rt_path("%s", rel), *slash = strrchr(p, '/');
+
+	*slash = '\0';
+	mkdir(p, 0755);
+	*slash = '/';
+	put_file(rel, text);
+	ck_assert_int_eq(chmod(p, 0755), 0);
+	free(p);
+}
+
+/*
+ * The user's own git hooks (a global core.hooksPath, as linters install
+ * them) never run on the lanes' commits, merges and checkouts: a
+ * pre-commit that refuses everything does not stop the run, and no
+ * post-merge or post-checkout hook leaves its mark.
+ */
+START_TEST(test_user_git_hooks_never_run_on_lanes)
+{
+	const char *args[] = {"run", "four files", "--no-tui", NULL};
+	char home_env[4200], cfg[4200], *run, *mark;
+	const char *env[] = {home_env, NULL};
+	static const char *const hooks[] = {
+		"pre-commit",    "post-commit",      "post-merge",
+		"post-checkout", "pre-merge-commit", NULL};
+	const char *const *h;
+
+	project("lanes_wide", 2);
+	for (h = hooks; *h; h++) {
+		char rel[64], text[4400];
+
+		snprintf(rel, sizeof(rel), "hooks/%s", *h);
+		snprintf(text, sizeof(text),
+			 "#!/bin/sh\necho %s >> '%s/hook-ran'\nexit 1\n", *h,
+			 rt_dir());
+		put_script(rel, text);
+	}
+	snprintf(cfg, sizeof(cfg), "[core]\n\thooksPath = %s/hooks\n",
+		 rt_dir());
+	put_script("home/.gitconfig", cfg);
+	snprintf(home_env, sizeof(home_env), "HOME=%s/home", rt_dir());
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_files(run, four_files);
+	mark = rt_path("hook-ran");
+	ck_assert_msg(!rt_exists(mark), "a user hook ran: %s",
+		      read_file("hook-ran"));
+	free(mark);
+	free(run);
+}
+END_TEST
+
 /* kill -9 with lanes in flight, then resume: the same end. */
 START_TEST(test_kill_with_lanes_in_flight_then_resume)
 {
@@ -648,6 +703,7 @@ static Suite *lanes_suite(void)
 	tcase_add_loop_test(tc, test_merges_and_new_worktrees_overlap_cleanly,
 			    0, 3);
 	tcase_add_test(tc, test_a_merge_conflict_replans_on_the_merged_tree);
+	tcase_add_test(tc, test_user_git_hooks_never_run_on_lanes);
 	tcase_add_test(tc, test_kill_with_lanes_in_flight_then_resume);
 	tcase_add_test(tc, test_cancel_stops_every_lane_and_resume_finishes);
 	tcase_add_test(tc, test_without_git_lanes_run_on_a_shadow_repository);
