@@ -108,8 +108,23 @@ struct sched {
 	char *head_file; /* the workspace's HEAD file (absolute) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	/* merges into the run's workspace, one at a time, by each lane */
+	/* merges into the run's workspace, one at a time */
 	pthread_mutex_t merge_lock;
+	/*
+	 * The merge queue (under `lock`): an accepted task leaves its lane
+	 * at once and is committed and merged here, in order, by one
+	 * thread, while the lane takes its next task. merging[i]: task i
+	 * is queued or being merged; merged: one was done since the
+	 * scheduler last looked; its errors, as a lane's.
+	 */
+	pthread_t merger;
+	pthread_cond_t queued;
+	struct task **queue;
+	size_t q_head, q_len;
+	unsigned char *merging;
+	int merged, closing;
+	int merge_rc;
+	struct sbxloop_error merge_err;
 };
 
 const struct sbxloop_sandbox_info *sl_lane_info(const struct task *t)
@@ -736,14 +751,19 @@ static void *lane_thread(void *arg)
 		l->rc = worktree_open(s, l->t, &l->err);
 	if (l->rc == 0)
 		l->rc = sl_engine_run_task(l->e, l->t, &l->err);
-	if (l->rc == 0 && l->t->state == SL_TASK_DONE)
-		l->rc = commit_task(l->e, l->t, &l->err);
-	if (l->rc == 0) {
+	if (l->rc == 0 && l->t->state != SL_TASK_DONE) {
 		pthread_mutex_lock(&s->merge_lock);
 		l->rc = settle(l->e, l->t, 0, &l->err);
 		pthread_mutex_unlock(&s->merge_lock);
 	}
 	pthread_mutex_lock(&s->lock);
+	if (l->rc == 0 && l->t->state == SL_TASK_DONE) {
+		/* accepted: the merger commits and merges it, the lane is
+		 * free (set before `finished`: the task is never idle) */
+		s->merging[l->t - l->e->tasks] = 1;
+		s->queue[(s->q_head + s->q_len++) % l->e->n_tasks] = l->t;
+		pthread_cond_signal(&s->queued);
+	}
 	l->finished = 1;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
@@ -806,14 +826,19 @@ static void slots_down(struct sched *s, int failed)
 	}
 }
 
-static int task_running(const struct sched *s, const struct task *t)
+/* Is `t` in a lane or in the merge queue? (the scheduler's thread) */
+static int task_running(struct sched *s, const struct task *t)
 {
 	size_t i;
+	int queued;
 
 	for (i = 0; i < s->n; i++)
 		if (s->lanes[i].running && s->lanes[i].t == t)
 			return 1;
-	return 0;
+	pthread_mutex_lock(&s->lock);
+	queued = s->merging[t - s->e->tasks];
+	pthread_mutex_unlock(&s->lock);
+	return queued;
 }
 
 /*
@@ -821,7 +846,7 @@ static int task_running(const struct sched *s, const struct task *t)
  * 1 ready. A running dependency's state belongs to its lane's thread:
  * it is not read, the task waits.
  */
-static int readiness(const struct sched *s, const struct task *t)
+static int readiness(struct sched *s, const struct task *t)
 {
 	struct sl_engine *e = s->e;
 	const cJSON *dep;
@@ -893,6 +918,50 @@ static int lane_finish(struct sched *s, struct sl_lane *l,
 	}
 	free(l->dir);
 	return 0;
+}
+
+/*
+ * The merger: each accepted task in turn is committed in its worktree
+ * and merged (settle: a conflict sends it back to planning), until the
+ * scheduler closes the queue and it is empty. An error is kept as a
+ * lane's is; later tasks are still merged (their work is accepted).
+ */
+static void *merger_thread(void *arg)
+{
+	struct sched *s = arg;
+	struct sl_engine *e = s->e;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		struct sbxloop_error err = {0, ""};
+		struct task *t;
+		int rc;
+
+		while (!s->q_len && !s->closing)
+			pthread_cond_wait(&s->queued, &s->lock);
+		if (!s->q_len)
+			break;
+		t = s->queue[s->q_head];
+		s->q_head = (s->q_head + 1) % e->n_tasks;
+		s->q_len--;
+		pthread_mutex_unlock(&s->lock);
+		rc = commit_task(e, t, &err);
+		if (rc == 0) {
+			pthread_mutex_lock(&s->merge_lock);
+			rc = settle(e, t, 0, &err);
+			pthread_mutex_unlock(&s->merge_lock);
+		}
+		pthread_mutex_lock(&s->lock);
+		s->merging[t - e->tasks] = 0;
+		if (rc < 0 && !s->merge_rc) {
+			s->merge_rc = rc;
+			s->merge_err = err;
+		}
+		s->merged = 1;
+		pthread_cond_broadcast(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
 }
 
 /*
@@ -1021,9 +1090,18 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->merge_lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
+	pthread_cond_init(&s->queued, NULL);
+	s->queue = sl_xcalloc(e->n_tasks, sizeof(*s->queue));
+	s->merging = sl_xcalloc(e->n_tasks, 1);
+	if (pthread_create(&s->merger, NULL, merger_thread, s) != 0) {
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "cannot start the lanes' merge thread");
+		goto out;
+	}
 	e->lanes_active = 1;
 	for (;;) {
 		size_t running = 0;
+		int merges;
 
 		/* launch what is ready, in stored order */
 		for (i = 0; !stop && i < e->n_tasks; i++) {
@@ -1065,12 +1143,15 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 		}
 		for (i = 0; i < s->n; i++)
 			running += s->lanes[i].running;
-		if (!running)
-			break;
-		/* wait for a lane to finish */
 		pthread_mutex_lock(&s->lock);
+		merges = s->q_len > 0 || memchr(s->merging, 1, e->n_tasks);
+		if (!running && !merges) {
+			pthread_mutex_unlock(&s->lock);
+			break;
+		}
+		/* wait for a lane to finish or a merge to be done */
 		for (;;) {
-			int any = 0;
+			int any = s->merged;
 
 			for (i = 0; i < s->n; i++)
 				any |= s->lanes[i].running &&
@@ -1078,6 +1159,11 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 			if (any)
 				break;
 			pthread_cond_wait(&s->cond, &s->lock);
+		}
+		s->merged = 0;
+		if (s->merge_rc < 0 && !failed) {
+			first = s->merge_err;
+			failed = s->merge_rc;
 		}
 		pthread_mutex_unlock(&s->lock);
 		for (i = 0; i < s->n; i++)
@@ -1090,6 +1176,11 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 			e->lanes_halt = 1;
 		}
 	}
+	pthread_mutex_lock(&s->lock);
+	s->closing = 1;
+	pthread_cond_signal(&s->queued);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->merger, NULL);
 	e->lanes_active = 0;
 	e->lanes_halt = 0;
 	slots_down(s, failed);
@@ -1105,12 +1196,18 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 		sl_lanes_rmdir(e, dir);
 		free(dir);
 	}
+out:
+	pthread_cond_destroy(&s->queued);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->merge_lock);
 	pthread_mutex_destroy(&s->lock);
+	free(s->queue);
+	free(s->merging);
 	free(s->common);
 	free(s->head_file);
 	free(s);
+	if (rc < 0 && !failed)
+		return rc;
 	if (failed) {
 		*err = first;
 		return failed;

@@ -250,6 +250,43 @@ static void put_script(const char *rel, const char *text)
 }
 
 /*
+ * An accepted task leaves its lane at once: the lane takes the next
+ * task while the merger commits and merges the last one. Each merge
+ * takes 0.5 s more here (a git on PATH that waits before `merge
+ * --no-ff`), so with two lanes all four tasks have started before the
+ * first task.end (a merged task's end); when a lane waited for its own
+ * merge, only two had.
+ */
+START_TEST(test_a_lane_takes_its_next_task_while_the_last_is_merged)
+{
+	const char *args[] = {"run", "four files", "--no-tui", NULL};
+	char path_env[4200], *run;
+	const char *env[] = {path_env, NULL};
+	long first_end;
+
+	project("lanes_wide", 2);
+	put_script("bin/git", "#!/bin/sh\n"
+			      "for a; do [ \"$a\" = --no-ff ] && sleep 0.5; "
+			      "done\n"
+			      "exec /usr/bin/git \"$@\"\n");
+	snprintf(path_env, sizeof(path_env), "PATH=%s/bin:%s", rt_dir(),
+		 getenv("PATH"));
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_done(run, four);
+	assert_files(run, four_files);
+	first_end = rt_event_seq(run, 0, "task.end", NULL);
+	ck_assert_int_gt(first_end, 0);
+	ck_assert_int_eq(q_int("SELECT count(*) FROM events WHERE run_id = "
+			       "'%s' AND type = 'task.start' AND seq < %ld",
+			       run, first_end),
+			 4);
+	free(run);
+}
+END_TEST
+
+/*
  * The user's own git hooks (a global core.hooksPath, as linters install
  * them) never run on the lanes' commits, merges and checkouts: a
  * pre-commit that refuses everything does not stop the run, and no
@@ -703,6 +740,8 @@ static Suite *lanes_suite(void)
 	tcase_add_loop_test(tc, test_merges_and_new_worktrees_overlap_cleanly,
 			    0, 3);
 	tcase_add_test(tc, test_a_merge_conflict_replans_on_the_merged_tree);
+	tcase_add_test(
+		tc, test_a_lane_takes_its_next_task_while_the_last_is_merged);
 	tcase_add_test(tc, test_user_git_hooks_never_run_on_lanes);
 	tcase_add_test(tc, test_kill_with_lanes_in_flight_then_resume);
 	tcase_add_test(tc, test_cancel_stops_every_lane_and_resume_finishes);
