@@ -3,6 +3,8 @@
  * for a mounted workspace, the run's agent sandbox for a harvested run.
  * In the sandbox each operation is one shell.batch job of argv commands
  * (no shell parses a path or a text), run like any other job of the run.
+ * Also which git the lanes use: the workspace's own, or a shadow
+ * repository under .sbxloop/ (sl_lanes_mode, sl_lanes_shadow_open).
  */
 #include "config.h"
 
@@ -189,4 +191,211 @@ void sl_lanes_clear_locks(const char *common)
 	}
 	free(main_lock);
 	free(pat);
+}
+
+/* ---- git on the workspace, and its shadow repository ------------------ */
+
+/*
+ * git on the run's workspace: `argv` is "git", then its arguments. With
+ * a shadow repository (e->lanes_git) the workspace is its work tree,
+ * named on every call, so the user's own .git (if any) is never touched.
+ */
+int sl_lanes_ws_git(struct sl_git_out *g, const struct sl_engine *e,
+		    const char *const *argv)
+{
+	const char **full;
+	char *dir_opt = NULL, *tree_opt = NULL;
+	size_t n = 0, k = 0;
+	int rc;
+
+	while (argv[n])
+		n++;
+	full = sl_xcalloc(n + 3, sizeof(*full));
+	full[k++] = argv[0];
+	if (e->lanes_git) {
+		dir_opt = sl_xasprintf("--git-dir=%s", e->lanes_git);
+		tree_opt = sl_xasprintf("--work-tree=%s", sl_lanes_root(e));
+		full[k++] = dir_opt;
+		full[k++] = tree_opt;
+	}
+	memcpy(full + k, argv + 1, n * sizeof(*full)); /* with the NULL */
+	rc = sl_lanes_git(g, e, sl_lanes_root(e), full);
+	free(full);
+	free(dir_opt);
+	free(tree_opt);
+	return rc;
+}
+
+/*
+ * How may lanes run here? 0: on the workspace's own git (a clean
+ * checkout, its top level); 1: with a shadow repository (its own git
+ * dir under .sbxloop/, the workspace its work tree) because the
+ * workspace is no clean git top, *why says which; -1: not at all, *why
+ * says why (the sandbox does not mount the workspace). Caller frees
+ * *why.
+ */
+int sl_lanes_mode(struct sl_engine *e, char **why)
+{
+	struct sl_git_out g;
+	int shadow = 0;
+
+	*why = NULL;
+	if (sl_lanes_in_box(e)) {
+		/* a harvested run: git in the sandbox, on a shadow repository
+		 * of the sandbox's copy (whatever .git it holds stays) */
+		if (sl_lanes_git(
+			    &g, e, NULL,
+			    (const char *const[]){"git", "--version", NULL})) {
+			*why = sl_xasprintf("the sandbox does not mount the "
+					    "workspace and has no git to run "
+					    "the lanes in it (%s)",
+					    g.out);
+			sl_git_out_clear(&g);
+			return -1;
+		}
+		sl_git_out_clear(&g);
+		*why = sl_xstrdup("the sandbox does not mount the workspace");
+		return 1;
+	}
+	if (SL_GIT(&g, e->workspace, "git", "rev-parse", "--show-toplevel")) {
+		*why = sl_xstrdup("the workspace is not a git checkout");
+		shadow = 1;
+	} else {
+		char *a = realpath(g.out, NULL),
+		     *b = realpath(e->workspace, NULL);
+
+		if (!a || !b || strcmp(a, b) != 0) {
+			*why = sl_xasprintf("the workspace is inside the git "
+					    "checkout %s, not its top",
+					    g.out);
+			shadow = 1;
+		}
+		free(a);
+		free(b);
+	}
+	sl_git_out_clear(&g);
+	if (shadow)
+		return 1;
+	if (SL_GIT(&g, e->workspace, "git", "status", "--porcelain",
+		   "--untracked-files=all", "--", ".", ":!.sbxloop") ||
+	    *g.out) {
+		*why = sl_xstrdup("the workspace has uncommitted changes");
+		shadow = 1;
+	}
+	sl_git_out_clear(&g);
+	return shadow;
+}
+
+/*
+ * .sbxloop/ out of git's sight in the workspace: a line in `known`, its
+ * info/exclude file (absolute), or the one git names when NULL.
+ */
+void sl_lanes_exclude(struct sl_engine *e, const char *known)
+{
+	struct sl_git_out g;
+	char *path, *text;
+
+	if (known) {
+		path = sl_xstrdup(known);
+	} else if (WS_GIT(&g, e, "rev-parse", "--path-format=absolute",
+			  "--git-path", "info/exclude") == 0) {
+		path = sl_xstrdup(g.out);
+		sl_git_out_clear(&g);
+	} else {
+		sl_git_out_clear(&g);
+		return;
+	}
+	text = sl_lanes_read(e, path, 1 << 20);
+	if (!text || !strstr(text, "\n/.sbxloop/\n")) {
+		char *dir = sl_xstrdup(path), *slash = strrchr(dir, '/');
+		char *all = sl_xasprintf("%s\n/.sbxloop/\n", text ? text : "");
+
+		if (slash) {
+			*slash = '\0';
+			sl_lanes_mkdirs(e, dir);
+		}
+		free(dir);
+		sl_lanes_write(e, path, all);
+		free(all);
+	}
+	free(text);
+	free(path);
+}
+
+/*
+ * The shadow repository of a workspace that is no clean git top:
+ * .sbxloop/git, its work tree the workspace, a first commit of the
+ * workspace's files as they stand (.sbxloop/ excluded, any .git of the
+ * user's left alone). The lanes' worktrees are its worktrees, and
+ * merges write into the workspace through it, under the same rules as
+ * on the workspace's own git. Kept as it is when it has a commit (a
+ * resume); a half-made one (a kill) is made again.
+ */
+int sl_lanes_shadow_open(struct sl_engine *e, struct sbxloop_error *err)
+{
+	struct sl_git_out g;
+	char *parent = sl_xasprintf("%s/.sbxloop", sl_lanes_root(e)), *dir_opt;
+	int rc = 0;
+
+	if (!e->lanes_git)
+		e->lanes_git =
+			sl_xasprintf("%s/" SHADOW_DIR, sl_lanes_root(e));
+	if (WS_GIT(&g, e, "rev-parse", "-q", "--verify", "HEAD") == 0) {
+		sl_git_out_clear(&g);
+		free(parent);
+		return 0;
+	}
+	sl_git_out_clear(&g);
+	sl_lanes_rmtree(e, e->lanes_git);
+	sl_lanes_mkdirs(e, parent);
+	free(parent);
+	dir_opt = sl_xasprintf("--git-dir=%s", e->lanes_git);
+	/* no --work-tree: git would record it as core.worktree, which
+	 * the lanes' own worktrees would then take for theirs */
+	if (sl_lanes_git(&g, e, sl_lanes_root(e),
+			 (const char *const[]){"git", dir_opt, "init", "-q",
+					       NULL})) {
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "cannot make the lanes' repository %s: %s",
+			      e->lanes_git, g.err);
+		sl_git_out_clear(&g);
+		free(dir_opt);
+		return rc;
+	}
+	sl_git_out_clear(&g);
+	free(dir_opt);
+	sl_lanes_exclude(e, NULL);
+	if (WS_GIT(&g, e, "add", "-A") == 0) {
+		sl_git_out_clear(&g);
+		WS_GIT(&g, e, GIT_ID, "commit", "-q", "--allow-empty", "-m",
+		       "sbxloop: the workspace before lanes");
+	}
+	if (g.status != 0)
+		rc = sl_error(err, SBXLOOP_EINFRA,
+			      "cannot record the workspace in the lanes' "
+			      "repository: %s",
+			      g.err);
+	sl_git_out_clear(&g);
+	return rc;
+}
+
+/*
+ * The shadow repository and the lanes' worktrees in it go (the lanes
+ * ended, or do not run this time); the workspace keeps its files.
+ */
+void sl_lanes_shadow_drop(struct sl_engine *e)
+{
+	char *dir;
+
+	if (!e->lanes_git)
+		return;
+	dir = sl_xasprintf("%s/" LANES_DIR, sl_lanes_root(e));
+	sl_lanes_rmtree(e, dir);
+	free(dir);
+	sl_lanes_rmtree(e, e->lanes_git);
+	free(e->lanes_git);
+	e->lanes_git = NULL;
+	dir = sl_xasprintf("%s/.sbxloop", sl_lanes_root(e));
+	sl_lanes_rmdir(e, dir); /* only when empty */
+	free(dir);
 }

@@ -4,8 +4,9 @@
  * run's agent sandbox when it does not (a harvested run), every git
  * command and file change then a job there (shell.batch, argv commands,
  * no shell quoting). lanes.c calls these and never the host directly,
- * so both places run the same worktree and merge code. Private to the
- * engine.
+ * so both places run the same worktree and merge code; which git they
+ * run (the workspace's own or a shadow repository) is decided here too.
+ * Private to the engine.
  */
 #ifndef SL_LANES_FS_H
 #define SL_LANES_FS_H
@@ -49,5 +50,44 @@ void sl_lanes_rmdir(const struct sl_engine *e, const char *path);
  * run resumes in a fresh sandbox, so nothing there is ever recovered.
  */
 void sl_lanes_clear_locks(const char *common);
+
+#define LANES_DIR ".sbxloop/lanes"
+/*
+ * The lanes' commits, merges and checkouts are bookkeeping, not the
+ * user's: no hook of theirs runs (a global core.hooksPath would lint,
+ * reject or slow each one; test_user_git_hooks_never_run_on_lanes).
+ */
+#define NO_HOOKS "-c", "core.hooksPath=/dev/null"
+#define GIT_ID                                                                \
+	"-c", "user.name=sbxloop", "-c", "user.email=sbxloop@localhost",      \
+		"-c", "maintenance.auto=false", "-c", "gc.auto=0", NO_HOOKS
+/* a lane's branch lives for one task: no reflog files to make and drop */
+#define NO_REFLOG "-c", "core.logAllRefUpdates=false"
+/* the lanes' own repository of a workspace that is no clean git top */
+#define SHADOW_DIR ".sbxloop/git"
+
+/*
+ * git on the run's workspace: `argv` is "git", then its arguments; with
+ * a shadow repository (e->lanes_git) --git-dir and --work-tree are
+ * named on every call. 0 on exit 0.
+ */
+int sl_lanes_ws_git(struct sl_git_out *g, const struct sl_engine *e,
+		    const char *const *argv);
+#define WS_GIT(g, e, ...)                                                     \
+	sl_lanes_ws_git((g), (e),                                             \
+			(const char *const[]){"git", __VA_ARGS__, NULL})
+
+/*
+ * How may lanes run here? 0: on the workspace's own git; 1: with a
+ * shadow repository (.sbxloop/git, the workspace its work tree), *why
+ * says why; -1: not at all, *why says why. Caller frees *why.
+ */
+int sl_lanes_mode(struct sl_engine *e, char **why);
+/* .sbxloop/ into the workspace's info/exclude (`known`: its path). */
+void sl_lanes_exclude(struct sl_engine *e, const char *known);
+/* Make (or take up) the shadow repository: e->lanes_git. 0, or an error. */
+int sl_lanes_shadow_open(struct sl_engine *e, struct sbxloop_error *err);
+/* Remove the shadow repository, if any. */
+void sl_lanes_shadow_drop(struct sl_engine *e);
 
 #endif
