@@ -180,9 +180,10 @@ int sl_engine_reclaim(struct sl_engine *e, struct sbxloop_error *err)
 
 		if (t->state == SL_TASK_DONE)
 			lost = !c.ended[i] || c.ended[i] > c.harvested;
-		else
+		else /* a state this sbxloop does not know stays as stored */
 			lost = t->state != SL_TASK_PENDING &&
 			       t->state != SL_TASK_PLANNING &&
+			       t->state != SL_TASK_UNKNOWN &&
 			       !sl_task_terminal(t);
 		if (!lost)
 			continue;

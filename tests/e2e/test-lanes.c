@@ -615,6 +615,31 @@ START_TEST(test_unmounted_final_harvest_kill_then_resume_redoes_the_work)
 END_TEST
 
 /*
+ * A task state this sbxloop does not know (a newer one wrote it) is
+ * never taken for work in flight: the resume refuses it by name and the
+ * store keeps it as it was.
+ */
+START_TEST(test_unmounted_resume_keeps_a_state_it_does_not_know)
+{
+	const char *args[] = {"resume", NULL, "--no-tui", NULL};
+	char *run = kill_unmounted(1, "execute:2", "");
+	char sql[256];
+
+	snprintf(sql, sizeof(sql),
+		 "UPDATE tasks SET state = 'reviewing' WHERE run_id = '%s' "
+		 "AND task_id = 't2'",
+		 run);
+	q_exec(sql);
+	args[1] = run;
+	ck_assert_int_ne(wait_code(spawn_sbxloop(NULL, args)), 0);
+	assert_file_has("err.txt",
+			"task t2 has the unknown state 'reviewing'");
+	assert_task_state(run, "t2", "reviewing");
+	free(run);
+}
+END_TEST
+
+/*
  * The harvest cannot go back in: the resume stops with the reason, and
  * the harvest on the host is what it was (the fresh sandbox, lacking
  * it, is never harvested over it); the next resume finishes.
@@ -758,6 +783,8 @@ static Suite *lanes_suite(void)
 		test_unmounted_final_harvest_kill_then_resume_redoes_the_work);
 	tcase_add_test(
 		tc, test_unmounted_resume_that_cannot_seed_keeps_the_harvest);
+	tcase_add_test(tc,
+		       test_unmounted_resume_keeps_a_state_it_does_not_know);
 	tcase_add_test(tc, test_work_git_cannot_commit_stops_the_run);
 	suite_add_tcase(s, tc);
 	return s;
