@@ -252,8 +252,9 @@ static void put_script(const char *rel, const char *text)
 /*
  * An accepted task leaves its lane at once: the lane takes the next
  * task while the merger commits and merges the last one. Each merge
- * takes 0.5 s more here (a git on PATH that waits before `merge
- * --no-ff`), so with two lanes all four tasks have started before the
+ * takes 2 s more here (a git on PATH that waits before `merge --no-ff`,
+ * far more than the two lanes' acceptances drift apart even under a
+ * sanitizer), so with two lanes all four tasks have started before the
  * first task.end (a merged task's end); when a lane waited for its own
  * merge, only two had.
  */
@@ -266,7 +267,7 @@ START_TEST(test_a_lane_takes_its_next_task_while_the_last_is_merged)
 
 	project("lanes_wide", 2);
 	put_script("bin/git", "#!/bin/sh\n"
-			      "for a; do [ \"$a\" = --no-ff ] && sleep 0.5; "
+			      "for a; do [ \"$a\" = --no-ff ] && sleep 2; "
 			      "done\n"
 			      "exec /usr/bin/git \"$@\"\n");
 	snprintf(path_env, sizeof(path_env), "PATH=%s/bin:%s", rt_dir(),
