@@ -103,7 +103,7 @@ int sl_box_listed(const struct sl_box_list *l, const char *name);
 void sl_box_list_release(struct sl_box_list *l);
 /* Orphan candidates under prune's defaults (doctor); -1 if listing fails. */
 int sl_sandbox_count_orphans(struct sl_instance *provider,
-			     struct sl_instance *store);
+			     struct sl_instance *store, const char *state_dir);
 
 /*
  * Adopt run `run_id`'s persisted config into core->cfg (UPSTREAM 3.10),

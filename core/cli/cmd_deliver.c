@@ -26,6 +26,7 @@
 #include "engine/provision.h"
 #include "host/events.h"
 #include "host/redact.h"
+#include "host/runlock.h"
 #include "host/runs.h"
 #include "engine/ids.h"
 #include "common/util.h"
@@ -42,6 +43,7 @@ struct deliver {
 	struct sl_run run;
 	const char *run_id;
 	int dry_run;
+	struct sl_runlock lock; /* one process acts on a run at a time */
 };
 
 static int pair_job(void *user, const char *role, cJSON *job, cJSON **result,
@@ -246,6 +248,7 @@ int sl_cmd_deliver(struct sl_cli *cli, int argc, char **argv)
 	int code = SL_EXIT_USAGE, rc;
 
 	memset(&d, 0, sizeof(d));
+	d.lock = (struct sl_runlock)SL_RUNLOCK_INIT;
 	if (parse(argc, argv, &d, ov, &n_ov) < 0) {
 		sl_cli_usage(sl_cli_command("deliver"), 1);
 		return SL_EXIT_USAGE;
@@ -262,6 +265,12 @@ int sl_cmd_deliver(struct sl_cli *cli, int argc, char **argv)
 	if (strcmp(d.run.state, SBXLOOP_RUN_COMPLETED)) {
 		sl_cli_error("run %s is %s: only a completed run is delivered",
 			     d.run_id, d.run.state);
+		goto out;
+	}
+	/* not beside the run's own delivery, nor another `deliver` */
+	if (!d.dry_run && sl_runlock_take(sl_core_state_dir(d.core), d.run_id,
+					  "deliver", &d.lock, &err) < 0) {
+		sl_cli_error("%s", err.message);
 		goto out;
 	}
 	if (sl_bus_open(d.core, d.store, &d.bus, &err) < 0) {
@@ -302,6 +311,7 @@ out:
 		sl_bus_close(d.bus);
 	}
 	sl_instance_destroy(&d.sink);
+	sl_runlock_release(&d.lock);
 	sl_run_release(&d.run);
 	for (i = 0; i < n_ov; i++)
 		free(ov[i]);

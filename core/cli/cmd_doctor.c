@@ -108,7 +108,8 @@ static void check_provider(struct doctor *d, struct sl_cli *cli)
 	store = sl_cli_store(cli, 0, &rc);
 	if (!store)
 		return;
-	n = sl_sandbox_count_orphans(box, store);
+	n = sl_sandbox_count_orphans(
+		box, store, sl_config_str(cli->core->cfg, "state_dir"));
 	if (n < 0)
 		row(d, "orphaned sandboxes", "warn", "cannot list sandboxes");
 	else if (n)

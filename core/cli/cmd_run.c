@@ -25,6 +25,8 @@
 #include "host/events.h"
 #include "engine/ids.h"
 #include "host/redact.h"
+#include "host/runlock.h"
+#include "host/runs.h"
 #include "common/util.h"
 
 #define QUIESCE_S 3.0
@@ -66,6 +68,7 @@ struct session {
 	struct sl_engine *engine;
 	const char *verb; /* "run" or "resume" */
 	char run_id[32];
+	struct sl_runlock lock; /* held while this process drives the run */
 	const char *outcome;
 	int resume;
 	int no_tui;
@@ -474,6 +477,40 @@ fail:
 	return -1;
 }
 
+/*
+ * One process drives a run: a second `resume` of a run that another
+ * sbxloop drives would run its tasks twice over the same workspace.
+ */
+static int take_lock(struct session *s)
+{
+	struct sbxloop_error err = {0, ""};
+	const char *state = sl_core_state_dir(s->core);
+
+	if (!state) {
+		sl_cli_error("no usable state_dir");
+		return SL_EXIT_USAGE;
+	}
+	if (sl_runlock_take(state, s->run_id, s->verb, &s->lock, &err) == 0)
+		return 0;
+	sl_cli_error("%s", err.message);
+	return SL_EXIT_USAGE;
+}
+
+/* Is s->run_id in the store? Says so when it is not; a store that
+ * cannot answer is left to the rehydration to report. */
+static int run_known(struct session *s)
+{
+	struct sbxloop_error err = {0, ""};
+	struct sl_run r = {0};
+	int rc = sl_run_fetch(&s->store, s->run_id, &r, &err);
+
+	sl_run_release(&r);
+	if (rc != SBXLOOP_ENOTFOUND)
+		return 1;
+	sl_cli_error("unknown run %s", s->run_id);
+	return 0;
+}
+
 static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 {
 	const struct sl_command *cmd;
@@ -484,6 +521,7 @@ static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 	int code;
 
 	memset(&s, 0, sizeof(s));
+	s.lock = (struct sl_runlock)SL_RUNLOCK_INIT;
 	s.cli = cli;
 	s.resume = resume;
 	s.verb = resume ? "resume" : "run";
@@ -512,6 +550,11 @@ static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 			goto out;
 		}
 		snprintf(s.run_id, sizeof(s.run_id), "%s", pos);
+		/* the lock first: a refused resume writes nothing (not
+		 * even run.config_drift) into a run another one drives */
+		code = run_known(&s) ? take_lock(&s) : SL_EXIT_USAGE;
+		if (code)
+			goto out;
 		if (sl_cli_rehydrate(s.core, &s.store, s.run_id) < 0) {
 			code = SL_EXIT_USAGE;
 			goto out;
@@ -519,6 +562,9 @@ static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 	} else {
 		sl_run_id_new(s.run_id);
 		s.outcome = pos;
+		code = take_lock(&s);
+		if (code)
+			goto out;
 	}
 	for (i = 0; i + 1 < n_ov; i += 2)
 		if (set_override(s.core, ov[i], ov[i + 1]) < 0) {
@@ -535,6 +581,8 @@ static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 	code = drive(&s);
 out:
 	close_session(&s);
+	/* after the sandboxes are gone: a resume may start on them now */
+	sl_runlock_release(&s.lock);
 	pthread_cond_destroy(&s.done_cv);
 	pthread_mutex_destroy(&s.done_mu);
 	for (i = 0; i < n_ov; i++)

@@ -22,6 +22,7 @@
 #include <sbxloop/store.h>
 
 #include "cli/cli.h"
+#include "host/runlock.h"
 #include "host/runs.h"
 #include "common/json.h"
 #include "host/redact.h"
@@ -162,13 +163,42 @@ static int run_list_cb(void *user, const struct sbxloop_run_row *row)
 	return 0;
 }
 
-static cJSON *run_json(const struct sl_run *r)
+/*
+ * The process that drives run r now (`run` or `resume` holding its
+ * lock): a run in a live state that nobody drives was interrupted.
+ */
+static int driven(const char *state_dir, const struct sl_run *r,
+		  struct sl_run_driver *who)
 {
-	cJSON *o = cJSON_CreateObject();
+	memset(who, 0, sizeof(*who));
+	return state_dir && sl_runlock_driver(state_dir, r->run_id, who);
+}
+
+static int interrupted(const char *state_dir, const struct sl_run *r)
+{
+	struct sl_run_driver who;
+
+	return !sbxloop_run_state_is_terminal(r->state) &&
+	       !driven(state_dir, r, &who);
+}
+
+static cJSON *run_json(const struct sl_run *r, const char *state_dir)
+{
+	cJSON *o = cJSON_CreateObject(), *d;
+	struct sl_run_driver who;
 
 	cJSON_AddNumberToObject(o, "created_at", r->created_at);
+	if (driven(state_dir, r, &who)) {
+		d = cJSON_AddObjectToObject(o, "driver");
+		cJSON_AddStringToObject(d, "command", who.command);
+		cJSON_AddNumberToObject(d, "pid", (double)who.pid);
+		cJSON_AddNumberToObject(d, "since", who.since);
+	} else {
+		cJSON_AddNullToObject(o, "driver");
+	}
 	cJSON_AddNumberToObject(o, "duration_s",
 				r->updated_at - r->created_at);
+	cJSON_AddBoolToObject(o, "interrupted", interrupted(state_dir, r));
 	cJSON_AddStringToObject(o, "outcome", r->outcome);
 	if (*r->reason)
 		cJSON_AddStringToObject(o, "reason", r->reason);
@@ -182,7 +212,17 @@ static cJSON *run_json(const struct sl_run *r)
 	return o;
 }
 
-static int status_all(struct sl_instance *store, int json)
+static int continuation_bytes(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xC0) == 0x80;
+	return n;
+}
+
+static int status_all(struct sl_instance *store, const char *state_dir,
+		      int json)
 {
 	const struct sbxloop_store_ops *ops = store->ops;
 	struct sbxloop_error err = {0, ""};
@@ -200,7 +240,8 @@ static int status_all(struct sl_instance *store, int json)
 		cJSON *arr = cJSON_CreateArray();
 
 		for (i = 0; i < l.n; i++)
-			cJSON_AddItemToArray(arr, run_json(&l.runs[i]));
+			cJSON_AddItemToArray(arr,
+					     run_json(&l.runs[i], state_dir));
 		print_json(arr, 0);
 		goto out;
 	}
@@ -220,15 +261,22 @@ static int status_all(struct sl_instance *store, int json)
 				sizeof(dur));
 		snprintf(tasks, sizeof(tasks), "%d/%d", r->tasks_done,
 			 r->tasks_total);
-		raw = r->reason ? sl_xasprintf("%s \xe2\x80\x94 %s", r->state,
-					       r->reason)
-				: sl_xstrdup(r->state);
+		if (*r->reason)
+			raw = sl_xasprintf("%s \xe2\x80\x94 %s", r->state,
+					   r->reason);
+		else if (interrupted(state_dir, r))
+			raw = sl_xasprintf("%s \xe2\x80\x94 interrupted",
+					   r->state);
+		else
+			raw = sl_xstrdup(r->state);
 		state = cell(raw, SIZE_MAX);
 		free(raw);
 		outcome = cell(r->outcome, OUTCOME_CLIP);
 		id = cell(r->run_id, SIZE_MAX);
-		sl_buf_addf(&out, "%-24s %-24s %-7s %-16s %-8s %s\n", id,
-			    state, tasks, started, dur, outcome);
+		/* printf pads bytes: widen by the UTF-8 continuation bytes */
+		sl_buf_addf(&out, "%-24s %-*s %-7s %-16s %-8s %s\n", id,
+			    24 + continuation_bytes(state), state, tasks,
+			    started, dur, outcome);
 		free(id);
 		free(state);
 		free(outcome);
@@ -272,7 +320,8 @@ static int jint(const cJSON *o, const char *key)
 	return (int)sl_json_num(o, key, 0);
 }
 
-static int status_one(struct sl_instance *store, const char *run_id, int json)
+static int status_one(struct sl_instance *store, const char *state_dir,
+		      const char *run_id, int json)
 {
 	const struct sbxloop_store_ops *ops = store->ops;
 	struct sbxloop_error err = {0, ""};
@@ -292,7 +341,7 @@ static int status_one(struct sl_instance *store, const char *run_id, int json)
 	}
 	if (json) {
 		cJSON *root = cJSON_CreateObject();
-		cJSON *run = run_json(&r);
+		cJSON *run = run_json(&r, state_dir);
 
 		cJSON_AddNumberToObject(run, "attempts", r.attempts);
 		cJSON_AddItemToObject(root, "run", run);
@@ -307,9 +356,26 @@ static int status_one(struct sl_instance *store, const char *run_id, int json)
 		char *reason = *r.reason ? cell(r.reason, SIZE_MAX) : NULL;
 		char *outcome = sl_shown(r.outcome, 0);
 
+		struct sl_run_driver who;
+
 		sl_buf_addf(&out, "run %s  state: %s\n", id, state);
 		if (reason)
 			sl_buf_addf(&out, "reason: %s\n", reason);
+		if (driven(state_dir, &r, &who)) {
+			char since[32];
+
+			format_time(who.since, since, sizeof(since));
+			sl_buf_addf(&out,
+				    "driven by: pid %ld (`sbxloop %s`, since "
+				    "%s)\n",
+				    who.pid, who.command, since);
+		} else if (!sbxloop_run_state_is_terminal(r.state)) {
+			sl_buf_addf(&out,
+				    "interrupted: no sbxloop drives it; "
+				    "`sbxloop resume %s` goes on from its "
+				    "last committed step\n",
+				    id);
+		}
 		sl_buf_addf(&out, "outcome: %s\n", outcome);
 		free(id);
 		free(state);
@@ -369,11 +435,14 @@ int sl_cmd_status(struct sl_cli *cli, int argc, char **argv)
 {
 	const char *run_id = NULL;
 	int json = want_json(argc, argv, &run_id);
+	/* read only: status never creates the state directory */
+	const char *state_dir = sl_config_str(cli->core->cfg, "state_dir");
 
 	if (json < 0)
 		return sl_cli_usage(sl_cli_command("status"), 1);
-	return run_id ? status_one(&cli->store, run_id, json)
-		      : status_all(&cli->store, json);
+
+	return run_id ? status_one(&cli->store, state_dir, run_id, json)
+		      : status_all(&cli->store, state_dir, json);
 }
 
 /* ------------------------------------------------------------- cancel */
@@ -423,6 +492,7 @@ out:
 
 struct logs {
 	struct sl_instance *store;
+	const char *state_dir;   /* where the runs' driver locks are */
 	struct sl_instance sink; /* the plain sink, unless --json */
 	int json;
 	int64_t last_seq;
@@ -490,6 +560,16 @@ static int logs_follow(struct logs *l, const struct sbxloop_event_query *q,
 		rc = logs_query(l, q);
 		if (rc || sbxloop_run_state_is_terminal(r.state))
 			break;
+		/* its events are all read: nobody will write more */
+		if (interrupted(l->state_dir, &r)) {
+			fprintf(stderr,
+				"warning: run %s is interrupted: no sbxloop "
+				"drives it\n",
+				q->run_id);
+			sl_cli_hint("resume it with `sbxloop resume %s`",
+				    q->run_id);
+			break;
+		}
 		if (stale_min > 0) {
 			if (ops->event_last_ts(l->store->ctx, q->run_id,
 					       &last_ts, &err) == 0) {
@@ -583,6 +663,7 @@ int sl_cmd_logs(struct sl_cli *cli, int argc, char **argv)
 		return sl_cli_usage(cmd, 1);
 	q.run_id = argv[optind];
 	l.store = &cli->store;
+	l.state_dir = sl_config_str(cli->core->cfg, "state_dir");
 	rc = get_run(l.store, q.run_id, &r);
 	if (rc)
 		goto out;

@@ -22,6 +22,7 @@
 #include <sbxloop/store.h>
 
 #include "cli/cli.h"
+#include "host/runlock.h"
 #include "host/runs.h"
 #include "common/agents.h"
 #include "engine/ids.h"
@@ -276,9 +277,11 @@ struct prune_row {
 };
 
 /* Classify one listed sandbox against the store (UPSTREAM.md 8.8). */
-static void classify(struct sl_instance *store, const char *name,
-		     double min_age_s, int include_kept, struct prune_row *pr)
+static void classify(struct sl_instance *store, const char *state_dir,
+		     const char *name, double min_age_s, int include_kept,
+		     struct prune_row *pr)
 {
+	struct sl_run_driver who;
 	const struct sbxloop_store_ops *st = store->ops;
 	struct sbxloop_error err = {0, ""};
 	struct sl_run ri = {0};
@@ -309,6 +312,13 @@ static void classify(struct sl_instance *store, const char *name,
 	}
 	snprintf(pr->state, sizeof(pr->state), "%s", ri.state);
 	pr->kept = *ri.kept_reason != '\0';
+	/* a driven run is live however long its step has been silent */
+	if (state_dir && sl_runlock_driver(state_dir, pr->run, &who)) {
+		pr->verdict = KEEP;
+		snprintf(pr->reason, sizeof(pr->reason),
+			 "live: driven by pid %ld", who.pid);
+		goto out;
+	}
 	st->event_last_ts(store->ctx, pr->run, &last, &err);
 	if (last < ri.updated_at)
 		last = ri.updated_at;
@@ -326,13 +336,14 @@ static void classify(struct sl_instance *store, const char *name,
 			 pr->verdict == ORPHAN ? "run finished"
 					       : "younger than --min-age");
 	} else {
+		/* nobody drives it: a resume makes fresh sandboxes */
 		pr->verdict = age >= min_age_s ? ORPHAN : KEEP;
 		if (pr->verdict == ORPHAN)
 			snprintf(pr->reason, sizeof(pr->reason),
-				 "silent for %s", pr->age);
+				 "interrupted, silent for %s", pr->age);
 		else
 			snprintf(pr->reason, sizeof(pr->reason),
-				 "possibly live");
+				 "interrupted, younger than --min-age");
 	}
 out:
 	sl_run_release(&ri);
@@ -340,7 +351,7 @@ out:
 
 /* Count orphan candidates with the defaults (doctor); -1 on failure. */
 int sl_sandbox_count_orphans(struct sl_instance *box,
-			     struct sl_instance *store)
+			     struct sl_instance *store, const char *state_dir)
 {
 	struct sbxloop_error err = {0, ""};
 	struct prune_row pr;
@@ -351,7 +362,8 @@ int sl_sandbox_count_orphans(struct sl_instance *box,
 	if (sl_box_list_fetch(box, &l, &err))
 		return -1;
 	for (i = 0; i < l.n; i++) {
-		classify(store, l.rows[i].name, MIN_AGE_HOURS * 3600, 0, &pr);
+		classify(store, state_dir, l.rows[i].name,
+			 MIN_AGE_HOURS * 3600, 0, &pr);
 		n += pr.verdict == ORPHAN;
 	}
 	sl_box_list_release(&l);
@@ -427,8 +439,8 @@ static int sandbox_prune(struct sl_cli *cli, int argc, char **argv)
 	printf("%-34s %-10s %-12s %-7s %s\n", "SANDBOX", "RUN", "RUN STATE",
 	       "AGE", "VERDICT");
 	for (i = 0; i < l.n; i++) {
-		classify(store, l.rows[i].name, min_age * 3600, include_kept,
-			 &pr);
+		classify(store, sl_config_str(cli->core->cfg, "state_dir"),
+			 l.rows[i].name, min_age * 3600, include_kept, &pr);
 		printf("%-34s %-10s %-12s %-7s %s - %s\n", l.rows[i].name,
 		       pr.run, pr.state, pr.age,
 		       pr.verdict == ORPHAN ? "orphan" : "keep", pr.reason);

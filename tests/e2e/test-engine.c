@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -24,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "runtest.h"
+#include "testutil.h"
 
 static void scenario(const char *name, const char *extra)
 {
@@ -467,6 +469,125 @@ START_TEST(test_cancel_from_another_process_then_resume)
 }
 END_TEST
 
+/* Entries of directory `path` besides . and .., -1 when unreadable. */
+static long dir_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	long n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+/*
+ * One process drives a run. A second `resume` of a run that another
+ * sbxloop drives is refused with the driver's pid, and takes nothing
+ * from it: the first run completes with each step done once (before,
+ * the second drove the same run at once, took the first one's replies
+ * and failed it).
+ */
+START_TEST(test_a_second_resume_of_a_driven_run_is_refused)
+{
+	const char *args[] = {"run", "drive me", "--no-tui", NULL};
+	const char *resume[] = {"resume", NULL, "--no-tui", NULL};
+	const char *status[] = {"status", NULL, NULL};
+	struct tu_run r;
+	char want[64], *run;
+	pid_t pid;
+
+	scenario("cancel_resume", NULL);
+	pid = spawn_sbxloop(NULL, args);
+	ck_assert(wait_until("task", "executing", 20));
+	run = last_run();
+	resume[1] = status[1] = run;
+	/* a config that differs would be reported as drift, into the run */
+	rt_write_config("local", NULL,
+			"budgets:\n  max_revisions_per_task: 5\n");
+	rt_capture(&r, resume);
+	ck_assert_int_eq(r.status, 2);
+	snprintf(want, sizeof(want), "is driven by another sbxloop (pid %d",
+		 (int)pid);
+	ck_assert_msg(strstr(r.err, want), "stderr: %s", r.err);
+	tu_run_free(&r);
+	rt_capture(&r, status);
+	ck_assert_int_eq(r.status, 0);
+	snprintf(want, sizeof(want), "driven by: pid %d (`sbxloop run`",
+		 (int)pid);
+	ck_assert_msg(strstr(r.out, want), "status: %s", r.out);
+	tu_run_free(&r);
+	ck_assert_int_eq(wait_code(pid), 0);
+	assert_run_state(run, "completed");
+	assert_attempts(run, "t1", "execute", "ok");
+	ck_assert_int_eq(count_events(run, "run.start"), 1);
+	ck_assert_int_eq(count_events(run, "run.config_drift"), 0);
+	rt_capture(&r, status);
+	ck_assert_msg(!strstr(r.out, "driven by") &&
+			      !strstr(r.out, "interrupted"),
+		      "status: %s", r.out);
+	tu_run_free(&r);
+	free(run);
+}
+END_TEST
+
+/*
+ * kill -9 lets go of the run at once: `status` calls the run
+ * interrupted (text and JSON), `logs --follow` stops after its events,
+ * and a resume started right away drives it to the end. A run refused before it was stored leaves nothing
+ * under the state's runs/.
+ */
+START_TEST(test_a_killed_run_is_interrupted_and_resumes_at_once)
+{
+	const char *args[] = {"run", "kill me", "--no-tui", NULL};
+	const char *env[] = {"SBXLOOP_TEST_KILL_AFTER=plan", NULL};
+	const char *status[] = {"status", NULL, NULL};
+	const char *json[] = {"status", "--json", NULL};
+	const char *follow[] = {"logs", NULL, "--follow", NULL};
+	struct tu_run r;
+	char *run, *dir;
+
+	scenario("cancel_resume", NULL);
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 128 + SIGKILL);
+	run = last_run();
+	status[1] = follow[1] = run;
+	rt_capture(&r, status);
+	ck_assert_msg(strstr(r.out, "interrupted: no sbxloop drives it"),
+		      "status: %s", r.out);
+	tu_run_free(&r);
+	rt_capture(&r, json);
+	ck_assert_msg(strstr(r.out, "\"driver\":null") &&
+			      strstr(r.out, "\"interrupted\":true"),
+		      "status --json: %s", r.out);
+	tu_run_free(&r);
+	/* following it ends once its events are read (it waited for ten
+	 * minutes of silence before) */
+	rt_capture(&r, follow);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_msg(strstr(r.out, "task.state") &&
+			      strstr(r.err, "is interrupted: no sbxloop"),
+		      "logs --follow: %s%s", r.out, r.err);
+	tu_run_free(&r);
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	assert_run_state(run, "completed");
+	rt_capture(&r, json);
+	ck_assert_msg(strstr(r.out, "\"interrupted\":false"),
+		      "status --json: %s", r.out);
+	tu_run_free(&r);
+	/* refused before the store: no directory is left for it */
+	dir = rt_path("state/runs");
+	put_file("sbxloop.yaml", "plugins:\n  sandbox: no-such-provider\n"
+				 "state_dir: state\n");
+	ck_assert_int_eq(sbxloop("run", "never stored", "--no-tui"), 2);
+	ck_assert_int_eq(dir_entries(dir), 1);
+	free(dir);
+	free(run);
+}
+END_TEST
+
 START_TEST(test_resume_of_a_completed_run_is_refused)
 {
 	char *run;
@@ -819,6 +940,9 @@ static Suite *engine_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_cancel_from_another_process_then_resume);
 	tcase_add_test(tc, test_resume_of_a_completed_run_is_refused);
+	tcase_add_test(tc, test_a_second_resume_of_a_driven_run_is_refused);
+	tcase_add_test(tc,
+		       test_a_killed_run_is_interrupted_and_resumes_at_once);
 	tcase_add_test(tc, test_keep_sandboxes_keeps_the_sandbox);
 	tcase_add_test(tc, test_keep_on_failure_keeps_a_failed_runs_sandbox);
 	tcase_add_test(tc,

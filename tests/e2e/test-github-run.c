@@ -545,6 +545,17 @@ START_TEST(test_failed_delivery_keeps_the_run_completed_and_deliver_retries)
 	ck_assert_int_eq(gh_fake_set_faults(&fake, "[]"), 0);
 	{
 		const char *dargs[] = {"deliver", run, NULL};
+		char *state = rt_path("state");
+		int held = tu_hold_run_lock(state, run);
+
+		/* not while another sbxloop acts on the run */
+		before = count_requests("POST", "/repos/" REPO "/");
+		ck_assert_int_eq(run_sbxloop(TOKEN, dargs), 2);
+		assert_file_has("err.txt", "is driven by another sbxloop");
+		ck_assert_int_eq(count_requests("POST", "/repos/" REPO "/"),
+				 before);
+		close(held);
+		free(state);
 
 		ck_assert_int_eq(run_sbxloop(TOKEN, dargs), 0);
 		out = read_file("out.txt");

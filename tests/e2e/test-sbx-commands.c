@@ -99,12 +99,20 @@ START_TEST(test_prune_classifies_orphans_kept_and_live)
 	const char *kept[] = {"sandbox", "prune", "--force", "--include-kept",
 			      NULL};
 	struct tu_run r;
+	char live[64], *state;
+	int driver;
 
 	store_run("raaaaaaaa", "completed", 7200, NULL);
 	store_run("rbbbbbbbb", "running", 0, NULL);
 	store_run("rcccccccc", "failed", 7200, "debug");
 	store_run("reeeeeeee", "running", 7200, NULL);
+	/* silent as long as reeeeeeee, but an sbxloop drives it */
+	store_run("rffffffff", "running", 7200, NULL);
+	state = sl_xasprintf("%s/state", dir);
+	driver = tu_hold_run_lock(state, "rffffffff");
+	free(state);
 	fake_create("sbxloop-raaaaaaaa-agent");
+	fake_create("sbxloop-rffffffff-agent");
 	fake_create("sbxloop-rbbbbbbbb-agent");
 	fake_create("sbxloop-rcccccccc-agent");
 	fake_create("sbxloop-rdddddddd-github");
@@ -116,13 +124,16 @@ START_TEST(test_prune_classifies_orphans_kept_and_live)
 	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
 	ck_assert(verdict_is(r.out, "sbxloop-raaaaaaaa-agent", "orphan"));
 	ck_assert(verdict_is(r.out, "sbxloop-rbbbbbbbb-agent",
-			     "keep - possibly live"));
+			     "keep - interrupted, younger than --min-age"));
+	snprintf(live, sizeof(live), "keep - live: driven by pid %ld",
+		 (long)getpid());
+	ck_assert(verdict_is(r.out, "sbxloop-rffffffff-agent", live));
 	ck_assert(verdict_is(r.out, "sbxloop-rcccccccc-agent",
 			     "keep - kept (debug)"));
 	ck_assert(verdict_is(r.out, "sbxloop-rdddddddd-github",
 			     "orphan - run unknown here"));
 	ck_assert(verdict_is(r.out, "sbxloop-reeeeeeee-agent",
-			     "orphan - silent for 2.0h"));
+			     "orphan - interrupted, silent for 2.0h"));
 	ck_assert(verdict_is(r.out, "sbxloop-daemon-github-x",
 			     "keep - daemon-owned"));
 	ck_assert(verdict_is(r.out, "sbxloop-scratch", "unrecognized"));
@@ -136,6 +147,7 @@ START_TEST(test_prune_classifies_orphans_kept_and_live)
 	ck_assert(!box_exists("sbxloop-raaaaaaaa-agent"));
 	ck_assert(!box_exists("sbxloop-rdddddddd-github"));
 	ck_assert(!box_exists("sbxloop-reeeeeeee-agent"));
+	ck_assert(box_exists("sbxloop-rffffffff-agent"));
 	ck_assert(box_exists("sbxloop-rbbbbbbbb-agent"));
 	ck_assert(box_exists("sbxloop-rcccccccc-agent"));
 	ck_assert(box_exists("sbxloop-daemon-github-x"));
@@ -150,6 +162,12 @@ START_TEST(test_prune_classifies_orphans_kept_and_live)
 	tu_run_free(&r);
 	ck_assert(!box_exists("sbxloop-rcccccccc-agent"));
 	ck_assert(box_exists("sbxloop-rbbbbbbbb-agent"));
+	/* once its driver is gone, it is an interrupted run like any */
+	close(driver);
+	sbxloop(&r, force);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	tu_run_free(&r);
+	ck_assert(!box_exists("sbxloop-rffffffff-agent"));
 }
 END_TEST
 

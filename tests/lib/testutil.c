@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -190,4 +193,24 @@ const char *tu_env(const char *name)
 	ck_assert_msg(v && *v, "%s is not set: run the suite with make check",
 		      name);
 	return v;
+}
+
+int tu_hold_run_lock(const char *state_dir, const char *run)
+{
+	char path[4096], line[64];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/runs", state_dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/runs/%s", state_dir, run);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/runs/%s/driver.lock", state_dir, run);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_msg(fd >= 0, "cannot open %s: %s", path, strerror(errno));
+	ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+	n = snprintf(line, sizeof(line), "%ld run %ld\n", (long)getpid(),
+		     (long)time(NULL));
+	ck_assert_int_eq(ftruncate(fd, 0), 0);
+	ck_assert_int_eq(write(fd, line, (size_t)n), n);
+	return fd;
 }

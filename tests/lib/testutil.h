@@ -26,6 +26,12 @@ char *tu_read(const char *path);
 void tu_exec(struct tu_run *r, const char *cwd, const char *const *env,
 	     const char *const *argv);
 void tu_run_free(struct tu_run *r);
+/*
+ * Hold run `run`'s driver lock under `state_dir` as a live `sbxloop run`
+ * does (<state_dir>/runs/RUN/driver.lock, flock, "PID run SINCE"): the
+ * descriptor; closing it lets go.
+ */
+int tu_hold_run_lock(const char *state_dir, const char *run);
 /* Environment variable that must be set (the suite fails otherwise). */
 const char *tu_env(const char *name);
 

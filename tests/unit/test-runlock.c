@@ -1,0 +1,186 @@
+/*
+ * The run driver lock (core/host/runlock.c), in process and across
+ * forked processes: one holder at a time, refused with the holder's pid,
+ * seen by `driver` exactly while held, gone with its holder whether it
+ * lets go or is killed, its file and empty directory removed on
+ * release, a symlink in its place refused.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "host/runlock.h"
+#include "testutil.h"
+
+static char *state;
+
+static void setup(void)
+{
+	state = tu_tmpdir();
+}
+
+static void teardown(void)
+{
+	tu_rmtree(state);
+	free(state);
+}
+
+static char *path_of(const char *rel)
+{
+	char *p = malloc(strlen(state) + strlen(rel) + 2);
+
+	ck_assert_ptr_nonnull(p);
+	sprintf(p, "%s/%s", state, rel);
+	return p;
+}
+
+static int exists(const char *rel)
+{
+	char *p = path_of(rel);
+	int ok = access(p, F_OK) == 0;
+
+	free(p);
+	return ok;
+}
+
+/* A child that takes run `run`'s lock, writes a byte to `ready_fd` and
+ * exits, without letting go, once `wait_fd` has a byte or closes. */
+static pid_t holder(const char *run, int wait_fd, int ready_fd)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sl_runlock lk = SL_RUNLOCK_INIT;
+		struct sbxloop_error err = {0, ""};
+		char c;
+
+		if (sl_runlock_take(state, run, "resume", &lk, &err) < 0)
+			_exit(3);
+		if (write(ready_fd, "x", 1) != 1)
+			_exit(4);
+		if (read(wait_fd, &c, 1) < 0)
+			_exit(5);
+		_exit(0); /* without letting go: as a kill would */
+	}
+	return pid;
+}
+
+START_TEST(test_one_holder_the_other_is_refused_with_its_pid)
+{
+	struct sl_runlock lk = SL_RUNLOCK_INIT;
+	struct sbxloop_error err = {0, ""};
+	struct sl_run_driver who;
+	int go[2], ready[2], status;
+	char want[64], c;
+	pid_t pid;
+
+	ck_assert_int_eq(sl_runlock_driver(state, "r1", &who), 0);
+	ck_assert_int_eq(pipe(go), 0);
+	ck_assert_int_eq(pipe(ready), 0);
+	pid = holder("r1", go[0], ready[1]);
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	ck_assert_int_eq(sl_runlock_driver(state, "r1", &who), 1);
+	ck_assert_int_eq(who.pid, pid);
+	ck_assert_str_eq(who.command, "resume");
+	ck_assert_int_eq(sl_runlock_take(state, "r1", "run", &lk, &err),
+			 SBXLOOP_ESTATE);
+	snprintf(want, sizeof(want), "(pid %ld, `sbxloop resume`)", (long)pid);
+	ck_assert_msg(strstr(err.message, want), "%s", err.message);
+	ck_assert_int_eq(lk.fd, -1);
+	/* another run is not this one's business */
+	ck_assert_int_eq(sl_runlock_take(state, "r2", "run", &lk, &err), 0);
+	sl_runlock_release(&lk);
+	/* the holder dies without letting go: its file stays, unlocked */
+	ck_assert_int_eq(write(go[1], "x", 1), 1);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(exists("runs/r1/driver.lock"));
+	ck_assert_int_eq(sl_runlock_driver(state, "r1", &who), 0);
+	ck_assert_int_eq(sl_runlock_take(state, "r1", "run", &lk, &err), 0);
+	ck_assert_int_eq(sl_runlock_driver(state, "r1", &who), 1);
+	ck_assert_int_eq(who.pid, getpid());
+	ck_assert_str_eq(who.command, "run");
+	sl_runlock_release(&lk);
+	close(go[0]);
+	close(go[1]);
+	close(ready[0]);
+	close(ready[1]);
+}
+END_TEST
+
+START_TEST(test_release_removes_the_file_and_an_empty_directory_only)
+{
+	struct sl_runlock lk = SL_RUNLOCK_INIT;
+	struct sbxloop_error err = {0, ""};
+	char *keep;
+
+	ck_assert_int_eq(sl_runlock_take(state, "r1", "run", &lk, &err), 0);
+	ck_assert(exists("runs/r1/driver.lock"));
+	sl_runlock_release(&lk);
+	ck_assert(!exists("runs/r1"));
+	sl_runlock_release(&lk); /* twice is nothing */
+	ck_assert_int_eq(sl_runlock_take(state, "r1", "run", &lk, &err), 0);
+	keep = path_of("runs/r1/workspace");
+	ck_assert_int_eq(mkdir(keep, 0700), 0);
+	sl_runlock_release(&lk);
+	ck_assert(!exists("runs/r1/driver.lock"));
+	ck_assert(exists("runs/r1/workspace"));
+	free(keep);
+}
+END_TEST
+
+START_TEST(test_a_lock_file_that_is_a_symlink_is_refused)
+{
+	struct sl_runlock lk = SL_RUNLOCK_INIT;
+	struct sbxloop_error err = {0, ""};
+	char *runs = path_of("runs"), *dir = path_of("runs/r1");
+	char *lock = path_of("runs/r1/driver.lock");
+	char *target = path_of("elsewhere");
+
+	/* an agent cannot reach the state dir; a mistake can */
+	ck_assert_int_eq(mkdir(runs, 0700), 0);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	ck_assert_int_eq(symlink(target, lock), 0);
+	ck_assert_int_lt(sl_runlock_take(state, "r1", "run", &lk, &err), 0);
+	ck_assert_msg(strstr(err.message, "cannot open"), "%s", err.message);
+	ck_assert_int_ne(access(target, F_OK), 0);
+	free(runs);
+	free(dir);
+	free(lock);
+	free(target);
+}
+END_TEST
+
+static Suite *runlock_suite(void)
+{
+	Suite *s = suite_create("runlock");
+	TCase *tc = tcase_create("lock");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_one_holder_the_other_is_refused_with_its_pid);
+	tcase_add_test(
+		tc, test_release_removes_the_file_and_an_empty_directory_only);
+	tcase_add_test(tc, test_a_lock_file_that_is_a_symlink_is_refused);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(runlock_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
