@@ -23,6 +23,19 @@
 
 extern char **environ;
 
+static int held_fd = -1;
+static _Thread_local int holding;
+
+void sl_launch_hold_fd(int fd)
+{
+	held_fd = fd;
+}
+
+void sl_launch_holding(int on)
+{
+	holding = on;
+}
+
 /*
  * The file `name` names: a copy of `name` when it holds a '/' (checked
  * here when absolute; a relative one is left to the exec, after the
@@ -113,6 +126,9 @@ static int spawn_setup(const struct sl_launch *sp, posix_spawnattr_t *at,
 		rc = posix_spawn_file_actions_adddup2(fa, sp->err_fd, 2);
 	if (rc == 0 && sp->cwd)
 		rc = posix_spawn_file_actions_addchdir_np(fa, sp->cwd);
+	/* dup2 onto itself: the child's copy is not close-on-exec */
+	if (rc == 0 && holding && held_fd > 2)
+		rc = posix_spawn_file_actions_adddup2(fa, held_fd, held_fd);
 	return rc;
 }
 

@@ -26,6 +26,18 @@ struct sl_launch {
 int sl_launch(const struct sl_launch *sp, pid_t *pid);
 
 /*
+ * A descriptor that chosen children inherit (not close-on-exec in
+ * them): the host's run driver lock (core/host/runlock.c), so that git
+ * a killed driver started still holds the run until it ends.
+ * sl_launch_hold_fd names it for the process (-1: none; set it before
+ * the threads that launch start, clear it after they end); a thread
+ * passes 1 to sl_launch_holding for its next launches to inherit it,
+ * 0 to stop. The worker never sets one.
+ */
+void sl_launch_hold_fd(int fd);
+void sl_launch_holding(int on);
+
+/*
  * The file that running `name` with search path `path` would start (the
  * PATH search of sl_launch; NULL `path` means "/bin:/usr/bin"). Caller
  * frees; NULL with errno ENOENT, EACCES or ENOMEM.

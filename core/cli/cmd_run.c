@@ -27,6 +27,7 @@
 #include "host/redact.h"
 #include "host/runlock.h"
 #include "host/runs.h"
+#include "common/launch.h"
 #include "common/util.h"
 
 #define QUIESCE_S 3.0
@@ -490,8 +491,11 @@ static int take_lock(struct session *s)
 		sl_cli_error("no usable state_dir");
 		return SL_EXIT_USAGE;
 	}
-	if (sl_runlock_take(state, s->run_id, s->verb, &s->lock, &err) == 0)
+	if (sl_runlock_take(state, s->run_id, s->verb, &s->lock, &err) == 0) {
+		/* the git it starts holds the run too (workspace.c) */
+		sl_launch_hold_fd(s->lock.fd);
 		return 0;
+	}
 	sl_cli_error("%s", err.message);
 	return SL_EXIT_USAGE;
 }
@@ -582,6 +586,7 @@ static int command(struct sl_cli *cli, int argc, char **argv, int resume)
 out:
 	close_session(&s);
 	/* after the sandboxes are gone: a resume may start on them now */
+	sl_launch_hold_fd(-1);
 	sl_runlock_release(&s.lock);
 	pthread_cond_destroy(&s.done_cv);
 	pthread_mutex_destroy(&s.done_mu);

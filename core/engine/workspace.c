@@ -19,6 +19,7 @@
 #include "engine/artifacts.h"
 #include <sbxloop/events.h>
 #include "common/proc.h"
+#include "common/launch.h"
 #include "common/util.h"
 #include "engine/workspace.h"
 
@@ -98,7 +99,10 @@ int sl_git(struct sl_git_out *g, const char *cwd, const char *const *argv)
 	spec.envp = env;
 	spec.cwd = cwd;
 	spec.timeout_s = GIT_TIMEOUT_S;
+	/* git holds the run: a resume waits for git a killed driver left */
+	sl_launch_holding(1);
 	rc = sl_proc_run(&spec, &res, &err);
+	sl_launch_holding(0);
 	free(env);
 	if (rc == 0) {
 		size_t len = res.out_len;

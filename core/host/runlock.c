@@ -14,7 +14,9 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,13 +57,106 @@ static int read_holder(int fd, struct sl_run_driver *who)
 	return 0;
 }
 
+/*
+ * The processes other than us that have the file open as `fd` open
+ * (/proc/PID/fd), as " PID (NAME)" each, at most a few; "" when none
+ * can be seen. Caller frees.
+ */
+static char *openers(int fd)
+{
+	struct sl_buf b = SL_BUF_INIT;
+	struct stat want, st;
+	struct dirent *p, *f;
+	DIR *procs, *fds;
+	char path[300], name[64];
+	int n = 0;
+
+	if (fstat(fd, &want) < 0 || !(procs = opendir("/proc")))
+		return sl_xstrdup("");
+	while ((p = readdir(procs)) != NULL && n < 8) {
+		long pid = strtol(p->d_name, NULL, 10);
+		int found = 0;
+
+		if (pid <= 0 || pid == (long)getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
+		if (!(fds = opendir(path)))
+			continue;
+		while (!found && (f = readdir(fds)) != NULL) {
+			snprintf(path, sizeof(path), "/proc/%ld/fd/%s", pid,
+				 f->d_name);
+			found = f->d_name[0] != '.' && stat(path, &st) == 0 &&
+				st.st_dev == want.st_dev &&
+				st.st_ino == want.st_ino;
+		}
+		closedir(fds);
+		if (!found)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+		name[0] = '\0';
+		{
+			FILE *c = fopen(path, "r");
+
+			if (c) {
+				if (!fgets(name, sizeof(name), c))
+					name[0] = '\0';
+				fclose(c);
+			}
+		}
+		name[strcspn(name, "\n")] = '\0';
+		sl_buf_addf(&b, " %ld (%s)", pid, name);
+		n++;
+	}
+	closedir(procs);
+	return sl_buf_detach(&b);
+}
+
+/*
+ * Is the lock on `fd` held only by what a dead driver left (its git,
+ * which inherits the lock: common/launch.c)? Then wait up to wait_s for
+ * that to end: 0 once we hold the lock, -1 when it is still held.
+ */
+static int outwait_orphans(int fd, const struct sl_run_driver *who,
+			   double wait_s)
+{
+	double until = sl_now() + wait_s;
+	struct timespec nap = {0, 20 * 1000 * 1000};
+
+	if (who->pid <= 0 || who->pid == (long)getpid() ||
+	    kill((pid_t)who->pid, 0) == 0 || errno != ESRCH)
+		return -1;
+	sl_log(SBXLOOP_LOG_INFO,
+	       "the run's last driver (pid %ld) is gone; waiting up to %g s "
+	       "for the git it started to end",
+	       who->pid, wait_s);
+	while (sl_now() < until) {
+		nanosleep(&nap, NULL);
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+	}
+	return -1;
+}
+
 /* The refusal: who holds it, and what to do. */
 static int busy(int fd, const char *run_id, struct sbxloop_error *err)
 {
 	struct sl_run_driver who;
-	char line[64] = "";
+	char line[64] = "", *procs;
+	int rc;
 
-	if (read_holder(fd, &who) == 0)
+	if (read_holder(fd, &who) == 0 && kill((pid_t)who.pid, 0) < 0 &&
+	    errno == ESRCH) {
+		procs = openers(fd);
+		rc = sl_error(err, SBXLOOP_ESTATE,
+			      "run %s: its last driver (pid %ld) is gone, but "
+			      "processes it started still hold the run%s%s; "
+			      "they may still change its workspace: let them "
+			      "end or stop them, then try again",
+			      run_id, who.pid, *procs ? ":" : "", procs);
+		free(procs);
+		return rc;
+	}
+	if (who.pid > 0)
 		snprintf(line, sizeof(line), " (pid %ld, `sbxloop %s`)",
 			 who.pid, who.command);
 	return sl_error(err, SBXLOOP_ESTATE,
@@ -84,6 +179,14 @@ static int still_named(int fd, const char *path)
 int sl_runlock_take(const char *state_dir, const char *run_id,
 		    const char *command, struct sl_runlock *lk,
 		    struct sbxloop_error *err)
+{
+	return sl_runlock_take_wait(state_dir, run_id, command,
+				    SL_RUNLOCK_ORPHAN_WAIT_S, lk, err);
+}
+
+int sl_runlock_take_wait(const char *state_dir, const char *run_id,
+			 const char *command, double orphan_wait_s,
+			 struct sl_runlock *lk, struct sbxloop_error *err)
 {
 	char *dir, *path, line[96];
 	int fd = -1, rc = 0, len, tries;
@@ -126,8 +229,15 @@ int sl_runlock_take(const char *state_dir, const char *run_id,
 		       errno == EINTR)
 			;
 		if (rc < 0 && errno == EWOULDBLOCK) {
-			rc = busy(fd, run_id, err);
-			goto out;
+			struct sl_run_driver who;
+
+			if (read_holder(fd, &who) == 0 &&
+			    outwait_orphans(fd, &who, orphan_wait_s) == 0)
+				rc = 0;
+			else {
+				rc = busy(fd, run_id, err);
+				goto out;
+			}
 		}
 		if (rc < 0) {
 			rc = sl_error(err, SBXLOOP_ERR, "cannot lock '%s': %s",

@@ -35,12 +35,24 @@ struct sl_run_driver {
 /*
  * Take run `run_id`'s lock for `command` ("run" or "resume"), creating
  * the run's directory under `state_dir` when needed. 0; SBXLOOP_ESTATE
- * when another process drives the run (err says which and what to do);
+ * when another process drives the run, or what a dead driver started
+ * still runs after SL_RUNLOCK_ORPHAN_WAIT_S (err says which and what to
+ * do);
  * another negative code when the lock file cannot be made.
  */
 int sl_runlock_take(const char *state_dir, const char *run_id,
 		    const char *command, struct sl_runlock *lk,
 		    struct sbxloop_error *err);
+/*
+ * How long a taker waits for what a dead driver started (its git, which
+ * holds the lock: common/launch.c) to end before it refuses, seconds.
+ */
+#define SL_RUNLOCK_ORPHAN_WAIT_S 10.0
+/* sl_runlock_take with that wait given (tests). */
+int sl_runlock_take_wait(const char *state_dir, const char *run_id,
+			 const char *command, double orphan_wait_s,
+			 struct sl_runlock *lk, struct sbxloop_error *err);
+
 /*
  * Let go of a lock taken by sl_runlock_take, removing its file, and the
  * run's directory when nothing else is in it (no-op when none is held).

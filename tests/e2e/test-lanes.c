@@ -288,6 +288,64 @@ START_TEST(test_a_lane_takes_its_next_task_while_the_last_is_merged)
 END_TEST
 
 /*
+ * kill -9 while the merge thread's git runs: that git outlives the
+ * driver, and the resume, started at once, waits for it to end before
+ * it touches the workspace (before, it cleared git's locks and merged
+ * beside it). Here the killed run's merge git (a git on PATH) goes on
+ * for 3 s after the merge and then notes when it ended; the kill comes
+ * with t3's EXECUTE, 1 s after t1's acceptance; the resume's run.start
+ * comes after the note, and the run completes.
+ */
+START_TEST(test_a_resume_waits_for_the_git_a_killed_run_left)
+{
+	const char *args[] = {"run", "four files", "--no-tui", NULL};
+	char path_env[4200], *run, *ended;
+	const char *env[] = {path_env, "SBXLOOP_TEST_KILL_AFTER=execute:3",
+			     NULL};
+	double end;
+	long resumed;
+
+	/* replies keyed by phase: a job the kill cut off takes another */
+	project("lanes_kill", 2);
+	put_script("bin/git",
+		   "#!/bin/sh\n"
+		   "for a; do [ \"$a\" = --no-ff ] && slow=1; done\n"
+		   "[ -z \"$slow\" ] && exec /usr/bin/git \"$@\"\n"
+		   "/usr/bin/git \"$@\"; rc=$?\n"
+		   "sleep 3\n"
+		   "date +%s.%N >> \"$MERGE_ENDS\"\n"
+		   "exit $rc\n");
+	ended = rt_path("merge-ends");
+	setenv("MERGE_ENDS", ended, 1);
+	snprintf(path_env, sizeof(path_env), "PATH=%s/bin:%s", rt_dir(),
+		 getenv("PATH"));
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 128 + SIGKILL);
+	run = last_run();
+	/* the resume runs the real git: only the killed run's is slow */
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	unsetenv("MERGE_ENDS");
+	assert_run_state(run, "completed");
+	assert_done(run, four);
+	assert_files(run, four_files);
+	free(ended);
+	ended = read_file("merge-ends");
+	ck_assert_msg(*ended, "the resume was over while the killed run's "
+			      "git still ran");
+	end = strtod(ended, NULL) * 1000;
+	/* the second run.start is the resume's, in ms */
+	resumed = q_int("SELECT CAST(max(ts) * 1000 AS INTEGER) FROM events "
+			"WHERE run_id = '%s' AND type = 'run.start'",
+			run);
+	ck_assert_msg(resumed > end,
+		      "the resume started %.0f ms before the killed run's "
+		      "git ended",
+		      end - (double)resumed);
+	free(ended);
+	free(run);
+}
+END_TEST
+
+/*
  * The user's own git hooks (a global core.hooksPath, as linters install
  * them) never run on the lanes' commits, merges and checkouts: a
  * pre-commit that refuses everything does not stop the run, and no
@@ -769,6 +827,7 @@ static Suite *lanes_suite(void)
 	tcase_add_test(
 		tc, test_a_lane_takes_its_next_task_while_the_last_is_merged);
 	tcase_add_test(tc, test_user_git_hooks_never_run_on_lanes);
+	tcase_add_test(tc, test_a_resume_waits_for_the_git_a_killed_run_left);
 	tcase_add_test(tc, test_kill_with_lanes_in_flight_then_resume);
 	tcase_add_test(tc, test_cancel_stops_every_lane_and_resume_finishes);
 	tcase_add_test(tc, test_without_git_lanes_run_on_a_shadow_repository);

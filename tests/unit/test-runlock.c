@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/launch.h"
 #include "host/runlock.h"
 #include "testutil.h"
 
@@ -117,6 +118,90 @@ START_TEST(test_one_holder_the_other_is_refused_with_its_pid)
 }
 END_TEST
 
+/*
+ * A driver killed while git it started runs (here a shell standing for
+ * git, launched as workspace.c launches git): the next taker waits for
+ * it to end instead of working beside it, and refuses, naming what
+ * still runs, when it does not end in time.
+ */
+static pid_t killed_driver(const char *cmd, int pid_fd)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sl_runlock lk = SL_RUNLOCK_INIT;
+		struct sbxloop_error err = {0, ""};
+		char *const argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
+		struct sl_launch sp = {argv, NULL, state, -1, 2, 2, 0, NULL};
+		pid_t git;
+
+		if (sl_runlock_take(state, "r1", "resume", &lk, &err) < 0)
+			_exit(3);
+		sl_launch_hold_fd(lk.fd);
+		sl_launch_holding(1);
+		if (sl_launch(&sp, &git) != 0)
+			_exit(4);
+		if (write(pid_fd, &git, sizeof(git)) != sizeof(git))
+			_exit(5);
+		raise(SIGKILL);
+	}
+	return pid;
+}
+
+START_TEST(test_a_taker_waits_for_the_git_a_killed_driver_left)
+{
+	struct sl_runlock lk = SL_RUNLOCK_INIT;
+	struct sbxloop_error err = {0, ""};
+	struct sl_run_driver who;
+	int fds[2], status;
+	pid_t pid, git;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = killed_driver("sleep 1; touch ended", fds[1]);
+	ck_assert_int_eq(read(fds[0], &git, sizeof(git)), sizeof(git));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status));
+	/* the driver is dead; what it started still holds the run */
+	ck_assert_int_eq(sl_runlock_driver(state, "r1", &who), 1);
+	ck_assert_int_eq(
+		sl_runlock_take_wait(state, "r1", "resume", 10, &lk, &err), 0);
+	ck_assert_msg(exists("ended"), "the lock was taken beside the git");
+	sl_runlock_release(&lk);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
+START_TEST(test_a_taker_refuses_when_the_left_git_does_not_end)
+{
+	struct sl_runlock lk = SL_RUNLOCK_INIT;
+	struct sbxloop_error err = {0, ""};
+	int fds[2], status;
+	char want[160];
+	pid_t pid, git;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = killed_driver("exec sleep 30", fds[1]);
+	ck_assert_int_eq(read(fds[0], &git, sizeof(git)), sizeof(git));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(
+		sl_runlock_take_wait(state, "r1", "resume", 0.3, &lk, &err),
+		SBXLOOP_ESTATE);
+	snprintf(want, sizeof(want),
+		 "its last driver (pid %ld) is gone, but processes it "
+		 "started still hold the run: %ld (sleep)",
+		 (long)pid, (long)git);
+	ck_assert_msg(strstr(err.message, want), "%s", err.message);
+	ck_assert_int_eq(kill(git, SIGKILL), 0);
+	ck_assert_int_eq(
+		sl_runlock_take_wait(state, "r1", "resume", 10, &lk, &err), 0);
+	sl_runlock_release(&lk);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
 START_TEST(test_release_removes_the_file_and_an_empty_directory_only)
 {
 	struct sl_runlock lk = SL_RUNLOCK_INIT;
@@ -167,6 +252,10 @@ static Suite *runlock_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_one_holder_the_other_is_refused_with_its_pid);
+	tcase_add_test(tc,
+		       test_a_taker_waits_for_the_git_a_killed_driver_left);
+	tcase_add_test(tc,
+		       test_a_taker_refuses_when_the_left_git_does_not_end);
 	tcase_add_test(
 		tc, test_release_removes_the_file_and_an_empty_directory_only);
 	tcase_add_test(tc, test_a_lock_file_that_is_a_symlink_is_refused);
