@@ -481,14 +481,25 @@ static int wait_for(int fd, struct sl_buf *got, const char *needle)
 	return 0;
 }
 
+/* Drive run `id` as a live `sbxloop run` does (its driver lock): the
+ * descriptor, to close. A running run nobody drives is interrupted. */
+static int drive(const char *id)
+{
+	char state[300];
+
+	snprintf(state, sizeof(state), "%s/state", dir);
+	return tu_hold_run_lock(state, id);
+}
+
 START_TEST(test_logs_follow_streams_until_the_run_ends)
 {
 	const char *bin = getenv("SBXLOOP_BIN");
 	struct sl_buf got = SL_BUF_INIT;
-	int fds[2], st;
+	int fds[2], st, driver;
 	pid_t pid;
 
 	make_run("r1", "running", "follow", 0);
+	driver = drive("r1");
 	sl_core_set_run(core, "r1");
 	emit("task.start", "{\"task_id\":\"t1\",\"title\":\"first\"}");
 	flush();
@@ -516,16 +527,21 @@ START_TEST(test_logs_follow_streams_until_the_run_ends)
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	close(fds[0]);
+	close(driver);
 	sl_buf_release(&got);
 }
 END_TEST
 
+/* a driver that hangs: it holds the run, and has been silent for 2 h */
 START_TEST(test_logs_follow_gives_up_on_a_stale_run)
 {
 	struct tu_run r;
+	int driver;
 
 	make_run("r1", "running", "stale", sl_now() - 7200);
+	driver = drive("r1");
 	r = RUN("logs", "r1", "--follow", "--stale-after", "1");
+	close(driver);
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_ptr_nonnull(strstr(r.err, "warning: run r1 has shown no "
 					    "activity"));
