@@ -108,6 +108,7 @@ struct sl_engine {
 	int lanes_active;
 	volatile sig_atomic_t lanes_halt; /* a lane failed: stop the others */
 	char *lanes_git;    /* the lanes' shadow git dir, or NULL (lanes.c) */
+	char *lanes_common; /* git's common dir of the lanes, or NULL */
 	pthread_mutex_t mu; /* live session ids, between lanes */
 	pthread_mutex_t steer_lock; /* one lane answers the inbox at a time */
 	/* steering: the task under way, the standing guidance (strings) */

@@ -146,6 +146,42 @@ static char *dir_of(const struct sl_engine *e, const struct task *t)
 
 /* Write `text` to `path`; 0, or -1. */
 /*
+ * git in task t's worktree `dir`. On the host --git-dir and --work-tree
+ * are named, never found through the worktree's .git file: that file is
+ * the agents' to rewrite, and a gitdir of theirs would hand sbxloop's
+ * git a config of theirs whose filter or merge driver runs on the host
+ * (the records under the common dir are out of their reach: the local
+ * sandbox keeps git's directories read-only while lanes run).
+ */
+static int lane_git(struct sl_git_out *g, struct sl_engine *e,
+		    const struct task *t, const char *dir,
+		    const char *const *argv)
+{
+	const char **full;
+	char *gd, *wt;
+	size_t n = 0;
+	int rc;
+
+	if (sl_lanes_in_box(e) || !e->lanes_common)
+		return sl_lanes_git(g, e, dir, argv);
+	while (argv[n])
+		n++;
+	full = sl_xcalloc(n + 3, sizeof(*full));
+	gd = sl_xasprintf("--git-dir=%s/worktrees/%s-%s", e->lanes_common,
+			  e->run_id, t->id);
+	wt = sl_xasprintf("--work-tree=%s", dir);
+	full[0] = argv[0];
+	full[1] = gd;
+	full[2] = wt;
+	memcpy(full + 3, argv + 1, n * sizeof(*full)); /* with the NULL */
+	rc = sl_lanes_git(g, e, dir, full);
+	free(full);
+	free(gd);
+	free(wt);
+	return rc;
+}
+
+/*
  * The task's worktree from the run branch's tip, made on the lane's own
  * thread so lanes make theirs at once: `git worktree add` cannot run
  * concurrently, so the worktree's records are written here in git's
@@ -220,10 +256,10 @@ static int worktree_open(const struct sched *s, struct task *t,
 		goto out;
 	}
 	pthread_rwlock_rdlock(&tip_lock);
-	if (sl_lanes_git(&g, e, dir,
-			 (const char *const[]){"git", NO_HOOKS, NO_REFLOG,
-					       "checkout", "-q", "-f", "-B",
-					       branch, NULL}))
+	if (lane_git(&g, e, t, dir,
+		     (const char *const[]){"git", NO_HOOKS, NO_REFLOG,
+					   "checkout", "-q", "-f", "-B",
+					   branch, NULL}))
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot make the worktree of task %s: %s", t->id,
 			      g.err);
@@ -261,6 +297,8 @@ static int worktree_paths(struct sched *s, struct sbxloop_error *err)
 			*head++ = '\0';
 			*exclude++ = '\0';
 			s->common = sl_xstrdup(g.out);
+			free(e->lanes_common);
+			e->lanes_common = sl_xstrdup(g.out);
 			s->head_file = sl_xstrdup(head);
 			sl_lanes_exclude(e, exclude);
 		}
@@ -270,6 +308,8 @@ static int worktree_paths(struct sched *s, struct sbxloop_error *err)
 			      "cannot find the workspace's git directory: %s",
 			      g.err ? g.err : "");
 	sl_git_out_clear(&g);
+	if (rc == 0)
+		rc = sl_lanes_config_check(e, s->common, err);
 	return rc;
 }
 
@@ -354,15 +394,14 @@ static int commit_task(struct sl_engine *e, struct task *t,
 	     *msg = sl_xasprintf("sbxloop: task %s", t->id);
 	int rc;
 
-	rc = sl_lanes_git(&g, e, dir,
-			  (const char *const[]){"git", "add", "-A", NULL});
+	rc = lane_git(&g, e, t, dir,
+		      (const char *const[]){"git", "add", "-A", NULL});
 	if (rc == 0) {
 		sl_git_out_clear(&g);
-		rc = sl_lanes_git(&g, e, dir,
-				  (const char *const[]){"git", GIT_ID,
-							NO_REFLOG, "commit",
-							"-q", "--allow-empty",
-							"-m", msg, NULL});
+		rc = lane_git(&g, e, t, dir,
+			      (const char *const[]){
+				      "git", GIT_ID, NO_REFLOG, "commit", "-q",
+				      "--allow-empty", "-m", msg, NULL});
 	}
 	if (rc != 0)
 		rc = sl_error(err, SBXLOOP_EINFRA,
@@ -778,8 +817,13 @@ static int recover(struct sl_engine *e, struct sbxloop_error *err)
 	if (WS_GIT(&g, e, "rev-parse", "--path-format=absolute",
 		   "--git-common-dir") == 0) {
 		sl_lanes_clear_locks(g.out);
+		free(e->lanes_common);
+		e->lanes_common = sl_xstrdup(g.out);
+		rc = sl_lanes_config_check(e, g.out, err);
 	}
 	sl_git_out_clear(&g);
+	if (rc < 0)
+		return rc; /* not even `merge --abort` with such a config */
 	if (WS_GIT(&g, e, "rev-parse", "-q", "--verify", "MERGE_HEAD") == 0) {
 		sl_git_out_clear(&g);
 		WS_GIT(&g, e, "merge", "--abort");

@@ -17,6 +17,7 @@
 #include "engine/engine_internal.h"
 #include "engine/artifacts.h"
 #include "engine/lanes_fs.h"
+#include "host/redact.h"
 #include "phases/worker_client.h"
 
 #define JOB_TIMEOUT_S 300
@@ -191,6 +192,90 @@ void sl_lanes_clear_locks(const char *common)
 	}
 	free(main_lock);
 	free(pat);
+}
+
+/*
+ * Does the repository's own config (its file only, includes not
+ * followed) name a key git would take a program, or more config, from,
+ * under a name sbxloop cannot make inert on the command line (sl_git
+ * does the fixed ones)? Drivers are chosen by the repository's
+ * attributes, which the agents write. Lower-case: git folds section and
+ * key names.
+ */
+static int driver_key(const char *key)
+{
+	static const char *const sections[] = {"filter.", "merge.", "diff."};
+	static const char *const tails[] = {".clean",    ".smudge",
+					    ".process",  ".driver",
+					    ".textconv", ".command"};
+	size_t i, k, n = strlen(key);
+
+	if (!strncmp(key, "include.", 8) || !strncmp(key, "includeif.", 10) ||
+	    !strcmp(key, "core.worktree") ||
+	    !strcmp(key, "extensions.worktreeconfig"))
+		return 1;
+	for (i = 0; i < SL_ARRAY_SIZE(sections); i++) {
+		if (strncmp(key, sections[i], strlen(sections[i])))
+			continue;
+		for (k = 0; k < SL_ARRAY_SIZE(tails); k++) {
+			size_t t = strlen(tails[k]);
+
+			if (n > t && !strcmp(key + n - t, tails[k]))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+int sl_lanes_config_check(const struct sl_engine *e, const char *common,
+			  struct sbxloop_error *err)
+{
+	struct sl_git_out g;
+	char *file = sl_xasprintf("%s/config", common), *line, *save = NULL;
+	int rc = 0;
+
+	if (sl_lanes_in_box(e)) {
+		/* git runs in the sandbox there: a driver runs confined */
+		free(file);
+		return 0;
+	}
+	if (sl_git(&g, NULL,
+		   (const char *const[]){"git", "config", "--file", file,
+					 "--list", "--name-only", NULL})) {
+		rc = sl_error(err, SBXLOOP_EINFRA, "cannot read '%s': %s",
+			      file, g.err);
+		goto out;
+	}
+	for (line = strtok_r(g.out, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *low = sl_xstrdup(line), *c;
+
+		for (c = low; *c; c++)
+			if (*c >= 'A' && *c <= 'Z')
+				*c = (char)(*c - 'A' + 'a');
+		if (driver_key(low)) {
+			char *shown = sl_shown(line, 0);
+
+			rc = sl_error(
+				err, SBXLOOP_ESTATE,
+				"the workspace's git config '%s' sets "
+				"'%s', which would make sbxloop's own "
+				"git run a program (or read more config) "
+				"on the host while it commits and "
+				"merges the lanes: remove it (an agent "
+				"may have written it), or run one task "
+				"at a time",
+				file, shown);
+			free(shown);
+		}
+		free(low);
+		if (rc)
+			break;
+	}
+out:
+	sl_git_out_clear(&g);
+	free(file);
+	return rc;
 }
 
 /* ---- git on the workspace, and its shadow repository ------------------ */

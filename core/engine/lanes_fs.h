@@ -51,6 +51,18 @@ void sl_lanes_rmdir(const struct sl_engine *e, const char *path);
  */
 void sl_lanes_clear_locks(const char *common);
 
+/*
+ * Refuse (SBXLOOP_ESTATE, err says which key of which file) a
+ * repository config under `common` that would make the lanes' git on
+ * the host run a program named there (a filter, merge or diff driver),
+ * read more config (include) or work elsewhere (core.worktree): checked
+ * before the lanes start and when a resume recovers them, with no agent
+ * job running; during lanes the local sandbox keeps it read-only
+ * (docs/security.md). 0 when in the sandbox (git runs confined there).
+ */
+int sl_lanes_config_check(const struct sl_engine *e, const char *common,
+			  struct sbxloop_error *err);
+
 #define LANES_DIR ".sbxloop/lanes"
 /*
  * The lanes' commits, merges and checkouts are bookkeeping, not the

@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -65,10 +67,53 @@ void sl_git_out_clear(struct sl_git_out *g)
 }
 
 /*
- * Run git in `cwd` with GIT_* stripped; 0 when it exited 0. No hook of
- * the user's runs (a global core.hooksPath whose post-checkout or
- * pre-commit fails, lints or waits would make sbxloop's own clones,
- * checkouts, commits and merges fail or crawl).
+ * The settings of a repository's config that make git run a program,
+ * whose names are fixed, made inert for sbxloop's own git (it outranks
+ * every config file): a workspace's .git/config is the agents' to write
+ * where the sandbox mounts it. Hooks are off too (a global
+ * core.hooksPath whose post-checkout or pre-commit fails, lints or
+ * waits made sbxloop's clones, checkouts, commits and merges fail or
+ * crawl). Drivers named by attributes (filter.NAME.clean, ...) cannot be
+ * listed: the lanes keep the config itself out of the agents' reach
+ * (docs/security.md).
+ */
+static const char *const inert[][2] = {
+	{"core.hooksPath", "/dev/null"},
+	{"core.fsmonitor", "false"},
+	{"core.sshCommand", "false"},
+	{"core.askPass", "false"},
+	{"core.editor", "false"},
+	{"core.pager", "cat"},
+	{"core.alternateRefsCommand", "false"},
+	{"commit.gpgSign", "false"},
+	{"tag.gpgSign", "false"},
+	{"gpg.program", "false"},
+	{"credential.helper", ""},
+	{"sequence.editor", "false"},
+};
+#define INERT_N SL_ARRAY_SIZE(inert)
+static const char *inert_keys[INERT_N], *inert_values[INERT_N];
+static char inert_count[32];
+static pthread_once_t inert_once = PTHREAD_ONCE_INIT;
+
+/* GIT_CONFIG_KEY_i=... and GIT_CONFIG_VALUE_i=..., made once. */
+static void inert_env(void)
+{
+	size_t i;
+
+	snprintf(inert_count, sizeof(inert_count), "GIT_CONFIG_COUNT=%zu",
+		 (size_t)INERT_N);
+	for (i = 0; i < INERT_N; i++) {
+		inert_keys[i] =
+			sl_xasprintf("GIT_CONFIG_KEY_%zu=%s", i, inert[i][0]);
+		inert_values[i] = sl_xasprintf("GIT_CONFIG_VALUE_%zu=%s", i,
+					       inert[i][1]);
+	}
+}
+
+/*
+ * Run git in `cwd` with GIT_* stripped and the settings above inert; 0
+ * when it exited 0.
  */
 int sl_git(struct sl_git_out *g, const char *cwd, const char *const *argv)
 {
@@ -76,21 +121,24 @@ int sl_git(struct sl_git_out *g, const char *cwd, const char *const *argv)
 	struct sbxloop_proc_result res;
 	struct sbxloop_error err = {0, ""};
 	const char **env;
-	size_t n = 0, k = 0;
+	size_t n = 0, k = 0, i;
 	char **e;
 	int rc;
 
 	memset(g, 0, sizeof(*g));
+	pthread_once(&inert_once, inert_env);
 	for (e = environ; *e; e++)
 		n++;
-	env = sl_xcalloc(n + 5, sizeof(*env));
+	env = sl_xcalloc(n + 2 + 2 * INERT_N, sizeof(*env));
 	for (e = environ; *e; e++)
 		if (strncmp(*e, "GIT_", 4) != 0)
 			env[k++] = *e;
 	env[k++] = "GIT_TERMINAL_PROMPT=0";
-	env[k++] = "GIT_CONFIG_COUNT=1";
-	env[k++] = "GIT_CONFIG_KEY_0=core.hooksPath";
-	env[k++] = "GIT_CONFIG_VALUE_0=/dev/null";
+	env[k++] = inert_count;
+	for (i = 0; i < INERT_N; i++) {
+		env[k++] = inert_keys[i];
+		env[k++] = inert_values[i];
+	}
 	memset(&spec, 0, sizeof(spec));
 	memset(&res, 0, sizeof(res));
 	spec.struct_size = sizeof(spec);

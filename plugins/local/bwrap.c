@@ -136,6 +136,45 @@ struct bind {
 	const char *op;      /* --bind, --ro-bind or --bind-try */
 };
 
+/* ws + suffix, kept until the argv is freed ("" when out of memory). */
+static const char *ws_path(struct bwv *b, const char *ws, const char *suffix)
+{
+	size_t len = strlen(ws) + strlen(suffix) + 1;
+	char *p = malloc(len);
+
+	if (p)
+		snprintf(p, len, "%s%s", ws, suffix);
+	return bw_keep(b, p);
+}
+
+/*
+ * While parallel lanes run in the workspace (it holds .sbxloop/lanes),
+ * sbxloop's own git works on it from the host: its commits, merges and
+ * checkouts obey the repository's config, and a filter or merge driver
+ * an agent wrote there would run on the host, outside the sandbox. So
+ * git's directories (the workspace's .git and the lanes' shadow
+ * repository .sbxloop/git) are read-only here, and .sbxloop is a mount
+ * point, which cannot be renamed away to put a directory of the
+ * agent's in its place (nor can .git: a mount point too).
+ */
+static void pin_lanes_git(struct bwv *b, const char *ws)
+{
+	static const char *const dirs[] = {"/.git", "/.sbxloop/git"};
+	const char *lanes = ws_path(b, ws, "/.sbxloop/lanes"), *d;
+	struct stat st;
+	size_t i;
+
+	if (stat(lanes, &st) < 0 || !S_ISDIR(st.st_mode))
+		return;
+	d = ws_path(b, ws, "/.sbxloop");
+	bw_add3(b, "--bind", d, d);
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		d = ws_path(b, ws, dirs[i]);
+		if (lstat(d, &st) == 0 && S_ISDIR(st.st_mode))
+			bw_add3(b, "--ro-bind", d, d);
+	}
+}
+
 /*
  * argv for bubblewrap around `argv`. The new root is bubblewrap's own
  * tmpfs, read-only at the end; into it go the system directories and
@@ -216,6 +255,8 @@ int dirbox_bwrap_argv(const struct dirbox *box, struct bwv *b, const char *ws,
 	for (i = 0; i < nb; i++)
 		if (dirbox_path_within(binds[i].real, real_state))
 			bw_add3(b, binds[i].op, binds[i].path, binds[i].path);
+	if (!ws_ro)
+		pin_lanes_git(b, ws);
 	bw_add3(b, "--bind", home, home);
 	if (worker && *worker)
 		bw_add3(b, "--ro-bind", worker, worker);

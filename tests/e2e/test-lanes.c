@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "runtest.h"
 #include "testutil.h"
 
@@ -342,6 +344,144 @@ START_TEST(test_a_resume_waits_for_the_git_a_killed_run_left)
 		      end - (double)resumed);
 	free(ended);
 	free(run);
+}
+END_TEST
+
+/*
+ * An agent in the bubblewrap sandbox tries to make sbxloop's own git
+ * run a program of its choosing on the host, where lanes commit and
+ * merge: t1's agent defines a clean filter in the repository's config
+ * (and asks for it in .gitattributes), t2's makes a git directory of
+ * its own with such a filter and points its worktree's .git file at
+ * it. The filters would write a file under the test directory, outside
+ * the sandbox (which sees the host read-only). Neither runs: the config
+ * is read-only in the sandbox, and the lanes' git never follows a
+ * worktree's .git file. (Both ran before.) The run still completes.
+ */
+START_TEST(test_agents_cannot_make_the_lanes_git_run_their_programs)
+{
+	const char *args[] = {"run", "four files", "--no-tui", NULL};
+	char *marker = rt_path("outside/pwned"), *outside = rt_path("outside");
+	char filter[600], cmd1[1400], cmd2[1400], *scen, *run, extra[256];
+	cJSON *arr, *it;
+	int code;
+
+	ck_assert_int_eq(mkdir(outside, 0755), 0);
+	snprintf(filter, sizeof(filter), "sh -c 'echo pwned >> %s; cat'",
+		 marker);
+	snprintf(cmd1, sizeof(cmd1),
+		 "git config filter.pwn.clean \"%s\"; "
+		 "printf '* filter=pwn\\n' > .gitattributes",
+		 filter);
+	snprintf(cmd2, sizeof(cmd2),
+		 "git init -q \"$PWD/.evil\" && cd .evil && "
+		 "git config core.worktree \"${PWD%%/.evil}\" && "
+		 "git config filter.pwn.clean \"%s\" && "
+		 "git -c user.name=a -c user.email=a@a commit -q "
+		 "--allow-empty -m x && cd .. && "
+		 "printf 'gitdir: %%s/.evil/.git\\n' \"$PWD\" > .git; "
+		 "printf '* filter=pwn\\n' > .gitattributes",
+		 filter);
+	rt_git_repo();
+	copy_scenario("lanes_wide");
+	/* t1's and t2's EXECUTE run the attacks */
+	scen = read_file("scenario.json");
+	arr = cJSON_Parse(scen);
+	cJSON_ArrayForEach (it, arr) {
+		const char *t = cJSON_GetStringValue(
+			cJSON_GetObjectItemCaseSensitive(it, "task"));
+		cJSON *run_cmds;
+
+		if (!t || !cJSON_GetObjectItemCaseSensitive(it, "text") ||
+		    (strcmp(t, "t1") && strcmp(t, "t2")))
+			continue;
+		run_cmds = cJSON_AddArrayToObject(it, "run");
+		cJSON_AddItemToArray(
+			run_cmds,
+			cJSON_CreateString(strcmp(t, "t1") ? cmd2 : cmd1));
+	}
+	free(scen);
+	scen = cJSON_PrintUnformatted(arr);
+	put_file("scenario.json", scen);
+	free(scen);
+	cJSON_Delete(arr);
+	snprintf(extra, sizeof(extra),
+		 "sandbox:\n  workspace: repo\n"
+		 "local:\n  isolation: bwrap\n"
+		 "budgets:\n  max_parallel_tasks: 2\n");
+	rt_write_config("local", NULL, extra);
+	code = sbxloop(args[0], args[1], args[2]);
+	ck_assert_msg(!rt_exists(marker), "an agent's filter ran on the host");
+	ck_assert_int_eq(code, 0);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_done(run, four);
+	/* the agents did try: t1 met a read-only config */
+	ck_assert_int_gt(rt_event_count(run, "agent.tool_end", "output",
+					"*config*Read-only file system*",
+					NULL),
+			 0);
+	free(run);
+	free(marker);
+	free(outside);
+}
+END_TEST
+
+/*
+ * A driver already in the repository's config when lanes (re)start,
+ * written while nothing kept it read-only (one task at a time, before a
+ * resume, by hand): the resume refuses to touch the workspace with it,
+ * names the key and the file, runs nothing of it, and keeps the run
+ * resumable; without the key the resume completes.
+ */
+START_TEST(test_lanes_refuse_a_repository_config_that_runs_programs)
+{
+	const char *args[] = {"run", "four files", "--no-tui", NULL};
+	const char *env[] = {"SBXLOOP_TEST_KILL_AFTER=validate:1", NULL};
+	const char *resume[] = {"resume", NULL, "--no-tui", NULL};
+	char *marker = rt_path("pwned"), *run, *ws, cfg[8400], line[9000];
+	struct tu_run r;
+
+	project("lanes_kill", 2);
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 128 + SIGKILL);
+	run = last_run();
+	ws = rt_workspace(run);
+	snprintf(cfg, sizeof(cfg), "%s/.git/config", ws);
+	snprintf(line, sizeof(line),
+		 "[filter \"pwn\"]\n\tclean = sh -c 'echo x >> %s; cat'\n"
+		 "[merge \"pwn\"]\n\tdriver = sh -c 'echo x >> %s'\n",
+		 marker, marker);
+	{
+		FILE *f = fopen(cfg, "a");
+
+		ck_assert_ptr_nonnull(f);
+		fputs(line, f);
+		ck_assert_int_eq(fclose(f), 0);
+	}
+	snprintf(line, sizeof(line), "%s/.gitattributes", ws);
+	tu_write(line, "* filter=pwn merge=pwn\n");
+	resume[1] = run;
+	rt_capture(&r, resume);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "sets 'filter.pwn.clean'") &&
+			      strstr(r.err, cfg),
+		      "%s", r.err);
+	tu_run_free(&r);
+	ck_assert_msg(!rt_exists(marker), "the config's program ran");
+	/* the user takes it out: the run goes on */
+	snprintf(line, sizeof(line),
+		 "git --git-dir='%s/.git' config --remove-section filter.pwn "
+		 "&& git --git-dir='%s/.git' config --remove-section "
+		 "merge.pwn",
+		 ws, ws);
+	ck_assert_int_eq(system(line), 0);
+	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
+	assert_run_state(run, "completed");
+	assert_done(run, four);
+	ck_assert(!rt_exists(marker));
+	free(ws);
+	free(run);
+	free(marker);
 }
 END_TEST
 
@@ -827,6 +967,10 @@ static Suite *lanes_suite(void)
 	tcase_add_test(
 		tc, test_a_lane_takes_its_next_task_while_the_last_is_merged);
 	tcase_add_test(tc, test_user_git_hooks_never_run_on_lanes);
+	tcase_add_test(
+		tc, test_agents_cannot_make_the_lanes_git_run_their_programs);
+	tcase_add_test(
+		tc, test_lanes_refuse_a_repository_config_that_runs_programs);
 	tcase_add_test(tc, test_a_resume_waits_for_the_git_a_killed_run_left);
 	tcase_add_test(tc, test_kill_with_lanes_in_flight_then_resume);
 	tcase_add_test(tc, test_cancel_stops_every_lane_and_resume_finishes);
