@@ -186,9 +186,10 @@ static cJSON *run_json(const struct sl_run *r, const char *state_dir)
 {
 	cJSON *o = cJSON_CreateObject(), *d;
 	struct sl_run_driver who;
+	int held = driven(state_dir, r, &who);
 
 	cJSON_AddNumberToObject(o, "created_at", r->created_at);
-	if (driven(state_dir, r, &who)) {
+	if (held) {
 		d = cJSON_AddObjectToObject(o, "driver");
 		cJSON_AddStringToObject(d, "command", who.command);
 		cJSON_AddNumberToObject(d, "pid", (double)who.pid);
@@ -198,7 +199,9 @@ static cJSON *run_json(const struct sl_run *r, const char *state_dir)
 	}
 	cJSON_AddNumberToObject(o, "duration_s",
 				r->updated_at - r->created_at);
-	cJSON_AddBoolToObject(o, "interrupted", interrupted(state_dir, r));
+	cJSON_AddBoolToObject(
+		o, "interrupted",
+		!held && !sbxloop_run_state_is_terminal(r->state));
 	cJSON_AddStringToObject(o, "outcome", r->outcome);
 	if (*r->reason)
 		cJSON_AddStringToObject(o, "reason", r->reason);
@@ -355,7 +358,6 @@ static int status_one(struct sl_instance *store, const char *state_dir,
 		char *state = cell(r.state, SIZE_MAX);
 		char *reason = *r.reason ? cell(r.reason, SIZE_MAX) : NULL;
 		char *outcome = sl_shown(r.outcome, 0);
-
 		struct sl_run_driver who;
 
 		sl_buf_addf(&out, "run %s  state: %s\n", id, state);

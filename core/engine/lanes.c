@@ -157,27 +157,14 @@ static int lane_git(struct sl_git_out *g, struct sl_engine *e,
 		    const struct task *t, const char *dir,
 		    const char *const *argv)
 {
-	const char **full;
-	char *gd, *wt;
-	size_t n = 0;
+	char *records = NULL;
 	int rc;
 
-	if (sl_lanes_in_box(e) || !e->lanes_common)
-		return sl_lanes_git(g, e, dir, argv);
-	while (argv[n])
-		n++;
-	full = sl_xcalloc(n + 3, sizeof(*full));
-	gd = sl_xasprintf("--git-dir=%s/worktrees/%s-%s", e->lanes_common,
-			  e->run_id, t->id);
-	wt = sl_xasprintf("--work-tree=%s", dir);
-	full[0] = argv[0];
-	full[1] = gd;
-	full[2] = wt;
-	memcpy(full + 3, argv + 1, n * sizeof(*full)); /* with the NULL */
-	rc = sl_lanes_git(g, e, dir, full);
-	free(full);
-	free(gd);
-	free(wt);
+	if (!sl_lanes_in_box(e) && e->lanes_common)
+		records = sl_xasprintf("%s/worktrees/%s-%s", e->lanes_common,
+				       e->run_id, t->id);
+	rc = sl_lanes_git_in(g, e, records, dir, argv);
+	free(records);
 	return rc;
 }
 

@@ -199,8 +199,8 @@ void sl_lanes_clear_locks(const char *common)
  * followed) name a key git would take a program, or more config, from,
  * under a name sbxloop cannot make inert on the command line (sl_git
  * does the fixed ones)? Drivers are chosen by the repository's
- * attributes, which the agents write. Lower-case: git folds section and
- * key names.
+ * attributes, which the agents write. `git config --list` prints
+ * section and key names folded to lower case.
  */
 static int driver_key(const char *key)
 {
@@ -248,12 +248,7 @@ int sl_lanes_config_check(const struct sl_engine *e, const char *common,
 	}
 	for (line = strtok_r(g.out, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		char *low = sl_xstrdup(line), *c;
-
-		for (c = low; *c; c++)
-			if (*c >= 'A' && *c <= 'Z')
-				*c = (char)(*c - 'A' + 'a');
-		if (driver_key(low)) {
+		if (driver_key(line)) {
 			char *shown = sl_shown(line, 0);
 
 			rc = sl_error(
@@ -267,10 +262,8 @@ int sl_lanes_config_check(const struct sl_engine *e, const char *common,
 				"at a time",
 				file, shown);
 			free(shown);
-		}
-		free(low);
-		if (rc)
 			break;
+		}
 	}
 out:
 	sl_git_out_clear(&g);
@@ -285,7 +278,8 @@ out:
  * a shadow repository (e->lanes_git) the workspace is its work tree,
  * named on every call, so the user's own .git (if any) is never touched.
  */
-int sl_lanes_ws_git(struct sl_git_out *g, const struct sl_engine *e,
+int sl_lanes_git_in(struct sl_git_out *g, const struct sl_engine *e,
+		    const char *git_dir, const char *work_tree,
 		    const char *const *argv)
 {
 	const char **full;
@@ -297,18 +291,24 @@ int sl_lanes_ws_git(struct sl_git_out *g, const struct sl_engine *e,
 		n++;
 	full = sl_xcalloc(n + 3, sizeof(*full));
 	full[k++] = argv[0];
-	if (e->lanes_git) {
-		dir_opt = sl_xasprintf("--git-dir=%s", e->lanes_git);
-		tree_opt = sl_xasprintf("--work-tree=%s", sl_lanes_root(e));
+	if (git_dir) {
+		dir_opt = sl_xasprintf("--git-dir=%s", git_dir);
+		tree_opt = sl_xasprintf("--work-tree=%s", work_tree);
 		full[k++] = dir_opt;
 		full[k++] = tree_opt;
 	}
 	memcpy(full + k, argv + 1, n * sizeof(*full)); /* with the NULL */
-	rc = sl_lanes_git(g, e, sl_lanes_root(e), full);
+	rc = sl_lanes_git(g, e, work_tree, full);
 	free(full);
 	free(dir_opt);
 	free(tree_opt);
 	return rc;
+}
+
+int sl_lanes_ws_git(struct sl_git_out *g, const struct sl_engine *e,
+		    const char *const *argv)
+{
+	return sl_lanes_git_in(g, e, e->lanes_git, sl_lanes_root(e), argv);
 }
 
 /*

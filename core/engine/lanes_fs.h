@@ -79,6 +79,14 @@ int sl_lanes_config_check(const struct sl_engine *e, const char *common,
 #define SHADOW_DIR ".sbxloop/git"
 
 /*
+ * git in `work_tree`: `argv` is "git", then its arguments; with
+ * `git_dir` (NULL: found from work_tree) --git-dir and --work-tree are
+ * named, so no .git in the work tree is followed. 0 on exit 0.
+ */
+int sl_lanes_git_in(struct sl_git_out *g, const struct sl_engine *e,
+		    const char *git_dir, const char *work_tree,
+		    const char *const *argv);
+/*
  * git on the run's workspace: `argv` is "git", then its arguments; with
  * a shadow repository (e->lanes_git) --git-dir and --work-tree are
  * named on every call. 0 on exit 0.

@@ -124,28 +124,38 @@ END_TEST
  * it to end instead of working beside it, and refuses, naming what
  * still runs, when it does not end in time.
  */
-static pid_t killed_driver(const char *cmd, int pid_fd)
+/* Run such a driver of run r1 with `cmd` for its git, until it is
+ * killed: its pid, and the git's in *git. */
+static pid_t killed_driver(const char *cmd, pid_t *git)
 {
-	pid_t pid = fork();
+	int fds[2], status;
+	pid_t pid;
 
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		struct sl_runlock lk = SL_RUNLOCK_INIT;
 		struct sbxloop_error err = {0, ""};
 		char *const argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
 		struct sl_launch sp = {argv, NULL, state, -1, 2, 2, 0, NULL};
-		pid_t git;
+		pid_t child;
 
 		if (sl_runlock_take(state, "r1", "resume", &lk, &err) < 0)
 			_exit(3);
 		sl_launch_hold_fd(lk.fd);
 		sl_launch_holding(1);
-		if (sl_launch(&sp, &git) != 0)
+		if (sl_launch(&sp, &child) != 0)
 			_exit(4);
-		if (write(pid_fd, &git, sizeof(git)) != sizeof(git))
+		if (write(fds[1], &child, sizeof(child)) != sizeof(child))
 			_exit(5);
 		raise(SIGKILL);
 	}
+	close(fds[1]);
+	ck_assert_int_eq(read(fds[0], git, sizeof(*git)), sizeof(*git));
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status));
 	return pid;
 }
 
@@ -154,22 +164,15 @@ START_TEST(test_a_taker_waits_for_the_git_a_killed_driver_left)
 	struct sl_runlock lk = SL_RUNLOCK_INIT;
 	struct sbxloop_error err = {0, ""};
 	struct sl_run_driver who;
-	int fds[2], status;
-	pid_t pid, git;
+	pid_t git;
 
-	ck_assert_int_eq(pipe(fds), 0);
-	pid = killed_driver("sleep 1; touch ended", fds[1]);
-	ck_assert_int_eq(read(fds[0], &git, sizeof(git)), sizeof(git));
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(WIFSIGNALED(status));
+	killed_driver("sleep 1; touch ended", &git);
 	/* the driver is dead; what it started still holds the run */
 	ck_assert_int_eq(sl_runlock_driver(state, "r1", &who), 1);
 	ck_assert_int_eq(
 		sl_runlock_take_wait(state, "r1", "resume", 10, &lk, &err), 0);
 	ck_assert_msg(exists("ended"), "the lock was taken beside the git");
 	sl_runlock_release(&lk);
-	close(fds[0]);
-	close(fds[1]);
 }
 END_TEST
 
@@ -177,14 +180,10 @@ START_TEST(test_a_taker_refuses_when_the_left_git_does_not_end)
 {
 	struct sl_runlock lk = SL_RUNLOCK_INIT;
 	struct sbxloop_error err = {0, ""};
-	int fds[2], status;
 	char want[160];
 	pid_t pid, git;
 
-	ck_assert_int_eq(pipe(fds), 0);
-	pid = killed_driver("exec sleep 30", fds[1]);
-	ck_assert_int_eq(read(fds[0], &git, sizeof(git)), sizeof(git));
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	pid = killed_driver("exec sleep 30", &git);
 	ck_assert_int_eq(
 		sl_runlock_take_wait(state, "r1", "resume", 0.3, &lk, &err),
 		SBXLOOP_ESTATE);
@@ -197,8 +196,6 @@ START_TEST(test_a_taker_refuses_when_the_left_git_does_not_end)
 	ck_assert_int_eq(
 		sl_runlock_take_wait(state, "r1", "resume", 10, &lk, &err), 0);
 	sl_runlock_release(&lk);
-	close(fds[0]);
-	close(fds[1]);
 }
 END_TEST
 
