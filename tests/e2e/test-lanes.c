@@ -253,12 +253,15 @@ static void put_script(const char *rel, const char *text)
 
 /*
  * An accepted task leaves its lane at once: the lane takes the next
- * task while the merger commits and merges the last one. Each merge
- * takes 2 s more here (a git on PATH that waits before `merge --no-ff`,
- * far more than the two lanes' acceptances drift apart even under a
- * sanitizer), so with two lanes all four tasks have started before the
- * first task.end (a merged task's end); when a lane waited for its own
- * merge, only two had.
+ * task while the merger commits and merges the last one. Each lane
+ * commit takes 2 s more here (a git on PATH that waits before the
+ * merger's `commit --allow-empty`). The wait is in the commit, not the
+ * merge: a merge holds the tip lock, which a new worktree waits for, so
+ * a lane whose acceptance lagged the other's past the (fast) commit saw
+ * its next task start after the first merge (a flake under sanitizers
+ * in CI). With two lanes all four tasks have started before the first
+ * task.end (a merged task's end); when a lane waited for its own
+ * commit and merge, only two had.
  */
 START_TEST(test_a_lane_takes_its_next_task_while_the_last_is_merged)
 {
@@ -268,10 +271,11 @@ START_TEST(test_a_lane_takes_its_next_task_while_the_last_is_merged)
 	long first_end;
 
 	project("lanes_wide", 2);
-	put_script("bin/git", "#!/bin/sh\n"
-			      "for a; do [ \"$a\" = --no-ff ] && sleep 2; "
-			      "done\n"
-			      "exec /usr/bin/git \"$@\"\n");
+	put_script("bin/git",
+		   "#!/bin/sh\n"
+		   "for a; do [ \"$a\" = --allow-empty ] && sleep 2; "
+		   "done\n"
+		   "exec /usr/bin/git \"$@\"\n");
 	snprintf(path_env, sizeof(path_env), "PATH=%s/bin:%s", rt_dir(),
 		 getenv("PATH"));
 	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 0);
@@ -468,12 +472,14 @@ START_TEST(test_lanes_refuse_a_repository_config_that_runs_programs)
 		      "%s", r.err);
 	tu_run_free(&r);
 	ck_assert_msg(!rt_exists(marker), "the config's program ran");
-	/* the user takes it out: the run goes on */
+	/* the user takes it out (the attributes too: an untracked file
+	 * would move the resumed lanes onto a shadow repository): the run
+	 * goes on */
 	snprintf(line, sizeof(line),
 		 "git --git-dir='%s/.git' config --remove-section filter.pwn "
 		 "&& git --git-dir='%s/.git' config --remove-section "
-		 "merge.pwn",
-		 ws, ws);
+		 "merge.pwn && rm '%s/.gitattributes'",
+		 ws, ws, ws);
 	ck_assert_int_eq(system(line), 0);
 	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
 	assert_run_state(run, "completed");
