@@ -63,10 +63,10 @@ int sl_attest_level_parse(const char *text, enum sl_attest_level *out)
 
 const char *sl_attest_cap_name(uint32_t cap)
 {
-	static char names[9][32];
+	static char names[SBXLOOP_CAP_COUNT][32];
 	size_t i;
 
-	for (i = 0; i < 9; i++)
+	for (i = 0; i < SBXLOOP_CAP_COUNT; i++)
 		if (cap == (1u << i)) {
 			if (!names[i][0])
 				sl_caps_format(cap, names[i],
@@ -1074,7 +1074,7 @@ static cJSON *cap_list(uint32_t caps)
 	cJSON *list = cJSON_CreateArray();
 	size_t i;
 
-	for (i = 0; i < 9; i++)
+	for (i = 0; i < SBXLOOP_CAP_COUNT; i++)
 		if (caps & (1u << i))
 			cJSON_AddItemToArray(
 				list, cJSON_CreateString(

@@ -150,7 +150,7 @@ void sl_caps_format(uint32_t caps, char *buf, size_t len)
 		"secret_never_in_sandbox", "filesystem_confined",
 		"resource_bounded",        "workspace_mounted",
 		"dies_with_parent",        "egress_revocable",
-		"workspace_read_only",
+		"workspace_read_only",     "git_read_only",
 	};
 	size_t i, used = 0;
 

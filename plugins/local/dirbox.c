@@ -296,7 +296,8 @@ int dirbox_init(struct dirbox *box, const struct sbxloop_host *host,
 	if (bwrap) {
 		box->caps |= SBXLOOP_CAP_FILESYSTEM_CONFINED |
 			     SBXLOOP_CAP_DIES_WITH_PARENT |
-			     SBXLOOP_CAP_WORKSPACE_READ_ONLY;
+			     SBXLOOP_CAP_WORKSPACE_READ_ONLY |
+			     SBXLOOP_CAP_GIT_READ_ONLY;
 		if (!box->share_net)
 			box->caps |= SBXLOOP_CAP_NETWORK_DISABLED;
 		return probe_bwrap(box, err);

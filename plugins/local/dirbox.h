@@ -29,7 +29,7 @@ struct dirbox {
 #define DIRBOX_BEST_CAPS                                                      \
 	(SBXLOOP_CAP_FILESYSTEM_CONFINED | SBXLOOP_CAP_WORKSPACE_MOUNTED |    \
 	 SBXLOOP_CAP_DIES_WITH_PARENT | SBXLOOP_CAP_NETWORK_DISABLED |        \
-	 SBXLOOP_CAP_WORKSPACE_READ_ONLY)
+	 SBXLOOP_CAP_WORKSPACE_READ_ONLY | SBXLOOP_CAP_GIT_READ_ONLY)
 
 /*
  * Set up `box`; with `bwrap` set, bubblewrap is probed and a host where

@@ -38,7 +38,8 @@ START_TEST(test_bwrap_capabilities_per_network_mode)
 				  SBXLOOP_CAP_WORKSPACE_MOUNTED |
 				  SBXLOOP_CAP_DIES_WITH_PARENT |
 				  SBXLOOP_CAP_NETWORK_DISABLED |
-				  SBXLOOP_CAP_WORKSPACE_READ_ONLY);
+				  SBXLOOP_CAP_WORKSPACE_READ_ONLY |
+				  SBXLOOP_CAP_GIT_READ_ONLY);
 	sl_instance_destroy(&inst);
 	sl_core_close(core);
 	start("local", "local:\n  isolation: bwrap\n  network: host\n");
@@ -46,7 +47,8 @@ START_TEST(test_bwrap_capabilities_per_network_mode)
 			  SBXLOOP_CAP_FILESYSTEM_CONFINED |
 				  SBXLOOP_CAP_WORKSPACE_MOUNTED |
 				  SBXLOOP_CAP_DIES_WITH_PARENT |
-				  SBXLOOP_CAP_WORKSPACE_READ_ONLY);
+				  SBXLOOP_CAP_WORKSPACE_READ_ONLY |
+				  SBXLOOP_CAP_GIT_READ_ONLY);
 }
 END_TEST
 

@@ -342,6 +342,7 @@ START_TEST(test_capabilities_without_isolation_are_honest)
 				  SBXLOOP_CAP_DIES_WITH_PARENT |
 				  SBXLOOP_CAP_NETWORK_DISABLED |
 				  SBXLOOP_CAP_WORKSPACE_READ_ONLY |
+				  SBXLOOP_CAP_GIT_READ_ONLY |
 				  SBXLOOP_CAP_EGRESS_ENFORCED |
 				  SBXLOOP_CAP_EGRESS_REVOCABLE);
 	ck_assert_uint_eq(ops->static_capabilities &
@@ -381,10 +382,13 @@ START_TEST(test_no_isolation_does_not_claim_read_only_jobs)
 
 	start("local", "local:\n  isolation: none\n");
 	ck_assert_uint_eq(ops->capabilities(inst.ctx) &
-				  SBXLOOP_CAP_WORKSPACE_READ_ONLY,
+				  (SBXLOOP_CAP_WORKSPACE_READ_ONLY |
+				   SBXLOOP_CAP_GIT_READ_ONLY),
 			  0);
 	ck_assert_int_eq(make_sandbox("s", &info), 0);
-	ck_assert_uint_eq(info.capabilities & SBXLOOP_CAP_WORKSPACE_READ_ONLY,
+	ck_assert_uint_eq(info.capabilities &
+				  (SBXLOOP_CAP_WORKSPACE_READ_ONLY |
+				   SBXLOOP_CAP_GIT_READ_ONLY),
 			  0);
 }
 END_TEST

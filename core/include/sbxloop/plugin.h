@@ -38,6 +38,8 @@
  *   1.6  sbxloop_host.chat_post (a sink's input line queues a steering
  *        message for the run) and the store's steering inbox
  *        (sbxloop_store_ops.inbox_push, inbox_pending, inbox_done).
+ *   1.7  SBXLOOP_CAP_GIT_READ_ONLY (the sandbox cannot write the
+ *        workspace's git directories while lanes run in it).
  */
 #ifndef SBXLOOP_PLUGIN_H
 #define SBXLOOP_PLUGIN_H
@@ -51,7 +53,7 @@ extern "C" {
 
 #define SBXLOOP_PLUGIN_MAGIC 0x5342584cu /* "SBXL" */
 #define SBXLOOP_ABI_MAJOR 1
-#define SBXLOOP_ABI_MINOR 6
+#define SBXLOOP_ABI_MINOR 7
 
 /* The symbol every module exports. */
 #define SBXLOOP_DESCRIPTOR_SYMBOL "sbxloop_plugin_descriptor"

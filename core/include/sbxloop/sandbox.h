@@ -41,9 +41,18 @@ enum sbxloop_capability {
 	 * ABI 1.2: a command run with exec's read_only_workspace cannot
 	 * change the workspace (the critics run so); without it they can
 	 */
-	SBXLOOP_CAP_WORKSPACE_READ_ONLY = 1u << 8
+	SBXLOOP_CAP_WORKSPACE_READ_ONLY = 1u << 8,
+	/*
+	 * ABI 1.7: while the workspace holds .sbxloop/lanes, nothing in the
+	 * sandbox can write the workspace's .git or .sbxloop/git, so the
+	 * core may run the lanes' git on the host. A mounting provider that
+	 * confines the filesystem without it gets the lanes' git run inside
+	 * the sandbox instead (a driver an agent configures runs confined)
+	 */
+	SBXLOOP_CAP_GIT_READ_ONLY = 1u << 9
 };
-#define SBXLOOP_CAP_ALL 0x1ffu
+#define SBXLOOP_CAP_ALL 0x3ffu
+#define SBXLOOP_CAP_COUNT 10
 
 #define SBXLOOP_PATH_MAX 4096
 #define SBXLOOP_NAME_MAX 128
