@@ -30,7 +30,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sbxloop/events.h>
@@ -193,9 +192,22 @@ static int worktree_open(const struct sched *s, struct task *t,
 
 	if (sl_lanes_in_box(e)) {
 		/* one job in the sandbox, not one per record: git's own
-		 * `worktree add`, serialised (a harvested run never resumes
-		 * into an old sandbox, so nothing is kept) */
+		 * `worktree add`, serialised; a worktree of a mounted
+		 * workspace already on its branch is kept (a resume; a
+		 * harvested run never resumes into an old sandbox) */
 		text = dotgit = NULL;
+		if (!sl_lanes_harvested(e) &&
+		    sl_lanes_git(&g, e, NULL,
+				 (const char *const[]){"git", "-C", dir,
+						       "symbolic-ref", "-q",
+						       "HEAD", NULL}) == 0 &&
+		    /* want: "ref: REF\n" */
+		    strlen(g.out) + 6 == strlen(want) &&
+		    !strncmp(g.out, want + 5, strlen(g.out))) {
+			sl_git_out_clear(&g);
+			goto out; /* kept */
+		}
+		sl_git_out_clear(&g);
 		pthread_rwlock_rdlock(&tip_lock);
 		pthread_mutex_lock(&worktrees_lock);
 		if (WS_GIT(&g, e, NO_HOOKS, "worktree", "add", "-q", "-f",
@@ -774,36 +786,37 @@ static void *merger_thread(void *arg)
  * undone (the workspace goes back to its last merge), and a task
  * accepted in its worktree but never merged is merged now, whether or
  * not lanes run this time. Nothing to do without .sbxloop/lanes.
+ * *own: lanes ran on the workspace's own git (they go on with it).
  */
-static int recover(struct sl_engine *e, struct sbxloop_error *err)
+static int recover(struct sl_engine *e, int *own, struct sbxloop_error *err)
 {
 	struct sl_git_out g;
 	char *lanes;
-	struct stat st;
 	size_t i;
 	int rc = 0;
 
 	/* a harvested run resumes in a fresh sandbox: nothing to recover */
-	if (!e->workspace || sl_lanes_in_box(e))
+	if (!e->workspace || sl_lanes_harvested(e))
 		return 0;
 	/* lanes that ran on a shadow repository go on with it */
-	lanes = sl_xasprintf("%s/" SHADOW_DIR, e->workspace);
-	if (stat(lanes, &st) == 0 && S_ISDIR(st.st_mode)) {
+	lanes = sl_xasprintf("%s/" SHADOW_DIR, sl_lanes_root(e));
+	if (sl_lanes_isdir(e, lanes)) {
 		free(e->lanes_git);
 		e->lanes_git = lanes;
 	} else {
 		free(lanes);
 	}
-	lanes = sl_xasprintf("%s/" LANES_DIR, e->workspace);
-	if (stat(lanes, &st) != 0 || !S_ISDIR(st.st_mode)) {
+	lanes = sl_xasprintf("%s/" LANES_DIR, sl_lanes_root(e));
+	if (!sl_lanes_isdir(e, lanes)) {
 		free(lanes);
 		return 0;
 	}
 	free(lanes);
+	*own = !e->lanes_git;
 	/* a git command the kill cut off leaves its index locked */
 	if (WS_GIT(&g, e, "rev-parse", "--path-format=absolute",
 		   "--git-common-dir") == 0) {
-		sl_lanes_clear_locks(g.out);
+		sl_lanes_clear_locks(e, g.out);
 		free(e->lanes_common);
 		e->lanes_common = sl_xstrdup(g.out);
 		rc = sl_lanes_config_check(e, g.out, err);
@@ -822,7 +835,7 @@ static int recover(struct sl_engine *e, struct sbxloop_error *err)
 		struct task *t = &e->tasks[i];
 		char *dir = dir_of(e, t);
 
-		if (t->state == SL_TASK_DONE && stat(dir, &st) == 0)
+		if (t->state == SL_TASK_DONE && sl_lanes_isdir(e, dir))
 			rc = settle(e, t, 1, err);
 		free(dir);
 	}
@@ -839,17 +852,19 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	struct sbxloop_error first = {0, ""};
 	char *why = NULL;
 	size_t i;
-	int failed = 0, stop = 0, rc, mode;
+	int failed = 0, stop = 0, rc, mode, own = 0;
 
 	/* resumed after lanes: finish what a kill cut short first */
-	rc = recover(e, err);
+	rc = recover(e, &own, err);
 	if (rc < 0)
 		return rc;
 	if (want <= 1 || e->n_tasks < 2) {
 		sl_lanes_shadow_drop(e);
 		return 1;
 	}
-	mode = sl_lanes_mode(e, &why);
+	mode = sl_lanes_mode(e, &why, err);
+	if (mode == -2)
+		return -1;
 	if (mode < 0) {
 		sl_log(SBXLOOP_LOG_WARN,
 		       "budgets.max_parallel_tasks=%lld: running one task at "
@@ -859,16 +874,25 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 		sl_lanes_shadow_drop(e);
 		return 1;
 	}
-	if (mode == 1 && !e->lanes_git)
+	if (mode == 2 && own) {
+		/* the killed run's worktrees and branches are the
+		 * workspace's git's: the lanes go on with it, as they ran
+		 * (a shadow repository now would orphan them) */
+		sl_log(SBXLOOP_LOG_INFO,
+		       "lanes: resumed on the workspace's own git, as they "
+		       "ran before the stop (%s)",
+		       why);
+		mode = 0;
+	} else if (mode > 0 && !e->lanes_git)
 		sl_log(SBXLOOP_LOG_WARN,
 		       "lanes: %s, so the lanes work on a repository of their "
 		       "own, %s/" SHADOW_DIR
 		       " (the workspace's files as they stand; merges write "
 		       "back into the workspace; removed at the end)%s",
 		       why, sl_lanes_root(e),
-		       sl_lanes_in_box(e) ? ", inside the sandbox" : "");
+		       sl_lanes_harvested(e) ? ", inside the sandbox" : "");
 	free(why);
-	if (mode == 1 || e->lanes_git) {
+	if (mode > 0 || e->lanes_git) {
 		rc = sl_lanes_shadow_open(e, err);
 		if (rc < 0)
 			return rc;
@@ -883,7 +907,7 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 		s->per_lane = boxes && !strcmp(boxes, "per-lane");
 		/* a lane's own sandbox could not see worktrees that live
 		 * inside the run's */
-		if (s->per_lane && sl_lanes_in_box(e)) {
+		if (s->per_lane && sl_lanes_harvested(e)) {
 			sl_log(SBXLOOP_LOG_WARN,
 			       "sandbox.lanes: per-lane needs the workspace "
 			       "mounted (the lanes' worktrees live in the "

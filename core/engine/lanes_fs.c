@@ -1,6 +1,7 @@
 /*
  * Where parallel lanes keep their git and files (lanes_fs.h): the host
- * for a mounted workspace, the run's agent sandbox for a harvested run.
+ * for a mounted workspace whose git the sandbox cannot write, the run's
+ * agent sandbox for a harvested run or one that can.
  * In the sandbox each operation is one shell.batch job of argv commands
  * (no shell parses a path or a text), run like any other job of the run.
  * Also which git the lanes use: the workspace's own, or a shadow
@@ -22,9 +23,17 @@
 
 #define JOB_TIMEOUT_S 300
 
-int sl_lanes_in_box(const struct sl_engine *e)
+int sl_lanes_harvested(const struct sl_engine *e)
 {
 	return !e->info.mounted;
+}
+
+int sl_lanes_in_box(const struct sl_engine *e)
+{
+	uint32_t caps = e->info.capabilities;
+
+	return !e->info.mounted || ((caps & SBXLOOP_CAP_FILESYSTEM_CONFINED) &&
+				    !(caps & SBXLOOP_CAP_GIT_READ_ONLY));
 }
 
 const char *sl_lanes_root(const struct sl_engine *e)
@@ -177,13 +186,23 @@ void sl_lanes_rmdir(const struct sl_engine *e, const char *path)
 		box_one(e, (const char *const[]){"rmdir", "--", path, NULL});
 }
 
-void sl_lanes_clear_locks(const char *common)
+void sl_lanes_clear_locks(const struct sl_engine *e, const char *common)
 {
-	char *main_lock = sl_xasprintf("%s/index.lock", common);
-	char *pat = sl_xasprintf("%s/worktrees/*/index.lock", common);
+	char *main_lock, *pat;
 	glob_t gl;
 	size_t i;
 
+	if (sl_lanes_in_box(e)) {
+		/* the path is an argument, never shell source */
+		box_one(e,
+			(const char *const[]){"sh", "-c",
+					      "rm -f -- \"$1/index.lock\" "
+					      "\"$1\"/worktrees/*/index.lock",
+					      "sh", common, NULL});
+		return;
+	}
+	main_lock = sl_xasprintf("%s/index.lock", common);
+	pat = sl_xasprintf("%s/worktrees/*/index.lock", common);
 	unlink(main_lock);
 	if (glob(pat, 0, NULL, &gl) == 0) {
 		for (i = 0; i < gl.gl_pathc; i++)
@@ -315,17 +334,20 @@ int sl_lanes_ws_git(struct sl_git_out *g, const struct sl_engine *e,
  * How may lanes run here? 0: on the workspace's own git (a clean
  * checkout, its top level); 1: with a shadow repository (its own git
  * dir under .sbxloop/, the workspace its work tree) because the
- * workspace is no clean git top, *why says which; -1: not at all, *why
- * says why (the sandbox does not mount the workspace). Caller frees
- * *why.
+ * workspace is no clean git top, *why says which (2: a git top with
+ * uncommitted changes, 1: anything else); -1: not at all, *why
+ * says why (the sandbox does not mount the workspace and has no git);
+ * -2: the workspace's git config is refused (err). Caller frees *why.
  */
-int sl_lanes_mode(struct sl_engine *e, char **why)
+int sl_lanes_mode(struct sl_engine *e, char **why, struct sbxloop_error *err)
 {
+	const char *root = sl_lanes_root(e);
 	struct sl_git_out g;
+	char *prefix;
 	int shadow = 0;
 
 	*why = NULL;
-	if (sl_lanes_in_box(e)) {
+	if (sl_lanes_harvested(e)) {
 		/* a harvested run: git in the sandbox, on a shadow repository
 		 * of the sandbox's copy (whatever .git it holds stays) */
 		if (sl_lanes_git(
@@ -342,30 +364,43 @@ int sl_lanes_mode(struct sl_engine *e, char **why)
 		*why = sl_xstrdup("the sandbox does not mount the workspace");
 		return 1;
 	}
-	if (SL_GIT(&g, e->workspace, "git", "rev-parse", "--show-toplevel")) {
+	/* the top level, the workspace's place under it, git's common dir */
+	if (sl_lanes_git(&g, e, root,
+			 (const char *const[]){
+				 "git", "rev-parse", "--show-toplevel",
+				 "--show-prefix", "--path-format=absolute",
+				 "--git-common-dir", NULL})) {
+		sl_git_out_clear(&g);
 		*why = sl_xstrdup("the workspace is not a git checkout");
-		shadow = 1;
-	} else {
-		char *a = realpath(g.out, NULL),
-		     *b = realpath(e->workspace, NULL);
+		return 1;
+	}
+	prefix = strchr(g.out, '\n');
+	if (!prefix || prefix[1] == '\n' || !strchr(prefix + 1, '\n')) {
+		/* at the top: "TOP\n\nCOMMON" */
+		char *common = strrchr(g.out, '\n');
 
-		if (!a || !b || strcmp(a, b) != 0) {
-			*why = sl_xasprintf("the workspace is inside the git "
-					    "checkout %s, not its top",
-					    g.out);
-			shadow = 1;
+		/* before `status`, which may run a clean filter */
+		if (common && sl_lanes_config_check(e, common + 1, err) < 0) {
+			sl_git_out_clear(&g);
+			return -2;
 		}
-		free(a);
-		free(b);
+	} else {
+		*prefix = '\0';
+		*why = sl_xasprintf("the workspace is inside the git checkout "
+				    "%s, not its top",
+				    g.out);
+		shadow = 1;
 	}
 	sl_git_out_clear(&g);
 	if (shadow)
 		return 1;
-	if (SL_GIT(&g, e->workspace, "git", "status", "--porcelain",
-		   "--untracked-files=all", "--", ".", ":!.sbxloop") ||
+	if (sl_lanes_git(&g, e, root,
+			 (const char *const[]){"git", "status", "--porcelain",
+					       "--untracked-files=all", "--",
+					       ".", ":!.sbxloop", NULL}) ||
 	    *g.out) {
 		*why = sl_xstrdup("the workspace has uncommitted changes");
-		shadow = 1;
+		shadow = 2;
 	}
 	sl_git_out_clear(&g);
 	return shadow;

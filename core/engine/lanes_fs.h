@@ -1,9 +1,10 @@
 /*
  * Where parallel lanes keep their git and their files (lanes.c): on the
- * host, in the run's workspace, when the sandbox mounts it; inside the
- * run's agent sandbox when it does not (a harvested run), every git
- * command and file change then a job there (shell.batch, argv commands,
- * no shell quoting). lanes.c calls these and never the host directly,
+ * host, in the run's workspace, when the sandbox mounts it and cannot
+ * write its git directories; inside the run's agent sandbox when it
+ * does not mount it (a harvested run) or mounts it whole (sbx), every
+ * git command and file change then a job there (shell.batch, argv
+ * commands, no shell quoting). lanes.c calls these and never the host directly,
  * so both places run the same worktree and merge code; which git they
  * run (the workspace's own or a shadow repository) is decided here too.
  * Private to the engine.
@@ -17,8 +18,16 @@
 
 struct sl_engine;
 
-/* Do the lanes work inside the sandbox (the workspace is not mounted)? */
+/*
+ * Do the lanes work inside the sandbox? When it does not mount the
+ * workspace, and when it confines its agents but lets them write the
+ * workspace's .git (no SBXLOOP_CAP_GIT_READ_ONLY): a filter or merge
+ * driver an agent puts into the repository's config would run in
+ * sbxloop's own git on the host; in the sandbox it runs confined.
+ */
 int sl_lanes_in_box(const struct sl_engine *e);
+/* Is the run harvested (the sandbox works on a copy of the workspace)? */
+int sl_lanes_harvested(const struct sl_engine *e);
 
 /* The workspace the lanes work on: the host's, or the sandbox's workdir. */
 const char *sl_lanes_root(const struct sl_engine *e);
@@ -46,10 +55,10 @@ void sl_lanes_rmtree(const struct sl_engine *e, const char *path);
 void sl_lanes_rmdir(const struct sl_engine *e, const char *path);
 /*
  * The index locks a killed git command leaves: `common`/index.lock and
- * `common`/worktrees/(each)/index.lock. On the host only: a harvested
- * run resumes in a fresh sandbox, so nothing there is ever recovered.
+ * `common`/worktrees/(each)/index.lock, where the lanes work (a
+ * harvested run resumes in a fresh sandbox: nothing to clear there).
  */
-void sl_lanes_clear_locks(const char *common);
+void sl_lanes_clear_locks(const struct sl_engine *e, const char *common);
 
 /*
  * Refuse (SBXLOOP_ESTATE, err says which key of which file) a
@@ -100,9 +109,12 @@ int sl_lanes_ws_git(struct sl_git_out *g, const struct sl_engine *e,
 /*
  * How may lanes run here? 0: on the workspace's own git; 1: with a
  * shadow repository (.sbxloop/git, the workspace its work tree), *why
- * says why; -1: not at all, *why says why. Caller frees *why.
+ * says why (2: the workspace is a git top with uncommitted changes, 1:
+ * anything else); -1: not at all, *why says why; -2: the workspace's git
+ * config is refused (sl_lanes_config_check, before any git that may run
+ * a driver), err says why. Caller frees *why.
  */
-int sl_lanes_mode(struct sl_engine *e, char **why);
+int sl_lanes_mode(struct sl_engine *e, char **why, struct sbxloop_error *err);
 /* .sbxloop/ into the workspace's info/exclude (`known`: its path). */
 void sl_lanes_exclude(struct sl_engine *e, const char *known);
 /* Make (or take up) the shadow repository: e->lanes_git. 0, or an error. */

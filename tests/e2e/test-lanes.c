@@ -436,12 +436,18 @@ END_TEST
  * written while nothing kept it read-only (one task at a time, before a
  * resume, by hand): the resume refuses to touch the workspace with it,
  * names the key and the file, runs nothing of it, and keeps the run
- * resumable; without the key the resume completes.
+ * resumable; without the key the resume completes. _i 0: killed with
+ * lanes in flight (the resume recovers them); _i 1: killed before the
+ * lanes started, README touched so that the `git status` that decides
+ * the lanes' repository would run the clean filter (it did, before the
+ * check came first).
  */
 START_TEST(test_lanes_refuse_a_repository_config_that_runs_programs)
 {
 	const char *args[] = {"run", "four files", "--no-tui", NULL};
-	const char *env[] = {"SBXLOOP_TEST_KILL_AFTER=validate:1", NULL};
+	const char *env[] = {_i ? "SBXLOOP_TEST_KILL_AFTER=decompose:1"
+				: "SBXLOOP_TEST_KILL_AFTER=validate:1",
+			     NULL};
 	const char *resume[] = {"resume", NULL, "--no-tui", NULL};
 	char *marker = rt_path("pwned"), *run, *ws, cfg[8400], line[9000];
 	struct tu_run r;
@@ -464,14 +470,16 @@ START_TEST(test_lanes_refuse_a_repository_config_that_runs_programs)
 	}
 	snprintf(line, sizeof(line), "%s/.gitattributes", ws);
 	tu_write(line, "* filter=pwn merge=pwn\n");
+	snprintf(line, sizeof(line), "touch -d '+1 hour' '%s/README'", ws);
+	ck_assert_int_eq(system(line), 0);
 	resume[1] = run;
 	rt_capture(&r, resume);
+	ck_assert_msg(!rt_exists(marker), "the config's program ran");
 	ck_assert_int_eq(r.status, 2);
 	ck_assert_msg(strstr(r.err, "sets 'filter.pwn.clean'") &&
 			      strstr(r.err, cfg),
 		      "%s", r.err);
 	tu_run_free(&r);
-	ck_assert_msg(!rt_exists(marker), "the config's program ran");
 	/* the user takes it out (the attributes too: an untracked file
 	 * would move the resumed lanes onto a shadow repository): the run
 	 * goes on */
@@ -529,6 +537,53 @@ START_TEST(test_user_git_hooks_never_run_on_lanes)
 	ck_assert_msg(!rt_exists(mark), "a user hook ran: %s",
 		      read_file("hook-ran"));
 	free(mark);
+	free(run);
+}
+END_TEST
+
+/*
+ * Lanes killed while they worked on the workspace's own git; before the
+ * resume the user leaves an untracked file there, which would send new
+ * lanes to a shadow repository. The resume goes on with the workspace's
+ * git, whose worktrees and branches the killed lanes left: all four
+ * tasks done, none of the lanes' worktrees or branches left in the
+ * user's git, the user's file kept. Before, the resume made a shadow
+ * repository and left the killed lanes' branches and records behind.
+ */
+START_TEST(test_a_resume_keeps_the_lanes_on_the_git_they_ran_on)
+{
+	const char *args[] = {"run", "four files", "--no-tui", NULL};
+	const char *env[] = {"SBXLOOP_TEST_KILL_AFTER=execute:2", NULL};
+	const char *resume[] = {"resume", NULL, "--no-tui", NULL};
+	char *run, *ws, *text, path[8400];
+	struct tu_run r;
+
+	project("lanes_kill", 2);
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 128 + SIGKILL);
+	run = last_run();
+	ws = rt_workspace(run);
+	snprintf(path, sizeof(path), "%s/notes.txt", ws);
+	tu_write(path, "mine\n");
+	resume[1] = run;
+	rt_capture(&r, resume);
+	ck_assert_msg(r.status == 0, "%d\n%s", r.status, r.err);
+	ck_assert_msg(!strstr(r.err, "repository of their own"), "%s", r.err);
+	tu_run_free(&r);
+	assert_run_state(run, "completed");
+	assert_done(run, four);
+	assert_files(run, four_files);
+	text = tu_read(path);
+	ck_assert_str_eq(text ? text : "", "mine\n");
+	free(text);
+	text = git_out(run, "branch --list 'sbxloop/lanes/*'");
+	ck_assert_msg(!*text, "left: %s", text);
+	free(text);
+	text = git_out(run, "worktree list --porcelain");
+	ck_assert_msg(!strstr(text, ".sbxloop"), "left: %s", text);
+	free(text);
+	snprintf(path, sizeof(path), "%s/.sbxloop/git", ws);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	free(ws);
 	free(run);
 }
 END_TEST
@@ -975,10 +1030,13 @@ static Suite *lanes_suite(void)
 	tcase_add_test(tc, test_user_git_hooks_never_run_on_lanes);
 	tcase_add_test(
 		tc, test_agents_cannot_make_the_lanes_git_run_their_programs);
-	tcase_add_test(
-		tc, test_lanes_refuse_a_repository_config_that_runs_programs);
+	tcase_add_loop_test(
+		tc, test_lanes_refuse_a_repository_config_that_runs_programs,
+		0, 2);
 	tcase_add_test(tc, test_a_resume_waits_for_the_git_a_killed_run_left);
 	tcase_add_test(tc, test_kill_with_lanes_in_flight_then_resume);
+	tcase_add_test(tc,
+		       test_a_resume_keeps_the_lanes_on_the_git_they_ran_on);
 	tcase_add_test(tc, test_cancel_stops_every_lane_and_resume_finishes);
 	tcase_add_test(tc, test_without_git_lanes_run_on_a_shadow_repository);
 	tcase_add_test(tc, test_a_dirty_checkout_gets_lanes_and_keeps_its_git);

@@ -88,6 +88,19 @@ static void write_run_config(const char *scenario)
 	write_run_config_with(scenario, "");
 }
 
+/* $dir/repo: a git project of one commit. */
+static void git_project(void)
+{
+	char *cmd =
+		sl_xasprintf("mkdir '%s/repo' && cd '%s/repo' && git init "
+			     "-q && echo hi > README && git add . && git -c "
+			     "user.name=t -c user.email=t@t commit -qm init",
+			     dir, dir);
+
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+}
+
 static int sandboxes_left(void)
 {
 	char *p = sl_xasprintf("%s/sandboxes", fake_dir);
@@ -470,12 +483,7 @@ START_TEST(test_run_with_per_lane_sandboxes)
 	int custom = 0, lane_execs = 0, strays = 0;
 	char id[16] = "";
 
-	cmd = sl_xasprintf("mkdir '%s/repo' && cd '%s/repo' && git init -q && "
-			   "echo hi > README && git add . && git -c "
-			   "user.name=t -c user.email=t@t commit -qm init",
-			   dir, dir);
-	ck_assert_int_eq(system(cmd), 0);
-	free(cmd);
+	git_project();
 	more = sl_xasprintf("sandbox:\n  workspace: %s/repo\n"
 			    "  lanes: per-lane\n"
 			    "budgets:\n  max_parallel_tasks: %d\n",
@@ -613,6 +621,86 @@ START_TEST(test_unmounted_lanes_on_sbx)
 END_TEST
 
 /*
+ * Lanes on sbx with the workspace mounted: the microVM sees the whole
+ * workspace read-write (no read-only .git), so t1's agent defines a
+ * clean filter in the repository's config and asks for it in
+ * .gitattributes; the lanes' commits and merges would run it. They run
+ * in the sandbox (sbx claims no git_read_only), so the filter runs
+ * there, confined, never in sbxloop's git on the host: each run of it
+ * records whether it ran inside the fake's sandbox (SBX_FAKE_FS set).
+ * Before, every lane commit ran it on the host.
+ */
+START_TEST(test_mounted_lanes_on_sbx_keep_agents_filters_in_the_box)
+{
+	const char *run[] = {"run", "four files", "--no-tui", NULL};
+	char *mark = sl_xasprintf("%s/filter-ran", dir);
+	char *filter = sl_xasprintf("%s/filter.sh", dir);
+	char *cmd, *text, *attack;
+	cJSON *arr, *it;
+	struct tu_run r;
+
+	git_project();
+	text = sl_xasprintf("if [ -n \"$SBX_FAKE_FS\" ]; then echo box; "
+			    "else echo host; fi >> '%s'; cat\n",
+			    mark);
+	tu_write(filter, text);
+	free(text);
+	text = sl_xasprintf("sandbox:\n  workspace: %s/repo\n"
+			    "budgets:\n  max_parallel_tasks: 2\n",
+			    dir);
+	write_run_config_with("lanes_wide", text);
+	free(text);
+	/* t1's EXECUTE runs the attack */
+	attack = sl_xasprintf("git config filter.pwn.clean 'sh %s' && "
+			      "printf '* filter=pwn\\n' > .gitattributes",
+			      filter);
+	cmd = sl_xasprintf("%s/scenario.json", dir);
+	text = tu_read(cmd);
+	arr = cJSON_Parse(text);
+	free(text);
+	ck_assert_ptr_nonnull(arr);
+	cJSON_ArrayForEach (it, arr) {
+		const char *t = cJSON_GetStringValue(
+			cJSON_GetObjectItemCaseSensitive(it, "task"));
+
+		if (t && !strcmp(t, "t1") &&
+		    cJSON_GetObjectItemCaseSensitive(it, "text"))
+			cJSON_AddItemToArray(cJSON_AddArrayToObject(it, "run"),
+					     cJSON_CreateString(attack));
+	}
+	text = cJSON_PrintUnformatted(arr);
+	tu_write(cmd, text);
+	free(text);
+	free(cmd);
+	cJSON_Delete(arr);
+	sbxloop(&r, run);
+	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
+	tu_run_free(&r);
+	text = tu_read(mark);
+	/* the attack was live: the lanes' git ran the filter, in the box */
+	ck_assert_msg(text && strstr(text, "box"), "%s", text ? text : "");
+	ck_assert_msg(
+		!strstr(text, "host"),
+		"an agent's filter ran in sbxloop's git on the host:\n%s",
+		text);
+	free(text);
+	/* the run's clone of the repository holds all four tasks' work */
+	cmd = sl_xasprintf("cd '%s'/state/runs/*/workspace && test -f "
+			   "out-t1.txt && test -f "
+			   "out-t2.txt && test -f out-t3.txt && test -f "
+			   "out-t4.txt && test -z \"$(git worktree list | "
+			   "sed 1d)\" && ! test -e .sbxloop/lanes",
+			   dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	ck_assert_int_eq(sandboxes_left(), 0);
+	free(attack);
+	free(filter);
+	free(mark);
+}
+END_TEST
+
+/*
  * Observed egress on sbx: the fake's host proxy decides the sandbox's
  * curl by the rules the run set (policy allow/rm network), logs each
  * decision, and the provider reads `sbx policy log NAME --json` before
@@ -711,6 +799,8 @@ static Suite *sbx_runs_suite(void)
 	tcase_add_test(tc, test_run_sigterm_leaves_no_sandbox_and_no_secret);
 	tcase_add_loop_test(tc, test_run_with_per_lane_sandboxes, 0, 2);
 	tcase_add_loop_test(tc, test_unmounted_lanes_on_sbx, 0, 2);
+	tcase_add_test(
+		tc, test_mounted_lanes_on_sbx_keep_agents_filters_in_the_box);
 	tcase_add_test(tc,
 		       test_run_records_what_sbx_saw_and_egress_reports_it);
 	tcase_add_test(
