@@ -3,7 +3,8 @@
  * forked processes: one holder at a time, refused with the holder's pid,
  * seen by `driver` exactly while held, gone with its holder whether it
  * lets go or is killed, its file and empty directory removed on
- * release, a symlink in its place refused.
+ * release, a symlink in its place refused; processes that take and let
+ * go in a tight loop never hold it at once.
  */
 #include "config.h"
 
@@ -242,6 +243,89 @@ START_TEST(test_a_lock_file_that_is_a_symlink_is_refused)
 }
 END_TEST
 
+#define CHURN_ROUNDS 3000
+
+/*
+ * A process that takes run r1's lock CHURN_ROUNDS times (a refusal is
+ * a round too) and, while it holds it, owns `inside` (O_EXCL): exit 1
+ * when another holder owns it at the same time, else 0; the rounds it
+ * held go to `held_fd` as text.
+ */
+static pid_t churner(const char *inside, int held_fd)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sbxloop_error err = {0, ""};
+		int i, fd, held = 0;
+		char line[32];
+
+		for (i = 0; i < CHURN_ROUNDS; i++) {
+			struct sl_runlock lk = SL_RUNLOCK_INIT;
+
+			if (sl_runlock_take_wait(state, "r1", "run", 0, &lk,
+						 &err) < 0)
+				continue;
+			fd = open(inside, O_CREAT | O_EXCL | O_WRONLY, 0600);
+			if (fd < 0)
+				_exit(1);
+			close(fd);
+			held++;
+			unlink(inside);
+			sl_runlock_release(&lk);
+		}
+		snprintf(line, sizeof(line), "%d\n", held);
+		_exit(write(held_fd, line, strlen(line)) > 0 ? 0 : 2);
+	}
+	return pid;
+}
+
+/*
+ * A holder letting go unlinks the file while a taker may have it open:
+ * the taker that then locks the unlinked file must see that the path
+ * no longer names it and start over, or two processes would drive the
+ * run at once (one on the old file, one on a new one). Three processes
+ * take and let go as fast as they can; at no time do two hold it.
+ */
+START_TEST(test_takers_racing_a_release_never_hold_at_once)
+{
+	char *inside = path_of("inside");
+	int fds[2], i, status, held = 0, n;
+	pid_t pids[3];
+	char buf[128];
+	ssize_t got;
+	size_t len = 0;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	for (i = 0; i < 3; i++)
+		pids[i] = churner(inside, fds[1]);
+	close(fds[1]);
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(waitpid(pids[i], &status, 0), pids[i]);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "two processes held the run's lock at once "
+			      "(status %d)",
+			      status);
+	}
+	while ((got = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)got;
+	buf[len] = '\0';
+	close(fds[0]);
+	for (char *p = buf; sscanf(p, "%d", &n) == 1;
+	     p = strchr(p, '\n') + 1) {
+		held += n;
+		if (!strchr(p, '\n')[1])
+			break;
+	}
+	/* they did contend: many rounds held it, not all */
+	ck_assert_int_gt(held, CHURN_ROUNDS / 10);
+	ck_assert_int_lt(held, 3 * CHURN_ROUNDS);
+	ck_assert(!exists("runs/r1"));
+	free(inside);
+}
+END_TEST
+
 static Suite *runlock_suite(void)
 {
 	Suite *s = suite_create("runlock");
@@ -256,6 +340,7 @@ static Suite *runlock_suite(void)
 	tcase_add_test(
 		tc, test_release_removes_the_file_and_an_empty_directory_only);
 	tcase_add_test(tc, test_a_lock_file_that_is_a_symlink_is_refused);
+	tcase_add_test(tc, test_takers_racing_a_release_never_hold_at_once);
 	suite_add_tcase(s, tc);
 	return s;
 }
