@@ -347,20 +347,27 @@ int sl_lanes_mode(struct sl_engine *e, char **why, struct sbxloop_error *err)
 	int shadow = 0;
 
 	*why = NULL;
-	if (sl_lanes_harvested(e)) {
-		/* a harvested run: git in the sandbox, on a shadow repository
-		 * of the sandbox's copy (whatever .git it holds stays) */
+	if (sl_lanes_in_box(e)) {
+		/* the lanes' git must run in the sandbox: is there one? */
 		if (sl_lanes_git(
 			    &g, e, NULL,
 			    (const char *const[]){"git", "--version", NULL})) {
-			*why = sl_xasprintf("the sandbox does not mount the "
-					    "workspace and has no git to run "
-					    "the lanes in it (%s)",
-					    g.out);
+			*why = sl_xasprintf(
+				"the sandbox %s and has no git to run the lanes "
+				"in it (%s)",
+				sl_lanes_harvested(e)
+					? "does not mount the workspace"
+					: "can write the workspace's .git, so "
+					  "the lanes' git runs inside it,",
+				g.out);
 			sl_git_out_clear(&g);
 			return -1;
 		}
 		sl_git_out_clear(&g);
+	}
+	if (sl_lanes_harvested(e)) {
+		/* a harvested run: git in the sandbox, on a shadow repository
+		 * of the sandbox's copy (whatever .git it holds stays) */
 		*why = sl_xstrdup("the sandbox does not mount the workspace");
 		return 1;
 	}

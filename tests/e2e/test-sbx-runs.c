@@ -701,6 +701,50 @@ START_TEST(test_mounted_lanes_on_sbx_keep_agents_filters_in_the_box)
 END_TEST
 
 /*
+ * The same on an sbx image without git: the lanes' git cannot run in
+ * the sandbox and must not run on the host, so the run says why and
+ * runs one task at a time to the same end.
+ */
+START_TEST(test_mounted_lanes_on_sbx_without_git_run_one_at_a_time)
+{
+	const char *run[] = {"run", "four files", "--no-tui", NULL};
+	char *bin = sl_xasprintf("%s/image-bin", dir), *cmd, *text;
+	struct tu_run r;
+
+	git_project();
+	/* the image's PATH: everything of this host's but git */
+	cmd = sl_xasprintf("mkdir '%s' && for f in /usr/bin/* /usr/sbin/* "
+			   "/usr/local/bin/*; do b=${f##*/}; [ \"$b\" = git ] "
+			   "|| ln -sf \"$f\" '%s'/\"$b\"; done",
+			   bin, bin);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	text = sl_xasprintf("sandbox:\n  workspace: %s/repo\n"
+			    "budgets:\n  max_parallel_tasks: 2\n",
+			    dir);
+	write_run_config_with("lanes_wide", text);
+	free(text);
+	setenv("SBX_FAKE_PATH", bin, 1);
+	sbxloop(&r, run);
+	unsetenv("SBX_FAKE_PATH");
+	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
+	ck_assert_msg(strstr(r.err, "running one task at a time") &&
+			      strstr(r.err, "has no git to run the lanes"),
+		      "%s", r.err);
+	tu_run_free(&r);
+	cmd = sl_xasprintf("cd '%s'/state/runs/*/workspace && test -f "
+			   "out-t1.txt && test -f out-t4.txt && test -z "
+			   "\"$(git log --merges --oneline)\" && ! test -e "
+			   ".sbxloop/lanes",
+			   dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	ck_assert_int_eq(sandboxes_left(), 0);
+	free(bin);
+}
+END_TEST
+
+/*
  * Observed egress on sbx: the fake's host proxy decides the sandbox's
  * curl by the rules the run set (policy allow/rm network), logs each
  * decision, and the provider reads `sbx policy log NAME --json` before
@@ -801,6 +845,8 @@ static Suite *sbx_runs_suite(void)
 	tcase_add_loop_test(tc, test_unmounted_lanes_on_sbx, 0, 2);
 	tcase_add_test(
 		tc, test_mounted_lanes_on_sbx_keep_agents_filters_in_the_box);
+	tcase_add_test(
+		tc, test_mounted_lanes_on_sbx_without_git_run_one_at_a_time);
 	tcase_add_test(tc,
 		       test_run_records_what_sbx_saw_and_egress_reports_it);
 	tcase_add_test(

@@ -258,6 +258,9 @@ int cmd_exec(int argc, char **argv, const char *in, size_t in_len)
 		close(fds[0]);
 		setenv("HOME", home, 1);
 		setenv("SBX_FAKE_FS", fs, 1);
+		/* an image without some tool: the tests' PATH for it */
+		if (getenv("SBX_FAKE_PATH"))
+			setenv("PATH", getenv("SBX_FAKE_PATH"), 1);
 		setenv("COPYFILE_DISABLE", "1", 1);
 		if (lfd >= 0) {
 			char *url = xprintf("http://127.0.0.1:%u", port);

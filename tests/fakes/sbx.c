@@ -24,6 +24,9 @@
  * Variants of the sbx CLI, switched by environment variables (unset =
  * the default column):
  *
+ *   SBX_FAKE_PATH         PATH of every process `exec` starts (unset: the
+ *                         caller's): a sandbox image that lacks a tool
+ *                         (git) is a directory without it.
  *   SBX_FAKE_SECRET_LS    `secret ls` columns. Default `SCOPE SECRET
  *                         HOSTS` (upstream's harness, UPSTREAM.md 8.6).
  *                         `type`: `SCOPE TYPE NAME HOST`, a TYPE column
