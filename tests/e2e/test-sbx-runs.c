@@ -701,6 +701,56 @@ START_TEST(test_mounted_lanes_on_sbx_keep_agents_filters_in_the_box)
 END_TEST
 
 /*
+ * Lanes on a mounted sbx workspace killed (-9) right after t1's and
+ * t2's EXECUTE were committed, then resumed: the lanes' git is in the
+ * sandbox, and the resume recovers the lanes there, keeping each
+ * in-flight task's worktree (its EXECUTE's files), so no task executes
+ * again: a worktree made afresh would fail VERIFY and revise.
+ */
+START_TEST(test_mounted_lanes_on_sbx_resume_in_their_worktrees)
+{
+	const char *run[] = {"run", "four files", "--no-tui", NULL};
+	const char *again[] = {"resume", NULL, "--no-tui", NULL};
+	const char *logs[] = {"logs",       NULL,     "--type",
+			      "task.state", "--json", NULL};
+	char *text, *cmd;
+	struct tu_run r;
+
+	git_project();
+	text = sl_xasprintf("sandbox:\n  workspace: %s/repo\n"
+			    "budgets:\n  max_parallel_tasks: 2\n",
+			    dir);
+	write_run_config_with("lanes_kill", text);
+	free(text);
+	setenv("SBXLOOP_TEST_KILL_AFTER", "execute:2", 1);
+	sbxloop(&r, run);
+	unsetenv("SBXLOOP_TEST_KILL_AFTER");
+	ck_assert_msg(r.status == 128 + SIGKILL, "%d\n%s", r.status, r.err);
+	tu_run_free(&r);
+	again[1] = logs[1] = only_run_id();
+	sbxloop(&r, again);
+	ck_assert_msg(r.status == 0, "%d\n%s", r.status, r.err);
+	tu_run_free(&r);
+	sbxloop(&r, logs);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_msg(strstr(r.out, "\"state\":\"done\""), "%s", r.out);
+	ck_assert_msg(!strstr(r.out, "\"revisions\":1"),
+		      "a task revised after the resume:\n%s", r.out);
+	tu_run_free(&r);
+	free((char *)again[1]);
+	cmd = sl_xasprintf("cd '%s'/state/runs/*/workspace && test -f "
+			   "out-t1.txt && test -f out-t2.txt && test -f "
+			   "out-t3.txt && test -f out-t4.txt && test -z "
+			   "\"$(git worktree list | sed 1d)\" && test -z "
+			   "\"$(git branch --list 'sbxloop/lanes/*')\"",
+			   dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	ck_assert_int_eq(sandboxes_left(), 0);
+}
+END_TEST
+
+/*
  * The same on an sbx image without git: the lanes' git cannot run in
  * the sandbox and must not run on the host, so the run says why and
  * runs one task at a time to the same end.
@@ -847,6 +897,8 @@ static Suite *sbx_runs_suite(void)
 		tc, test_mounted_lanes_on_sbx_keep_agents_filters_in_the_box);
 	tcase_add_test(
 		tc, test_mounted_lanes_on_sbx_without_git_run_one_at_a_time);
+	tcase_add_test(tc,
+		       test_mounted_lanes_on_sbx_resume_in_their_worktrees);
 	tcase_add_test(tc,
 		       test_run_records_what_sbx_saw_and_egress_reports_it);
 	tcase_add_test(
