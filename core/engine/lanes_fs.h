@@ -4,9 +4,10 @@
  * write its git directories; inside the run's agent sandbox when it
  * does not mount it (a harvested run) or mounts it whole (sbx), every
  * git command and file change then a job there (shell.batch, argv
- * commands, no shell quoting). lanes.c calls these and never the host directly,
- * so both places run the same worktree and merge code; which git they
- * run (the workspace's own or a shadow repository) is decided here too.
+ * commands, no shell quoting). lanes.c calls these and never the host
+ * directly, so both places run the same worktree and merge code; which
+ * git they run (the workspace's own or a shadow repository) is decided
+ * here too.
  * Private to the engine.
  */
 #ifndef SL_LANES_FS_H
