@@ -126,7 +126,9 @@ void teardown(void)
 	}
 	memset(&box, 0, sizeof(box));
 	sl_buf_release(&events);
-	tu_rmtree(dir);
+	/* kept to be read when SBXLOOP_KEEP_TEST_DIRS is set, as rt_ does */
+	if (!getenv("SBXLOOP_KEEP_TEST_DIRS"))
+		tu_rmtree(dir);
 	free(dir);
 	dir = NULL;
 }
