@@ -192,11 +192,11 @@ static int worktree_open(const struct sched *s, struct task *t,
 
 	if (sl_lanes_in_box(e)) {
 		/* one job in the sandbox, not one per record: git's own
-		 * `worktree add`, serialised; a worktree of a mounted
-		 * workspace already on its branch is kept (a resume; a
+		 * `worktree add`, serialised; in a resume, a worktree of a
+		 * mounted workspace already on its branch is kept (a
 		 * harvested run never resumes into an old sandbox) */
 		text = dotgit = NULL;
-		if (!sl_lanes_harvested(e) &&
+		if (e->resumed && !sl_lanes_harvested(e) &&
 		    sl_lanes_git(&g, e, NULL,
 				 (const char *const[]){"git", "-C", dir,
 						       "symbolic-ref", "-q",
@@ -393,6 +393,17 @@ static int commit_task(struct sl_engine *e, struct task *t,
 	     *msg = sl_xasprintf("sbxloop: task %s", t->id);
 	int rc;
 
+	if (sl_lanes_in_box(e)) {
+		/* one job, not two: the commit only when the add worked
+		 * (the arguments are git's, never shell source) */
+		rc = sl_lanes_git(
+			&g, e, dir,
+			(const char *const[]){
+				"sh", "-c", "git add -A && exec git \"$@\"",
+				"sh", GIT_ID, NO_REFLOG, "commit", "-q",
+				"--allow-empty", "-m", msg, NULL});
+		goto done;
+	}
 	rc = lane_git(&g, e, t, dir,
 		      (const char *const[]){"git", "add", "-A", NULL});
 	if (rc == 0) {
@@ -402,6 +413,7 @@ static int commit_task(struct sl_engine *e, struct task *t,
 				      "git", GIT_ID, NO_REFLOG, "commit", "-q",
 				      "--allow-empty", "-m", msg, NULL});
 	}
+done:
 	if (rc != 0)
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot commit the work of task %s in %s: %s",
