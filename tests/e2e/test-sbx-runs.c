@@ -101,6 +101,34 @@ static void git_project(void)
 	free(cmd);
 }
 
+/*
+ * $dir/repo a git project, the run on `scenario` on two lanes with the
+ * workspace mounted (the fake's default).
+ */
+static void mounted_lanes(const char *scenario)
+{
+	char *more = sl_xasprintf("sandbox:\n  workspace: %s/repo\n"
+				  "budgets:\n  max_parallel_tasks: 2\n",
+				  dir);
+
+	git_project();
+	write_run_config_with(scenario, more);
+	free(more);
+}
+
+/* The run's clone of the repository holds all four tasks' files, and
+ * `more` (shell, in it) holds. */
+static void assert_run_workspace(const char *more)
+{
+	char *cmd = sl_xasprintf("cd '%s'/state/runs/*/workspace && test -f "
+				 "out-t1.txt && test -f out-t2.txt && test -f "
+				 "out-t3.txt && test -f out-t4.txt && %s",
+				 dir, more);
+
+	ck_assert_msg(system(cmd) == 0, "%s", cmd);
+	free(cmd);
+}
+
 static int sandboxes_left(void)
 {
 	char *p = sl_xasprintf("%s/sandboxes", fake_dir);
@@ -639,17 +667,12 @@ START_TEST(test_mounted_lanes_on_sbx_keep_agents_filters_in_the_box)
 	cJSON *arr, *it;
 	struct tu_run r;
 
-	git_project();
 	text = sl_xasprintf("if [ -n \"$SBX_FAKE_FS\" ]; then echo box; "
 			    "else echo host; fi >> '%s'; cat\n",
 			    mark);
 	tu_write(filter, text);
 	free(text);
-	text = sl_xasprintf("sandbox:\n  workspace: %s/repo\n"
-			    "budgets:\n  max_parallel_tasks: 2\n",
-			    dir);
-	write_run_config_with("lanes_wide", text);
-	free(text);
+	mounted_lanes("lanes_wide");
 	/* t1's EXECUTE runs the attack */
 	attack = sl_xasprintf("git config filter.pwn.clean 'sh %s' && "
 			      "printf '* filter=pwn\\n' > .gitattributes",
@@ -684,15 +707,8 @@ START_TEST(test_mounted_lanes_on_sbx_keep_agents_filters_in_the_box)
 		"an agent's filter ran in sbxloop's git on the host:\n%s",
 		text);
 	free(text);
-	/* the run's clone of the repository holds all four tasks' work */
-	cmd = sl_xasprintf("cd '%s'/state/runs/*/workspace && test -f "
-			   "out-t1.txt && test -f "
-			   "out-t2.txt && test -f out-t3.txt && test -f "
-			   "out-t4.txt && test -z \"$(git worktree list | "
-			   "sed 1d)\" && ! test -e .sbxloop/lanes",
-			   dir);
-	ck_assert_int_eq(system(cmd), 0);
-	free(cmd);
+	assert_run_workspace("test -z \"$(git worktree list | sed 1d)\" && "
+			     "! test -e .sbxloop/lanes");
 	ck_assert_int_eq(sandboxes_left(), 0);
 	free(attack);
 	free(filter);
@@ -713,15 +729,9 @@ START_TEST(test_mounted_lanes_on_sbx_resume_in_their_worktrees)
 	const char *again[] = {"resume", NULL, "--no-tui", NULL};
 	const char *logs[] = {"logs",       NULL,     "--type",
 			      "task.state", "--json", NULL};
-	char *text, *cmd;
 	struct tu_run r;
 
-	git_project();
-	text = sl_xasprintf("sandbox:\n  workspace: %s/repo\n"
-			    "budgets:\n  max_parallel_tasks: 2\n",
-			    dir);
-	write_run_config_with("lanes_kill", text);
-	free(text);
+	mounted_lanes("lanes_kill");
 	setenv("SBXLOOP_TEST_KILL_AFTER", "execute:2", 1);
 	sbxloop(&r, run);
 	unsetenv("SBXLOOP_TEST_KILL_AFTER");
@@ -738,14 +748,9 @@ START_TEST(test_mounted_lanes_on_sbx_resume_in_their_worktrees)
 		      "a task revised after the resume:\n%s", r.out);
 	tu_run_free(&r);
 	free((char *)again[1]);
-	cmd = sl_xasprintf("cd '%s'/state/runs/*/workspace && test -f "
-			   "out-t1.txt && test -f out-t2.txt && test -f "
-			   "out-t3.txt && test -f out-t4.txt && test -z "
-			   "\"$(git worktree list | sed 1d)\" && test -z "
-			   "\"$(git branch --list 'sbxloop/lanes/*')\"",
-			   dir);
-	ck_assert_int_eq(system(cmd), 0);
-	free(cmd);
+	assert_run_workspace("test -z \"$(git worktree list | sed 1d)\" && "
+			     "test -z \"$(git branch --list "
+			     "'sbxloop/lanes/*')\"");
 	ck_assert_int_eq(sandboxes_left(), 0);
 }
 END_TEST
@@ -758,10 +763,10 @@ END_TEST
 START_TEST(test_mounted_lanes_on_sbx_without_git_run_one_at_a_time)
 {
 	const char *run[] = {"run", "four files", "--no-tui", NULL};
-	char *bin = sl_xasprintf("%s/image-bin", dir), *cmd, *text;
+	char *bin = sl_xasprintf("%s/image-bin", dir), *cmd;
 	struct tu_run r;
 
-	git_project();
+	mounted_lanes("lanes_wide");
 	/* the image's PATH: everything of this host's but git */
 	cmd = sl_xasprintf("mkdir '%s' && for f in /usr/bin/* /usr/sbin/* "
 			   "/usr/local/bin/*; do b=${f##*/}; [ \"$b\" = git ] "
@@ -769,11 +774,6 @@ START_TEST(test_mounted_lanes_on_sbx_without_git_run_one_at_a_time)
 			   bin, bin);
 	ck_assert_int_eq(system(cmd), 0);
 	free(cmd);
-	text = sl_xasprintf("sandbox:\n  workspace: %s/repo\n"
-			    "budgets:\n  max_parallel_tasks: 2\n",
-			    dir);
-	write_run_config_with("lanes_wide", text);
-	free(text);
 	setenv("SBX_FAKE_PATH", bin, 1);
 	sbxloop(&r, run);
 	unsetenv("SBX_FAKE_PATH");
@@ -782,13 +782,8 @@ START_TEST(test_mounted_lanes_on_sbx_without_git_run_one_at_a_time)
 			      strstr(r.err, "has no git to run the lanes"),
 		      "%s", r.err);
 	tu_run_free(&r);
-	cmd = sl_xasprintf("cd '%s'/state/runs/*/workspace && test -f "
-			   "out-t1.txt && test -f out-t4.txt && test -z "
-			   "\"$(git log --merges --oneline)\" && ! test -e "
-			   ".sbxloop/lanes",
-			   dir);
-	ck_assert_int_eq(system(cmd), 0);
-	free(cmd);
+	assert_run_workspace("test -z \"$(git log --merges --oneline)\" && "
+			     "! test -e .sbxloop/lanes");
 	ck_assert_int_eq(sandboxes_left(), 0);
 	free(bin);
 }
