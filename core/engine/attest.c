@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
@@ -36,6 +37,7 @@
 #include "common/json.h"
 #include "common/util.h"
 #include "engine/attest.h"
+#include "engine/attest_cmds.h"
 #include "host/loader.h"
 #include "host/redact.h"
 #include "phases/worker_client.h"
@@ -43,8 +45,6 @@
 #define ROLE_AGENT 0
 #define ROLE_GITHUB 1
 #define JOB_TIMEOUT_S 60
-#define EGRESS_DENIED "denied.attest.sbxloop.test"
-#define EGRESS_GRANTED "granted.attest.sbxloop.test"
 
 /* ------------------------------------------------------------ names */
 
@@ -77,22 +77,6 @@ const char *sl_attest_cap_name(uint32_t cap)
 }
 
 /* ------------------------------------------------------------ helpers */
-
-/* 'text' for sh (caller frees). */
-static char *quote(const char *text)
-{
-	struct sl_buf b = SL_BUF_INIT;
-
-	sl_buf_addc(&b, '\'');
-	for (; *text; text++) {
-		if (*text == '\'')
-			sl_buf_adds(&b, "'\\''");
-		else
-			sl_buf_addc(&b, *text);
-	}
-	sl_buf_addc(&b, '\'');
-	return sl_buf_detach(&b);
-}
 
 static struct sl_probe *add(struct sl_attest *a, const char *name, int role,
 			    uint32_t cap, int claimed)
@@ -272,98 +256,6 @@ static void listener_stop(struct listener *l)
 	close(l->fd);
 	l->running = 0;
 }
-
-/* ----------------------------------------------------- the commands */
-
-/* The secret probe: where the canaries' public half shows. */
-static char *cmd_canary_scan(const char *nonce, const char *workdir)
-{
-	char *q = quote(workdir);
-	char *c = sl_xasprintf(
-		"p='sbxattes[t][mg]%s'\n"
-		"env | grep -o \"$p\" | sed 's/^/env /'\n"
-		"grep -rsoh \"$p\" \"$HOME\" %s 2>/dev/null | "
-		"sed 's/^/files /'\n"
-		"for f in /proc/[0-9]*/environ; do tr '\\000' '\\n' <\"$f\"; "
-		"echo; done 2>/dev/null | grep -o \"$p\" | "
-		"sed 's/^/proc-environ /'\n"
-		"for f in /proc/[0-9]*/cmdline; do tr '\\000' ' ' <\"$f\"; "
-		"echo; done 2>/dev/null | grep -o \"$p\" | "
-		"sed 's/^/process-list /'\n"
-		"exit 0",
-		nonce, q);
-
-	free(q);
-	return c;
-}
-
-/* Without canaries: is the other role's variable set? */
-static char *cmd_var_check(const char *const *vars)
-{
-	struct sl_buf b = SL_BUF_INIT;
-	size_t i;
-
-	for (i = 0; vars[i]; i++)
-		sl_buf_addf(&b, "[ -n \"${%s:-}\" ] && echo 'env %s'\n",
-			    vars[i], vars[i]);
-	sl_buf_adds(&b, "exit 0");
-	return sl_buf_detach(&b);
-}
-
-/* Try to create each target; the host looks for them afterwards. */
-static char *cmd_write_targets(char *const *targets, size_t n)
-{
-	struct sl_buf b = SL_BUF_INIT;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		char *q = quote(targets[i]);
-
-		sl_buf_addf(&b,
-			    "if : > %s 2>/dev/null; then echo 'wrote %zu'; "
-			    "fi\n",
-			    q, i);
-		free(q);
-	}
-	sl_buf_adds(&b, "exit 0");
-	return sl_buf_detach(&b);
-}
-
-static char *cmd_exists(const char *path, const char *say)
-{
-	char *q = quote(path);
-	char *c =
-		sl_xasprintf("if [ -e %s ]; then echo %s; fi; exit 0", q, say);
-
-	free(q);
-	return c;
-}
-
-static char *cmd_connect(unsigned port)
-{
-	return sl_xasprintf(
-		"command -v curl >/dev/null 2>&1 || { echo nocurl; exit 0; }\n"
-		"curl -s -o /dev/null --noproxy '*' --connect-timeout 2 "
-		"--max-time 3 http://127.0.0.1:%u/direct\n"
-		"curl -s -o /dev/null --connect-timeout 2 --max-time 3 "
-		"http://127.0.0.1:%u/proxied\n"
-		"exit 0",
-		port, port);
-}
-
-static const char cmd_resources[] =
-	"m=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || echo none)\n"
-	"p=$(cat /sys/fs/cgroup/pids.max 2>/dev/null || echo none)\n"
-	"v=$(ulimit -v 2>/dev/null || echo none)\n"
-	"echo \"memory.max=$m pids.max=$p ulimit-v=$v\"";
-
-static const char cmd_egress[] =
-	"command -v curl >/dev/null 2>&1 || { echo nocurl; exit 0; }\n"
-	"for h in " EGRESS_DENIED " " EGRESS_GRANTED "; do\n"
-	"c=$(curl -s -o /dev/null -w '%{http_code}' --connect-timeout 3 "
-	"--max-time 4 \"http://$h/\")\n"
-	"echo \"$h ${c:-000}\"\n"
-	"done";
 
 /* ------------------------------------------------------ the judging */
 
@@ -563,7 +455,7 @@ static void egress_probes(struct sl_core *core, struct sl_attest *a,
 	struct sl_probe *den, *gra, *rev;
 	struct granters g;
 	struct sbxloop_grant gr;
-	char *cmd = (char *)cmd_egress, code[8], code2[8];
+	char *cmd = (char *)sl_attest_egress_script, code[8], code2[8];
 	cJSON *res = NULL;
 	size_t i, by = SIZE_MAX;
 
@@ -663,8 +555,7 @@ static void box_release(struct box_probe *bp)
 	size_t i;
 
 	for (i = 0; i < bp->n; i++)
-		if (bp->cmds[i] != (char *)cmd_resources)
-			free(bp->cmds[i]);
+		free(bp->cmds[i]);
 	for (i = 0; i < bp->n_targets; i++)
 		free(bp->targets[i]);
 }
@@ -777,9 +668,9 @@ static int ro_probe(struct sl_core *core, struct sl_attest *a,
 		    !!(info->capabilities & SBXLOOP_CAP_WORKSPACE_READ_ONLY));
 	char *path =
 		sl_xasprintf("%s/.sbxloop-attest-%s-ro", info->workdir, tag);
-	char *q = quote(path);
+	char *q = sl_attest_quote(path);
 	char *cmd = sl_xasprintf(
-		"if : > %s 2>/dev/null; then echo wrote; rm -f %s; fi; exit 0",
+		"if (: > %s) 2>/dev/null; then echo wrote; rm -f %s; fi; exit 0",
 		q, q);
 	cJSON *res = NULL;
 	int rc = batch(core, info, "agent", &cmd, 1, 1, &res, err);
@@ -816,8 +707,8 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 
 	bp->i_secret = bp->i_mount = bp->i_net = bp->i_res = -1;
 	if (o->nonce) {
-		bp->i_secret =
-			push(bp, cmd_canary_scan(o->nonce, bp->info.workdir));
+		bp->i_secret = push(bp, sl_attest_canary_script(
+						o->nonce, bp->info.workdir));
 	} else {
 		const char *model = sl_pair_model_env(pair);
 		const char *gh_vars[] = {SL_GH_TOKEN_ENV, SL_GH_TOKEN_ENV_ALT,
@@ -825,9 +716,9 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 		const char *model_vars[] = {model, NULL};
 
 		if (agent || model)
-			bp->i_secret =
-				push(bp, cmd_var_check(agent ? gh_vars
-							     : model_vars));
+			bp->i_secret = push(
+				bp, sl_attest_var_script(agent ? gh_vars
+							       : model_vars));
 	}
 	/*
 	 * Writes outside the workspace only where confinement is claimed,
@@ -837,8 +728,8 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 	bp->i_fs = -1;
 	if (full || (claimed & SBXLOOP_CAP_FILESYSTEM_CONFINED)) {
 		fs_targets(core, bp, workspace, tag);
-		bp->i_fs = push(bp,
-				cmd_write_targets(bp->targets, bp->n_targets));
+		bp->i_fs = push(bp, sl_attest_write_script(bp->targets,
+							   bp->n_targets));
 	}
 	if (agent) {
 		mount = sl_xasprintf("%s/.sbxloop-attest-%s-mount", workspace,
@@ -849,14 +740,17 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 				sl_xasprintf("%s/.sbxloop-attest-%s-mount",
 					     bp->info.workdir, tag);
 
-			bp->i_mount = push(bp, cmd_exists(inside, "mounted"));
+			bp->i_mount = push(bp, sl_attest_exists_script(
+						       inside, "mounted"));
 			free(inside);
 		}
 		if (l->running &&
 		    (full || (claimed & SBXLOOP_CAP_NETWORK_DISABLED)))
-			bp->i_net = push(bp, cmd_connect(l->port));
+			bp->i_net =
+				push(bp, sl_attest_connect_script(l->port));
 		if (full)
-			bp->i_res = push(bp, (char *)cmd_resources);
+			bp->i_res = push(
+				bp, sl_xstrdup(sl_attest_resources_script));
 	}
 	rc = batch(core, &bp->info, role, bp->cmds, bp->n, 0, &res, err);
 	if (mount) {

@@ -7,14 +7,18 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include <sbxloop/sandbox.h>
 
 #include "engine/attest.h"
+#include "engine/attest_cmds.h"
 
 START_TEST(test_levels_parse_and_anything_else_is_refused)
 {
@@ -96,6 +100,52 @@ START_TEST(test_the_event_and_reason_name_the_probe_and_capability)
 }
 END_TEST
 
+/*
+ * The filesystem probes' script under the system's sh (dash on Debian),
+ * with the first target refused: the others are still tried.
+ */
+START_TEST(test_the_write_script_goes_on_past_a_refused_target)
+{
+	char dir[] = "/tmp/sbxloop-attest-XXXXXX", t[3][96], cmd[160];
+	char out[256] = "", *targets[3], *script;
+	size_t got;
+	FILE *f;
+	int i, status;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(t[0], sizeof(t[0]), "%s/missing/a", dir); /* refused */
+	snprintf(t[1], sizeof(t[1]), "%s/b", dir);
+	snprintf(t[2], sizeof(t[2]), "%s/c", dir);
+	for (i = 0; i < 3; i++)
+		targets[i] = t[i];
+	script = sl_attest_write_script(targets, 3);
+	snprintf(cmd, sizeof(cmd), "%s/probe.sh", dir);
+	f = fopen(cmd, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(script, f);
+	fclose(f);
+	free(script);
+	snprintf(cmd, sizeof(cmd), "/bin/sh %s/probe.sh 2>&1", dir);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	got = fread(out, 1, sizeof(out) - 1, f);
+	out[got] = '\0';
+	status = pclose(f);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "status %d: %s", status, out);
+	ck_assert_msg(!strstr(out, "wrote 0") && strstr(out, "wrote 1") &&
+			      strstr(out, "wrote 2"),
+		      "%s", out);
+	ck_assert_int_eq(access(t[1], F_OK), 0);
+	ck_assert_int_eq(access(t[2], F_OK), 0);
+	unlink(t[1]);
+	unlink(t[2]);
+	snprintf(cmd, sizeof(cmd), "%s/probe.sh", dir);
+	unlink(cmd);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 static Suite *attest_report_suite(void)
 {
 	Suite *s = suite_create("attest-report");
@@ -103,6 +153,8 @@ static Suite *attest_report_suite(void)
 
 	tcase_add_test(tc, test_levels_parse_and_anything_else_is_refused);
 	tcase_add_test(tc, test_capabilities_are_named_and_zero_is_the_split);
+	tcase_add_test(tc,
+		       test_the_write_script_goes_on_past_a_refused_target);
 	tcase_add_test(
 		tc, test_canaries_share_a_public_nonce_and_differ_in_secret);
 	tcase_add_test(
