@@ -539,9 +539,11 @@ struct box_probe {
 	struct sbxloop_sandbox_info info;
 	char *cmds[8];
 	size_t n;
-	int i_secret, i_fs, i_mount, i_net, i_res;
+	int i_secret, i_fs, i_mount, i_net, i_res, i_git;
 	char *targets[3];
 	size_t n_targets;
+	char *git[4]; /* the git probe's paths on the host */
+	int git_made[4];
 };
 
 static int push(struct box_probe *bp, char *cmd)
@@ -690,6 +692,70 @@ static int ro_probe(struct sl_core *core, struct sl_attest *a,
 	return rc;
 }
 
+/*
+ * git_read_only: while lanes run in the workspace (it holds
+ * .sbxloop/lanes), can a job write git's directories (.git, the lanes'
+ * shadow repository .sbxloop/git) or rename .git or .sbxloop away?
+ * The host makes what is missing (removed after), the job tries each
+ * (sl_attest_git_script), the host looks, and puts back what moved.
+ */
+static const char *const git_dirs[] = {".sbxloop", ".sbxloop/lanes", ".git",
+				       ".sbxloop/git"};
+
+static void git_prepare(struct box_probe *bp, const char *workspace)
+{
+	struct stat st;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		bp->git[i] = sl_xasprintf("%s/%s", workspace, git_dirs[i]);
+		if (lstat(bp->git[i], &st) < 0)
+			bp->git_made[i] = mkdir(bp->git[i], 0700) == 0;
+	}
+}
+
+static void git_judge(struct sl_attest *a, struct box_probe *bp,
+		      const char *workspace, const char *tag, int ran)
+{
+	struct sl_probe *p = add(
+		a, "lanes_git_write", ROLE_AGENT, SBXLOOP_CAP_GIT_READ_ONLY,
+		!!(bp->info.capabilities & SBXLOOP_CAP_GIT_READ_ONLY));
+	char got[192] = "", *f;
+	int i;
+
+	for (i = 0; i < 2; i++) { /* what moved goes back first */
+		f = sl_xasprintf("%s/.sbxloop-attest-%s-%d", workspace, tag,
+				 i);
+		if (rename(f, bp->git[i ? 0 : 2]) == 0)
+			snprintf(got + strlen(got), sizeof(got) - strlen(got),
+				 "%srenamed %s away", *got ? ", " : "",
+				 git_dirs[i ? 0 : 2]);
+		free(f);
+	}
+	for (i = 2; i < 4; i++) {
+		f = sl_xasprintf("%s/.sbxloop-attest-%s", bp->git[i], tag);
+		if (unlink(f) == 0)
+			snprintf(got + strlen(got), sizeof(got) - strlen(got),
+				 "%swrote into %s", *got ? ", " : "",
+				 git_dirs[i]);
+		free(f);
+	}
+	for (i = 3; i >= 0; i--) {
+		if (bp->git_made[i])
+			rmdir(bp->git[i]);
+		free(bp->git[i]);
+		bp->git[i] = NULL;
+	}
+	if (!ran)
+		not_run(p, "not measured: the probe job failed");
+	else if (*got)
+		measure(p, 0, "a job %s while lanes run", got);
+	else
+		measure(p, 1,
+			"a job cannot write .git or .sbxloop/git, nor rename "
+			"them or .sbxloop, while lanes run");
+}
+
 static int probe_box(struct sl_core *core, struct sl_pair *pair,
 		     struct sl_attest *a, struct box_probe *bp,
 		     const char *workspace, const struct sl_attest_opts *o,
@@ -705,7 +771,7 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 	struct sl_probe *p;
 	int rc;
 
-	bp->i_secret = bp->i_mount = bp->i_net = bp->i_res = -1;
+	bp->i_secret = bp->i_mount = bp->i_net = bp->i_res = bp->i_git = -1;
 	if (o->nonce) {
 		bp->i_secret = push(bp, sl_attest_canary_script(
 						o->nonce, bp->info.workdir));
@@ -751,12 +817,22 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 		if (full)
 			bp->i_res = push(
 				bp, sl_xstrdup(sl_attest_resources_script));
+		/* quick: where claimed (where it fails it writes .git) */
+		if (bp->info.mounted &&
+		    (full || (claimed & SBXLOOP_CAP_GIT_READ_ONLY))) {
+			git_prepare(bp, workspace);
+			bp->i_git = push(bp, sl_attest_git_script(
+						     bp->info.workdir, tag));
+		}
 	}
 	rc = batch(core, &bp->info, role, bp->cmds, bp->n, 0, &res, err);
 	if (mount) {
 		unlink(mount);
 		free(mount);
 	}
+	/* last in the table; what it moved goes back at once */
+	if (bp->i_git >= 0 && rc < 0)
+		git_judge(a, bp, workspace, tag, 0);
 	if (rc < 0) {
 		size_t i;
 
@@ -809,6 +885,8 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 			!!(claimed & SBXLOOP_CAP_RESOURCE_BOUNDED));
 		judge_resources(p, output_of(res, bp->i_res));
 	}
+	if (bp->i_git >= 0)
+		git_judge(a, bp, workspace, tag, 1);
 	cJSON_Delete(res);
 	return 0;
 }

@@ -86,6 +86,24 @@ char *sl_attest_write_script(char *const *targets, size_t n)
 	return sl_buf_detach(&b);
 }
 
+char *sl_attest_git_script(const char *workdir, const char *tag)
+{
+	char *q = sl_attest_quote(workdir);
+	char *c =
+		sl_xasprintf("cd %s || exit 0\n"
+			     "for d in .git .sbxloop/git; do\n"
+			     "(: > \"$d/.sbxloop-attest-%s\") 2>/dev/null && "
+			     "echo \"wrote $d\"\n"
+			     "done\n"
+			     "mv .git .sbxloop-attest-%s-0 2>/dev/null\n"
+			     "mv .sbxloop .sbxloop-attest-%s-1 2>/dev/null\n"
+			     "exit 0",
+			     q, tag, tag, tag);
+
+	free(q);
+	return c;
+}
+
 char *sl_attest_exists_script(const char *path, const char *say)
 {
 	char *q = sl_attest_quote(path);

@@ -34,6 +34,12 @@ char *sl_attest_exists_script(const char *path, const char *say);
 /* curl the host's loopback listener, directly and through any proxy. */
 char *sl_attest_connect_script(unsigned port);
 
+/*
+ * In `workdir`, try to write into .git and .sbxloop/git and to rename
+ * .git and .sbxloop to .sbxloop-attest-TAG-0 and -1 (the host looks).
+ */
+char *sl_attest_git_script(const char *workdir, const char *tag);
+
 /* The job's memory, pids and address-space limits, on one line. */
 extern const char sl_attest_resources_script[];
 

@@ -170,7 +170,9 @@ static void pin_lanes_git(struct bwv *b, const char *ws)
 	bw_add3(b, "--bind", d, d);
 	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		d = ws_path(b, ws, dirs[i]);
-		if (lstat(d, &st) == 0 && S_ISDIR(st.st_mode))
+		/* .git may be a file (a linked worktree's): bound too */
+		if (lstat(d, &st) == 0 &&
+		    (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
 			bw_add3(b, "--ro-bind", d, d);
 	}
 }

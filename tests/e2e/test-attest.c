@@ -105,6 +105,7 @@ START_TEST(test_deep_on_bare_local_reports_unclaimed_and_passes)
 	assert_probe(r.out, "critic_workspace_write", "agent", "n/a");
 	assert_probe(r.out, "network_out", "agent", "n/a");
 	assert_probe(r.out, "process_after_removal", "agent", "n/a");
+	assert_probe(r.out, "lanes_git_write", "agent", "n/a");
 	assert_probe(r.out, "workspace_mounted", "agent", "pass");
 	ck_assert(strstr(r.out, "every claimed capability held"));
 	tu_run_free(&r);
@@ -123,6 +124,7 @@ START_TEST(test_deep_on_bwrap_holds_every_claim)
 	assert_probe(r.out, "critic_workspace_write", "agent", "pass");
 	assert_probe(r.out, "network_out", "agent", "pass");
 	assert_probe(r.out, "process_after_removal", "agent", "pass");
+	assert_probe(r.out, "lanes_git_write", "agent", "pass");
 	tu_run_free(&r);
 }
 END_TEST
@@ -157,12 +159,13 @@ START_TEST(test_deep_fails_a_provider_that_claims_what_it_does_not_enforce)
 {
 	struct tu_run r;
 
-	doctor_deep(
-		&r, "mock", NULL,
-		"mock:\n  claim: filesystem_confined,workspace_read_only\n");
+	doctor_deep(&r, "mock", NULL,
+		    "mock:\n  claim: "
+		    "filesystem_confined,workspace_read_only,git_read_only\n");
 	ck_assert_int_eq(r.status, 1);
 	assert_probe(r.out, "host_fs_write", "agent", "FAIL");
 	assert_probe(r.out, "critic_workspace_write", "agent", "FAIL");
+	assert_probe(r.out, "lanes_git_write", "agent", "FAIL");
 	ck_assert_msg(strstr(r.err, "claims filesystem_confined but probe "
 				    "host_fs_write measured"),
 		      "%s", r.err);
@@ -220,8 +223,19 @@ START_TEST(test_a_run_records_its_attestation_and_attest_off_skips_it)
 	run = last_run();
 	ck_assert_int_eq(rt_event_count(run, "sandbox.attested", "role",
 					"agent", "pass", "1", "claimed",
-					"*filesystem_confined*", NULL),
+					"*git_read_only*", NULL),
 			 1);
+	/* the git probe put back what it made: no .sbxloop, no leftover */
+	{
+		char *ws = rt_path("state/runs/%s/workspace", run);
+		const char *argv[] = {"find", ws, "-name", "*sbxloop*", NULL};
+		struct tu_run f;
+
+		tu_exec(&f, NULL, NULL, argv);
+		ck_assert_msg(f.status == 0 && !*f.out, "left: %s", f.out);
+		tu_run_free(&f);
+		free(ws);
+	}
 	free(run);
 
 	put_file("scenario.json.cursor", "");
@@ -232,6 +246,46 @@ START_TEST(test_a_run_records_its_attestation_and_attest_off_skips_it)
 	run = last_run();
 	ck_assert_int_eq(count_events(run, "sandbox.attested"), 0);
 	free(run);
+}
+END_TEST
+
+/*
+ * A linked worktree's .git is a file naming its git dir: an agent that
+ * could replace it would hand the lanes' git on the host a repository
+ * of its own. The run's git probe tries to rename it away.
+ */
+START_TEST(test_a_linked_worktrees_dot_git_file_holds_under_bwrap)
+{
+	const char *args[] = {"run", "make a thing", "--no-tui", NULL};
+	char *sbx, *before, *after, *run, *cmd;
+	struct tu_run r;
+
+	rt_git_repo();
+	cmd = sl_xasprintf("cd '%s/repo' && git worktree add -q ../wt",
+			   rt_dir());
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	sbx = rt_path("wt/.sbxloop");
+	before = read_file("wt/.git");
+	copy_scenario("happy1");
+	rt_write_config("local", NULL,
+			"local:\n  isolation: bwrap\n"
+			"sandbox:\n  workspace: wt\n"
+			"  workspace_isolation: in-place\n");
+	rt_capture(&r, args);
+	ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+	tu_run_free(&r);
+	run = last_run();
+	ck_assert_int_eq(rt_event_count(run, "sandbox.attested", "role",
+					"agent", "pass", "1", NULL),
+			 1);
+	after = read_file("wt/.git");
+	ck_assert_str_eq(after, before);
+	ck_assert_msg(!rt_exists(sbx), "the probe left .sbxloop");
+	free(after);
+	free(before);
+	free(run);
+	free(sbx);
 }
 END_TEST
 
@@ -306,6 +360,8 @@ static Suite *attest_suite(void)
 	tcase_add_test(
 		tc,
 		test_a_run_records_its_attestation_and_attest_off_skips_it);
+	tcase_add_test(tc,
+		       test_a_linked_worktrees_dot_git_file_holds_under_bwrap);
 	tcase_add_test(tc, test_an_unknown_attest_level_is_refused);
 	suite_add_tcase(s, tc);
 	return s;

@@ -50,7 +50,8 @@ static const struct sbxloop_config_key mock_keys[] = {
 static const char *const mock_cap_names[] = {
 	"egress_enforced",     "network_disabled", "secret_never_in_sandbox",
 	"filesystem_confined", "resource_bounded", "workspace_mounted",
-	"dies_with_parent",    "egress_revocable", "workspace_read_only"};
+	"dies_with_parent",    "egress_revocable", "workspace_read_only",
+	"git_read_only"};
 
 struct mock {
 	struct dirbox box;
