@@ -7,9 +7,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cpu.h"
@@ -106,4 +108,62 @@ double bench_proc_runtime_ms(pid_t pid)
 double bench_tv_ms(const struct timeval *tv)
 {
 	return (double)tv->tv_sec * 1000.0 + (double)tv->tv_usec / 1000.0;
+}
+
+void bench_speeds_from_times(const double *times, double *speed, int n)
+{
+	double best = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (i == 0 || times[i] < best)
+			best = times[i];
+	for (i = 0; i < n; i++)
+		speed[i] = best / times[i];
+}
+
+/* Wall seconds of a fixed loop on whatever CPU runs it now. */
+static double spin_s(void)
+{
+	volatile unsigned long x = 1;
+	struct timespec a, b;
+	long i;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (i = 0; i < 20000000L; i++)
+		x = x * 2862933555777941757ul + 3037000493ul;
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (double)(b.tv_sec - a.tv_sec) +
+	       (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+}
+
+int bench_cpu_speeds(int *cpu, double *speed, int max, int rounds)
+{
+	cpu_set_t was, one;
+	double times[CPU_SETSIZE];
+	int c, n = 0, r;
+
+	if (sched_getaffinity(0, sizeof(was), &was) < 0)
+		return -1;
+	for (c = 0; c < CPU_SETSIZE && n < max; c++) {
+		if (!CPU_ISSET(c, &was))
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		if (sched_setaffinity(0, sizeof(one), &one) < 0)
+			break;
+		cpu[n] = c;
+		times[n] = 0;
+		for (r = 0; r < (rounds > 0 ? rounds : 1); r++) {
+			double t = spin_s();
+
+			if (r == 0 || t < times[n])
+				times[n] = t;
+		}
+		n++;
+	}
+	if (sched_setaffinity(0, sizeof(was), &was) < 0 || n == 0)
+		return -1;
+	bench_speeds_from_times(times, speed, n);
+	return n;
 }

@@ -38,4 +38,19 @@ double bench_proc_runtime_ms(pid_t pid);
 
 double bench_tv_ms(const struct timeval *tv);
 
+/*
+ * How fast each CPU this process may run on goes, relative to the
+ * fastest: the best of `rounds` wall times of one fixed spin loop pinned
+ * to each CPU in turn. A VM's vCPUs need not be equal (one the
+ * hypervisor shares with other guests runs a loop slower, without the
+ * guest seeing steal time), and what the benches start queues on them.
+ * cpu[i] is the i-th allowed CPU's number and speed[i] its speed (the
+ * fastest 1.0); returns how many (at most `max`), or -1. The process's
+ * CPU affinity is as before on return.
+ */
+int bench_cpu_speeds(int *cpu, double *speed, int max, int rounds);
+
+/* times[i] -> speed[i] = min(times) / times[i] (all > 0). */
+void bench_speeds_from_times(const double *times, double *speed, int n);
+
 #endif

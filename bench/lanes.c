@@ -1,8 +1,10 @@
 /*
- * bench/lanes: parallel lanes. A real `sbxloop run` of 16 independent
- * tasks (N if given) on the local provider, in a git project (so each
- * lane works in a worktree and merges back), with a scripted agent
- * whose every job takes 200 ms, at 1, 2, 4 and 8 lanes. Prints per lane
+ * bench/lanes [TASKS [JOB_MS]]: parallel lanes. A real `sbxloop run` of
+ * 16 independent tasks (TASKS if given) on the local provider, in a git
+ * project (so each lane works in a worktree and merges back), with a
+ * scripted agent whose every job takes 200 ms (JOB_MS if given; 0 makes
+ * the runs as fast as the host can go, which shows what bounds the
+ * lanes when the jobs are short), at 1, 2, 4 and 8 lanes. Prints per lane
  * count the wall time and the speed-up over one lane (same process, same
  * scenario); the same for the tasks alone (first task.start to last
  * task.end, from the run's store: provisioning, DECOMPOSE and teardown
@@ -19,6 +21,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -32,46 +35,6 @@
 #include "cpu.h"
 #include "db.h"
 #include "runs.h"
-
-#define JOB_S 0.2
-
-/* Every reply keyed to its task, each taking JOB_S. */
-static int write_scenario(const char *path, int n)
-{
-	static const char *const replies[] = {
-		"{\"json\":{\"steps\":[\"write the file\"]}",
-		NULL, /* EXECUTE: writes out-tN.txt */
-		"{\"json\":{\"verdict\":\"pass\"}",
-		"{\"json\":{\"verdict\":\"accept\"}",
-	};
-	FILE *f = fopen(path, "w");
-	int i, k;
-
-	if (!f)
-		return -1;
-	fputs("[{\"json\":{\"tasks\":[", f);
-	for (i = 1; i <= n; i++)
-		fprintf(f,
-			"%s{\"id\":\"t%d\",\"title\":\"task %d\","
-			"\"verify_commands\":[\"test -f out-t%d.txt\"]}",
-			i > 1 ? "," : "", i, i, i);
-	fputs("]}}", f);
-	for (i = 1; i <= n; i++)
-		for (k = 0; k < 4; k++) {
-			fputs(",\n", f);
-			if (replies[k])
-				fputs(replies[k], f);
-			else
-				fprintf(f,
-					"{\"text\":\"done\",\"files\":"
-					"{\"out-t%d.txt\":\"ok\\n\"}",
-					i);
-			fprintf(f, ",\"task\":\"t%d\",\"sleep_s\":%g}", i,
-				JOB_S);
-		}
-	fputs("]\n", f);
-	return fclose(f);
-}
 
 /* What one run at one lane count measured. */
 struct figures {
@@ -89,7 +52,7 @@ struct figures {
  * without a journal, as here, skips recently freed inodes one by one),
  * which would charge one lane count for another's clean-up.
  */
-static int bench(int n, int lanes, struct figures *f, char *dir)
+static int bench(int n, double job_s, int lanes, struct figures *f, char *dir)
 {
 	char path[1024], cmd[1280];
 	char extra[128], lanes_env[64];
@@ -103,7 +66,7 @@ static int bench(int n, int lanes, struct figures *f, char *dir)
 		 "user.email=b@b commit -qm init",
 		 dir);
 	snprintf(path, sizeof(path), "%s/scenario.json", dir);
-	if (system(cmd) != 0 || write_scenario(path, n) < 0)
+	if (system(cmd) != 0 || bench_write_keyed_scenario(path, n, job_s) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/sbxloop.yaml", dir);
 	snprintf(extra, sizeof(extra),
@@ -146,23 +109,45 @@ static void remove_dir(const char *dir)
 		fprintf(stderr, "bench: cannot remove %s\n", dir);
 }
 
+/*
+ * What "two cores" means here: a VM's vCPUs need not be equal, nor stay
+ * so while the runs go (the machine is shared).
+ */
+static void cpu_speeds(const char *when)
+{
+	int cpu[8], k, got;
+	double speed[8];
+
+	got = bench_cpu_speeds(cpu, speed, 8, 3);
+	printf("CPUs %s (a spin loop pinned to each, relative to the "
+	       "fastest):",
+	       when);
+	for (k = 0; k < got; k++)
+		printf(" cpu%d %.2f", cpu[k], speed[k]);
+	printf("\n");
+}
+
 int main(int argc, char **argv)
 {
 	static const int lanes[] = {1, 2, 4, 8};
 	int n = argc > 1 ? atoi(argv[1]) : 16, i, made = 0, rc = 0;
+	int job_ms = argc > 2 ? atoi(argv[2]) : 200;
 	const char *tmp = getenv("TMPDIR");
 	char dirs[4][200];
 	struct figures one = {0, 0, 0, 0, 0};
 
-	if (n < 2 || n > 200) {
-		fputs("usage: bench/lanes [TASKS, 2..200]\n", stderr);
+	if (n < 2 || n > 200 || job_ms < 0 || job_ms > 10000 ||
+	    (argc > 2 && !isdigit((unsigned char)argv[2][0]))) {
+		fputs("usage: bench/lanes [TASKS, 2..200 [JOB_MS, 0..10000]]\n",
+		      stderr);
 		return 2;
 	}
 	if (tmp && strlen(tmp) > 150) {
 		fputs("bench: TMPDIR is longer than 150 bytes\n", stderr);
 		return 2;
 	}
-	printf("%d independent tasks, every job %.0f ms:\n", n, JOB_S * 1000);
+	cpu_speeds("before");
+	printf("%d independent tasks, every job %d ms:\n", n, job_ms);
 	for (i = 0; i < 4; i++) {
 		struct figures f;
 
@@ -175,7 +160,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		made = i + 1;
-		if (bench(n, lanes[i], &f, dirs[i]) < 0) {
+		if (bench(n, job_ms / 1000.0, lanes[i], &f, dirs[i]) < 0) {
 			/* the failed run's directory stays to be read */
 			fprintf(stderr, "bench: kept %s\n", dirs[i]);
 			made = i;
@@ -185,15 +170,18 @@ int main(int argc, char **argv)
 		if (i == 0)
 			one = f;
 		printf("lanes=%d  wall %6.2f s  speed-up %5.2f (%.2f x lanes)  "
-		       "tasks %6.2f s  speed-up %5.2f (%.2f x lanes)  sbxloop "
+		       "tasks %6.2f s (%.0f ms a task)  speed-up %5.2f (%.2f x "
+		       "lanes)  sbxloop "
 		       "CPU %.2f ms/job (with its children %.1f)  peak RSS "
 		       "%.1f MB\n",
 		       lanes[i], f.wall, one.wall / f.wall,
 		       one.wall / f.wall / lanes[i], f.tasks,
-		       one.tasks / f.tasks, one.tasks / f.tasks / lanes[i],
-		       f.cpu_job, f.tree_job, f.rss_mb);
+		       f.tasks * 1000 / n, one.tasks / f.tasks,
+		       one.tasks / f.tasks / lanes[i], f.cpu_job, f.tree_job,
+		       f.rss_mb);
 		fflush(stdout);
 	}
+	cpu_speeds("after");
 	for (i = 0; i < made; i++)
 		remove_dir(dirs[i]);
 	return rc;

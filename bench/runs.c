@@ -107,6 +107,43 @@ int bench_write_scenario(const char *path, int n, double execute_s, int steer)
 	return fclose(f);
 }
 
+int bench_write_keyed_scenario(const char *path, int n, double job_s)
+{
+	static const char *const replies[] = {
+		"{\"json\":{\"steps\":[\"write the file\"]}",
+		NULL, /* EXECUTE: writes out-tN.txt */
+		"{\"json\":{\"verdict\":\"pass\"}",
+		"{\"json\":{\"verdict\":\"accept\"}",
+	};
+	FILE *f = fopen(path, "w");
+	int i, k;
+
+	if (!f)
+		return -1;
+	fputs("[{\"json\":{\"tasks\":[", f);
+	for (i = 1; i <= n; i++)
+		fprintf(f,
+			"%s{\"id\":\"t%d\",\"title\":\"task %d\","
+			"\"verify_commands\":[\"test -f out-t%d.txt\"]}",
+			i > 1 ? "," : "", i, i, i);
+	fputs("]}}", f);
+	for (i = 1; i <= n; i++)
+		for (k = 0; k < 4; k++) {
+			fputs(",\n", f);
+			if (replies[k])
+				fputs(replies[k], f);
+			else
+				fprintf(f,
+					"{\"text\":\"done\",\"files\":"
+					"{\"out-t%d.txt\":\"ok\\n\"}",
+					i);
+			fprintf(f, ",\"task\":\"t%d\",\"sleep_s\":%g}", i,
+				job_s);
+		}
+	fputs("]\n", f);
+	return fclose(f);
+}
+
 int bench_write_config(const char *path, int n, const char *plugins,
 		       const char *extra)
 {

@@ -21,6 +21,13 @@ double bench_now(void);
 int bench_write_scenario(const char *path, int n, double execute_s, int steer);
 
 /*
+ * The same for parallel lanes: every reply keyed to its task (so lanes
+ * may ask in any order), every job taking `job_s` seconds, and each
+ * task's VERIFY `test -f out-tI.txt`, the file its EXECUTE writes.
+ */
+int bench_write_keyed_scenario(const char *path, int n, double job_s);
+
+/*
  * sbxloop.yaml at `path` for a run of n tasks on scenario.json, the
  * prompts and worker of the build tree, resource limits off; `plugins`
  * is the YAML body of `plugins:` (indented two spaces), `extra` more

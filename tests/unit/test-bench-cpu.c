@@ -9,6 +9,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,44 @@ START_TEST(test_run_sbxloop_measures_wall_own_cpu_and_status)
 }
 END_TEST
 
+START_TEST(test_speeds_are_relative_to_the_fastest)
+{
+	const double times[] = {2.0, 1.0, 4.0};
+	double speed[3];
+
+	bench_speeds_from_times(times, speed, 3);
+	ck_assert_double_eq_tol(speed[0], 0.5, 1e-12);
+	ck_assert_double_eq_tol(speed[1], 1.0, 1e-12);
+	ck_assert_double_eq_tol(speed[2], 0.25, 1e-12);
+}
+END_TEST
+
+/* Each CPU the process may use is measured once, and the process may
+ * use them all again afterwards. */
+START_TEST(test_every_allowed_cpu_gets_a_speed_and_its_affinity_stays)
+{
+	cpu_set_t before, after;
+	int cpu[CPU_SETSIZE], n, i, fastest = 0;
+	double speed[CPU_SETSIZE];
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(before), &before), 0);
+	n = bench_cpu_speeds(cpu, speed, CPU_SETSIZE, 1);
+	ck_assert_int_eq(n, CPU_COUNT(&before));
+	for (i = 0; i < n; i++) {
+		ck_assert(CPU_ISSET(cpu[i], &before));
+		ck_assert(i == 0 || cpu[i] > cpu[i - 1]);
+		ck_assert_msg(speed[i] > 0 && speed[i] <= 1.0, "cpu %d: %g",
+			      cpu[i], speed[i]);
+		fastest += speed[i] == 1.0;
+	}
+	ck_assert_int_ge(fastest, 1);
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(after), &after), 0);
+	ck_assert(CPU_EQUAL(&before, &after));
+	/* `max` caps it */
+	ck_assert_int_eq(bench_cpu_speeds(cpu, speed, 1, 1), 1);
+}
+END_TEST
+
 static Suite *bench_cpu_suite(void)
 {
 	Suite *s = suite_create("bench-cpu");
@@ -208,6 +247,10 @@ static Suite *bench_cpu_suite(void)
 	tcase_add_test(
 		tc, test_stat_fields_count_after_the_last_paren_of_the_name);
 	tcase_add_test(tc, test_run_sbxloop_measures_wall_own_cpu_and_status);
+	tcase_add_test(tc, test_speeds_are_relative_to_the_fastest);
+	tcase_add_test(
+		tc,
+		test_every_allowed_cpu_gets_a_speed_and_its_affinity_stays);
 	suite_add_tcase(s, tc);
 	return s;
 }
