@@ -345,39 +345,26 @@ static void worktree_retire(struct sl_engine *e, struct task *t)
 
 static void lanes_tidy(struct sl_engine *e)
 {
-	struct sl_git_out g;
-	char *pattern =
-		sl_xasprintf("refs/heads/sbxloop/lanes/%s/", e->run_id);
-	const char **argv;
-	char *copy, *line, *save = NULL;
-	size_t n = 0, cap = 8;
+	const char *const prune[] = {"git", "worktree", "prune", NULL};
+	const char **branches = sl_xcalloc(e->n_tasks + 5, sizeof(*branches));
+	char **names = sl_xcalloc(e->n_tasks + 1, sizeof(*names));
+	size_t i, n = 0;
 
-	WS_GIT(&g, e, "worktree", "prune");
-	sl_git_out_clear(&g);
-	if (WS_GIT(&g, e, "for-each-ref", "--format=%(refname:short)",
-		   pattern) == 0 &&
-	    *g.out) {
-		argv = sl_xcalloc(cap, sizeof(*argv));
-		argv[n++] = "git";
-		argv[n++] = "branch";
-		argv[n++] = "-q";
-		argv[n++] = "-D";
-		copy = sl_xstrdup(g.out);
-		for (line = strtok_r(copy, "\n", &save); line;
-		     line = strtok_r(NULL, "\n", &save)) {
-			if (n + 2 > cap)
-				argv = sl_xrealloc(argv,
-						   (cap *= 2) * sizeof(*argv));
-			argv[n++] = line;
-		}
-		argv[n] = NULL;
-		sl_git_out_clear(&g);
-		sl_lanes_ws_git(&g, e, argv);
-		free(copy);
-		free(argv);
-	}
-	sl_git_out_clear(&g);
-	free(pattern);
+	/* every task's branch by name, no listing first: git deletes the
+	 * ones there are and says so of the others */
+	branches[n++] = "git";
+	branches[n++] = "branch";
+	branches[n++] = "-q";
+	branches[n++] = "-D";
+	for (i = 0; i < e->n_tasks; i++)
+		branches[n++] = names[i] = branch_of(e, &e->tasks[i]);
+	branches[n] = NULL;
+	sl_lanes_ws_gits(e,
+			 (const char *const *const[]){prune, branches, NULL});
+	for (i = 0; i < e->n_tasks; i++)
+		free(names[i]);
+	free(names);
+	free(branches);
 }
 
 /*
@@ -803,27 +790,28 @@ static void *merger_thread(void *arg)
 static int recover(struct sl_engine *e, int *own, struct sbxloop_error *err)
 {
 	struct sl_git_out g;
-	char *lanes;
+	char *lanes, *shadow;
 	size_t i;
-	int rc = 0;
+	int rc = 0, is[2];
 
-	/* a harvested run resumes in a fresh sandbox: nothing to recover */
-	if (!e->workspace || sl_lanes_harvested(e))
+	/* nothing to recover but in a resume (a fresh run has no lanes of
+	 * its own yet), and a harvested run resumes in a fresh sandbox */
+	if (!e->resumed || !e->workspace || sl_lanes_harvested(e))
 		return 0;
-	/* lanes that ran on a shadow repository go on with it */
-	lanes = sl_xasprintf("%s/" SHADOW_DIR, sl_lanes_root(e));
-	if (sl_lanes_isdir(e, lanes)) {
-		free(e->lanes_git);
-		e->lanes_git = lanes;
-	} else {
-		free(lanes);
-	}
+	/* lanes that ran on a shadow repository go on with it (one look
+	 * at both in the sandbox) */
+	shadow = sl_xasprintf("%s/" SHADOW_DIR, sl_lanes_root(e));
 	lanes = sl_xasprintf("%s/" LANES_DIR, sl_lanes_root(e));
-	if (!sl_lanes_isdir(e, lanes)) {
-		free(lanes);
-		return 0;
-	}
+	sl_lanes_isdirs(e, (const char *const[]){shadow, lanes, NULL}, is);
 	free(lanes);
+	if (is[0]) {
+		free(e->lanes_git);
+		e->lanes_git = shadow;
+	} else {
+		free(shadow);
+	}
+	if (!is[1])
+		return 0;
 	*own = !e->lanes_git;
 	/* a git command the kill cut off leaves its index locked */
 	if (WS_GIT(&g, e, "rev-parse", "--path-format=absolute",
@@ -1031,16 +1019,16 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	e->lanes_halt = 0;
 	slots_down(s, failed);
 	lanes_tidy(e);
-	if (!failed)
+	if (!failed && e->lanes_git) {
 		sl_lanes_shadow_drop(e);
-	if (!failed) {
-		char *dir = sl_xasprintf("%s/" LANES_DIR, sl_lanes_root(e));
+	} else if (!failed) {
+		char *lanes = sl_xasprintf("%s/" LANES_DIR, sl_lanes_root(e));
+		char *top = sl_xasprintf("%s/.sbxloop", sl_lanes_root(e));
 
-		sl_lanes_rmdir(e, dir); /* only when empty */
-		free(dir);
-		dir = sl_xasprintf("%s/.sbxloop", sl_lanes_root(e));
-		sl_lanes_rmdir(e, dir);
-		free(dir);
+		/* each only when empty */
+		sl_lanes_rmdirs(e, (const char *const[]){lanes, top, NULL});
+		free(lanes);
+		free(top);
 	}
 out:
 	pthread_cond_destroy(&s->queued);

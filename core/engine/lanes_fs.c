@@ -43,22 +43,22 @@ const char *sl_lanes_root(const struct sl_engine *e)
 
 /*
  * One job of argv commands in the agent sandbox, in `cwd` (NULL: the
- * workdir). The last command's exit status, or -1 when the job did not
- * run; its output (caller frees) into *out when `out` is non-NULL.
+ * workdir): its results, one {exit_code, output} per command in order
+ * (borrowed from *res, which the caller deletes), or NULL when the job
+ * did not run (*why, when non-NULL, says why; caller frees).
  */
-static int box_run(const struct sl_engine *e, const char *cwd,
-		   const char *const *const *cmds, char **out)
+static const cJSON *box_batch(const struct sl_engine *e, const char *cwd,
+			      const char *const *const *cmds, cJSON **res,
+			      char **why)
 {
 	struct sl_job_tags tags = {"agent", "lanes", NULL, 0};
 	struct sbxloop_sandbox_info at = e->info;
 	struct sbxloop_error err = {0, ""};
-	cJSON *job = cJSON_CreateObject(), *list, *res = NULL;
-	const cJSON *results, *last;
+	cJSON *job = cJSON_CreateObject(), *list;
+	const cJSON *results = NULL;
 	size_t i, k;
-	int status = -1;
 
-	if (out)
-		*out = NULL;
+	*res = NULL;
 	cJSON_AddStringToObject(job, "kind", "shell.batch");
 	cJSON_AddNumberToObject(job, "timeout_s", JOB_TIMEOUT_S);
 	/* the worker runs in the info's workdir (--cwd wins over a job's) */
@@ -73,20 +73,46 @@ static int box_run(const struct sl_engine *e, const char *cwd,
 					     cJSON_CreateString(cmds[i][k]));
 		cJSON_AddItemToArray(list, argv);
 	}
-	if (sl_worker_submit(e->core, &at, job, &tags, &res, &err) == 0) {
-		results = cJSON_GetObjectItemCaseSensitive(res, "output_json");
-		last = cJSON_GetArrayItem(results,
-					  cJSON_GetArraySize(results) - 1);
-		if (last) {
-			status = (int)sl_json_num(last, "exit_code", -1);
-			if (out)
-				*out = sl_xstrdup(
-					sl_json_str(last, "output", ""));
-		}
-	} else if (out) {
-		*out = sl_xstrdup(err.message);
-	}
+	if (sl_worker_submit(e->core, &at, job, &tags, res, &err) == 0)
+		results =
+			cJSON_GetObjectItemCaseSensitive(*res, "output_json");
+	else if (why)
+		*why = sl_xstrdup(err.message);
 	cJSON_Delete(job);
+	return results;
+}
+
+/* Command i's exit status in box_batch's results, or -1. */
+static int box_status(const cJSON *results, int i)
+{
+	return (int)sl_json_num(cJSON_GetArrayItem(results, i), "exit_code",
+				-1);
+}
+
+static const char *box_output(const cJSON *results, int i)
+{
+	return sl_json_str(cJSON_GetArrayItem(results, i), "output", "");
+}
+
+/*
+ * One job of argv commands in the agent sandbox, in `cwd` (NULL: the
+ * workdir). The last command's exit status, or -1 when the job did not
+ * run; its output (caller frees) into *out when `out` is non-NULL.
+ */
+static int box_run(const struct sl_engine *e, const char *cwd,
+		   const char *const *const *cmds, char **out)
+{
+	cJSON *res;
+	char *why = NULL;
+	const cJSON *results =
+		box_batch(e, cwd, cmds, &res, out ? &why : NULL);
+	int last = results ? cJSON_GetArraySize(results) - 1 : -1;
+	int status = last >= 0 ? box_status(results, last) : -1;
+
+	if (out)
+		*out = last >= 0 ? sl_xstrdup(box_output(results, last)) : why;
+	else
+		free(why);
 	cJSON_Delete(res);
 	return status;
 }
@@ -129,6 +155,36 @@ int sl_lanes_isdir(const struct sl_engine *e, const char *path)
 		return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 	return box_one(e, (const char *const[]){"test", "-d", path, NULL}) ==
 	       0;
+}
+
+void sl_lanes_isdirs(const struct sl_engine *e, const char *const *paths,
+		     int *is)
+{
+	const char *cmds[SL_LANES_PATHS_MAX][4];
+	const char *const *list[SL_LANES_PATHS_MAX + 1];
+	const cJSON *results;
+	cJSON *res;
+	size_t i, n = 0;
+
+	while (paths[n] && n < SL_LANES_PATHS_MAX)
+		n++;
+	if (!sl_lanes_in_box(e)) {
+		for (i = 0; i < n; i++)
+			is[i] = sl_lanes_isdir(e, paths[i]);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		cmds[i][0] = "test";
+		cmds[i][1] = "-d";
+		cmds[i][2] = paths[i];
+		cmds[i][3] = NULL;
+		list[i] = cmds[i];
+	}
+	list[n] = NULL;
+	results = box_batch(e, NULL, list, &res, NULL);
+	for (i = 0; i < n; i++)
+		is[i] = results && box_status(results, (int)i) == 0;
+	cJSON_Delete(res);
 }
 
 char *sl_lanes_read(const struct sl_engine *e, const char *path, size_t max)
@@ -178,12 +234,25 @@ void sl_lanes_rmtree(const struct sl_engine *e, const char *path)
 			(const char *const[]){"rm", "-rf", "--", path, NULL});
 }
 
-void sl_lanes_rmdir(const struct sl_engine *e, const char *path)
+void sl_lanes_rmdirs(const struct sl_engine *e, const char *const *paths)
 {
-	if (!sl_lanes_in_box(e))
-		rmdir(path);
-	else
-		box_one(e, (const char *const[]){"rmdir", "--", path, NULL});
+	size_t n = 0;
+
+	while (paths[n] && n < SL_LANES_PATHS_MAX)
+		n++;
+	if (!sl_lanes_in_box(e)) {
+		while (n--)
+			rmdir(*paths++);
+		return;
+	}
+	{
+		/* `rmdir -- A B`: each in turn, a full one left alone */
+		const char *argv[SL_LANES_PATHS_MAX + 3] = {"rmdir", "--"};
+
+		memcpy(argv + 2, paths, n * sizeof(*argv));
+		argv[n + 2] = NULL;
+		box_one(e, argv);
+	}
 }
 
 void sl_lanes_clear_locks(const struct sl_engine *e, const char *common)
@@ -330,6 +399,79 @@ int sl_lanes_ws_git(struct sl_git_out *g, const struct sl_engine *e,
 	return sl_lanes_git_in(g, e, e->lanes_git, sl_lanes_root(e), argv);
 }
 
+void sl_lanes_ws_gits(const struct sl_engine *e,
+		      const char *const *const *argvs)
+{
+	const char **full[SL_LANES_PATHS_MAX + 1];
+	char *dir_opt = NULL, *tree_opt = NULL;
+	size_t i, n, k;
+
+	if (!sl_lanes_in_box(e)) {
+		for (i = 0; argvs[i]; i++) {
+			struct sl_git_out g;
+
+			sl_lanes_ws_git(&g, e, argvs[i]);
+			sl_git_out_clear(&g);
+		}
+		return;
+	}
+	if (e->lanes_git) {
+		dir_opt = sl_xasprintf("--git-dir=%s", e->lanes_git);
+		tree_opt = sl_xasprintf("--work-tree=%s", sl_lanes_root(e));
+	}
+	for (i = 0; argvs[i] && i < SL_LANES_PATHS_MAX; i++) {
+		for (n = 0; argvs[i][n]; n++)
+			;
+		full[i] = sl_xcalloc(n + 3, sizeof(**full));
+		k = 0;
+		full[i][k++] = argvs[i][0];
+		if (dir_opt) {
+			full[i][k++] = dir_opt;
+			full[i][k++] = tree_opt;
+		}
+		memcpy(full[i] + k, argvs[i] + 1, n * sizeof(**full));
+	}
+	full[i] = NULL;
+	{
+		cJSON *res;
+
+		box_batch(e, sl_lanes_root(e),
+			  (const char *const *const *)full, &res, NULL);
+		cJSON_Delete(res);
+	}
+	while (i--)
+		free(full[i]);
+	free(dir_opt);
+	free(tree_opt);
+}
+
+/*
+ * sl_lanes_mode's answer from the sandbox's job: results 1, the
+ * workspace's place (rev-parse), and 2, its status.
+ */
+static int box_in_place(const cJSON *results, char **why)
+{
+	const char *out = box_output(results, 1), *prefix;
+	const char *status = box_output(results, 2);
+
+	if (box_status(results, 1) != 0) {
+		*why = sl_xstrdup("the workspace is not a git checkout");
+		return 1;
+	}
+	prefix = strchr(out, '\n');
+	if (prefix && prefix[1] != '\n' && strchr(prefix + 1, '\n')) {
+		*why = sl_xasprintf("the workspace is inside the git checkout "
+				    "%.*s, not its top",
+				    (int)(prefix - out), out);
+		return 1;
+	}
+	if (box_status(results, 2) != 0 || status[strspn(status, "\n")]) {
+		*why = sl_xstrdup("the workspace has uncommitted changes");
+		return 2;
+	}
+	return 0;
+}
+
 /*
  * How may lanes run here? 0: on the workspace's own git (a clean
  * checkout, its top level); 1: with a shadow repository (its own git
@@ -348,10 +490,30 @@ int sl_lanes_mode(struct sl_engine *e, char **why, struct sbxloop_error *err)
 
 	*why = NULL;
 	if (sl_lanes_in_box(e)) {
-		/* the lanes' git must run in the sandbox: is there one? */
-		if (sl_lanes_git(
-			    &g, e, NULL,
-			    (const char *const[]){"git", "--version", NULL})) {
+		/* the lanes' git must run in the sandbox: is there one? And
+		 * where it is and whether it is clean, in the same job */
+		const char *const version[] = {"git", "--version", NULL};
+		const char *const where[] = {"git",
+					     "rev-parse",
+					     "--show-toplevel",
+					     "--show-prefix",
+					     "--path-format=absolute",
+					     "--git-common-dir",
+					     NULL};
+		const char *const clean[] = {
+			"git",         "status",
+			"--porcelain", "--untracked-files=all",
+			"--",          ".",
+			":!.sbxloop",  NULL};
+		const char *const *cmds[] = {version, where, clean, NULL};
+		const cJSON *results;
+		cJSON *res;
+		int r;
+
+		if (sl_lanes_harvested(e))
+			cmds[1] = NULL;
+		results = box_batch(e, root, cmds, &res, NULL);
+		if (!results || box_status(results, 0) != 0) {
 			*why = sl_xasprintf(
 				"the sandbox %s and has no git to run the lanes "
 				"in it (%s)",
@@ -359,17 +521,22 @@ int sl_lanes_mode(struct sl_engine *e, char **why, struct sbxloop_error *err)
 					? "does not mount the workspace"
 					: "can write the workspace's .git, so "
 					  "the lanes' git runs inside it,",
-				g.out);
-			sl_git_out_clear(&g);
+				results ? box_output(results, 0)
+					: "the job did not run");
+			cJSON_Delete(res);
 			return -1;
 		}
-		sl_git_out_clear(&g);
-	}
-	if (sl_lanes_harvested(e)) {
-		/* a harvested run: git in the sandbox, on a shadow repository
-		 * of the sandbox's copy (whatever .git it holds stays) */
-		*why = sl_xstrdup("the sandbox does not mount the workspace");
-		return 1;
+		if (sl_lanes_harvested(e)) {
+			/* git in the sandbox, on a shadow repository of the
+			 * sandbox's copy (whatever .git it holds stays) */
+			*why = sl_xstrdup(
+				"the sandbox does not mount the workspace");
+			cJSON_Delete(res);
+			return 1;
+		}
+		r = box_in_place(results, why);
+		cJSON_Delete(res);
+		return r;
 	}
 	/* the top level, the workspace's place under it, git's common dir */
 	if (sl_lanes_git(&g, e, root,
@@ -430,6 +597,21 @@ void sl_lanes_exclude(struct sl_engine *e, const char *known)
 		sl_git_out_clear(&g);
 	} else {
 		sl_git_out_clear(&g);
+		return;
+	}
+	if (sl_lanes_in_box(e)) {
+		/* one job: the line added unless it is there (the path an
+		 * argument, never shell source) */
+		box_one(e,
+			(const char *const[]){
+				"sh", "-c",
+				"f=$1; grep -qx '/.sbxloop/' \"$f\" "
+				"2>/dev/null && exit 0; mkdir -p \"${f%/*}\" "
+				"&& { [ ! -s \"$f\" ] || "
+				"[ -z \"$(tail -c 1 \"$f\")\" ] || echo; "
+				"echo /.sbxloop/; } >> \"$f\"",
+				"sh", path, NULL});
+		free(path);
 		return;
 	}
 	text = sl_lanes_read(e, path, 1 << 20);
@@ -512,17 +694,29 @@ int sl_lanes_shadow_open(struct sl_engine *e, struct sbxloop_error *err)
  */
 void sl_lanes_shadow_drop(struct sl_engine *e)
 {
-	char *dir;
+	char *lanes, *top;
 
 	if (!e->lanes_git)
 		return;
-	dir = sl_xasprintf("%s/" LANES_DIR, sl_lanes_root(e));
-	sl_lanes_rmtree(e, dir);
-	free(dir);
-	sl_lanes_rmtree(e, e->lanes_git);
+	lanes = sl_xasprintf("%s/" LANES_DIR, sl_lanes_root(e));
+	top = sl_xasprintf("%s/.sbxloop", sl_lanes_root(e));
+	if (sl_lanes_in_box(e)) {
+		/* one job: both trees, then .sbxloop when empty */
+		const char *const rm[] = {"rm",  "-rf",        "--",
+					  lanes, e->lanes_git, NULL};
+		const char *const rd[] = {"rmdir", "--", top, NULL};
+		const char *const *cmds[] = {rm, rd, NULL};
+		cJSON *res;
+
+		box_batch(e, NULL, cmds, &res, NULL);
+		cJSON_Delete(res);
+	} else {
+		sl_lanes_rmtree(e, lanes);
+		sl_lanes_rmtree(e, e->lanes_git);
+		rmdir(top); /* only when empty */
+	}
 	free(e->lanes_git);
 	e->lanes_git = NULL;
-	dir = sl_xasprintf("%s/.sbxloop", sl_lanes_root(e));
-	sl_lanes_rmdir(e, dir); /* only when empty */
-	free(dir);
+	free(lanes);
+	free(top);
 }

@@ -43,6 +43,11 @@ int sl_lanes_git(struct sl_git_out *g, const struct sl_engine *e,
 
 /* Is `path` a directory? */
 int sl_lanes_isdir(const struct sl_engine *e, const char *path);
+/* The most paths sl_lanes_isdirs and sl_lanes_rmdirs take at once. */
+#define SL_LANES_PATHS_MAX 4
+/* is[i]: is paths[i] (NULL-terminated) a directory? (one job in the box) */
+void sl_lanes_isdirs(const struct sl_engine *e, const char *const *paths,
+		     int *is);
 /* The file's text (caller frees), or NULL. */
 char *sl_lanes_read(const struct sl_engine *e, const char *path, size_t max);
 /* Write `text` to `path` (replaced whole); 0, or -1. */
@@ -52,8 +57,8 @@ int sl_lanes_write(const struct sl_engine *e, const char *path,
 int sl_lanes_mkdirs(const struct sl_engine *e, const char *path);
 /* rm -rf, quietly. */
 void sl_lanes_rmtree(const struct sl_engine *e, const char *path);
-/* rmdir when empty, quietly. */
-void sl_lanes_rmdir(const struct sl_engine *e, const char *path);
+/* rmdir each of `paths` (NULL-terminated) in turn when empty, quietly. */
+void sl_lanes_rmdirs(const struct sl_engine *e, const char *const *paths);
 /*
  * The index locks a killed git command leaves: `common`/index.lock and
  * `common`/worktrees/(each)/index.lock, where the lanes work (a
@@ -103,6 +108,13 @@ int sl_lanes_git_in(struct sl_git_out *g, const struct sl_engine *e,
  */
 int sl_lanes_ws_git(struct sl_git_out *g, const struct sl_engine *e,
 		    const char *const *argv);
+/*
+ * Several git commands on the run's workspace, as sl_lanes_ws_git runs
+ * each (at most SL_LANES_PATHS_MAX, NULL-terminated), whatever they
+ * exit with: one job in the sandbox.
+ */
+void sl_lanes_ws_gits(const struct sl_engine *e,
+		      const char *const *const *argvs);
 #define WS_GIT(g, e, ...)                                                     \
 	sl_lanes_ws_git((g), (e),                                             \
 			(const char *const[]){"git", __VA_ARGS__, NULL})

@@ -717,6 +717,61 @@ START_TEST(test_mounted_lanes_on_sbx_keep_agents_filters_in_the_box)
 END_TEST
 
 /*
+ * The lanes' own jobs in the sbx sandbox: the worker's shell.batch jobs
+ * other than the review's evidence and VERIFY (a string command). Each
+ * is an `sbx exec`, which costs the substrate far more than a process.
+ */
+static int lanes_jobs(void)
+{
+	cJSON *all = invocations(), *rec;
+	int n = 0;
+
+	cJSON_ArrayForEach (rec, all) {
+		const char *in = cJSON_GetStringValue(
+			cJSON_GetObjectItemCaseSensitive(rec, "stdin"));
+		cJSON *job = in ? cJSON_Parse(in) : NULL;
+		const cJSON *first = cJSON_GetArrayItem(
+			cJSON_GetObjectItemCaseSensitive(job, "commands"), 0);
+		char *shown = cJSON_IsArray(first)
+				      ? cJSON_PrintUnformatted(first)
+				      : NULL;
+
+		if (shown && strcmp(shown, "[\"git\",\"status\",\"--short\"]"))
+			n++;
+		free(shown);
+		cJSON_Delete(job);
+	}
+	cJSON_Delete(all);
+	return n;
+}
+
+/*
+ * Four tasks on two lanes in the sandbox: a task's worktree, commit,
+ * merge and removal are a job each, and the lanes' bookkeeping at
+ * their start and end five in all (the git there is and where it
+ * stands, git's paths, the exclude, the tidy, the empty directories;
+ * a fresh run has nothing to recover).
+ */
+START_TEST(test_mounted_lanes_on_sbx_take_four_jobs_a_task_and_five_a_run)
+{
+	const char *run[] = {"run", "four files", "--no-tui", NULL};
+	struct tu_run r;
+	int n;
+
+	mounted_lanes("lanes_wide");
+	sbxloop(&r, run);
+	ck_assert_msg(r.status == 0, "%d\n%s%s", r.status, r.out, r.err);
+	tu_run_free(&r);
+	assert_run_workspace(
+		"test -z \"$(git worktree list | sed 1d)\" && "
+		"! test -e .sbxloop && "
+		"test -z \"$(git branch --list 'sbxloop/lanes/*')\"");
+	n = lanes_jobs();
+	ck_assert_msg(n == 4 * 4 + 5, "%d lanes jobs, want %d", n, 4 * 4 + 5);
+}
+END_TEST
+
+/*
  * Lanes on a mounted sbx workspace killed (-9) right after t1's and
  * t2's EXECUTE were committed, then resumed: the lanes' git is in the
  * sandbox, and the resume recovers the lanes there, keeping each
@@ -890,6 +945,9 @@ static Suite *sbx_runs_suite(void)
 	tcase_add_loop_test(tc, test_unmounted_lanes_on_sbx, 0, 2);
 	tcase_add_test(
 		tc, test_mounted_lanes_on_sbx_keep_agents_filters_in_the_box);
+	tcase_add_test(
+		tc,
+		test_mounted_lanes_on_sbx_take_four_jobs_a_task_and_five_a_run);
 	tcase_add_test(
 		tc, test_mounted_lanes_on_sbx_without_git_run_one_at_a_time);
 	tcase_add_test(tc,
