@@ -81,7 +81,7 @@ int sl_doctor_deep(struct sl_cli *cli)
 	const char *name = sl_config_str(core->cfg, "plugins.sandbox");
 	const char *state = sl_core_state_dir(core);
 	struct sbxloop_error err = {0, ""};
-	struct sl_attest_opts o = {SL_ATTEST_FULL, NULL, 1, NULL};
+	struct sl_attest_opts o = {SL_ATTEST_FULL, NULL, 1, NULL, 1};
 	char model[64], gh[64], nonce[SL_CANARY_NONCE_LEN + 1];
 	char run_id[32];
 	char *ws = NULL;

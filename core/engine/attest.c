@@ -543,7 +543,7 @@ struct box_probe {
 	char *targets[3];
 	size_t n_targets;
 	char *git[4]; /* the git probe's paths on the host */
-	int git_made[4];
+	int git_made[4], git_there[4];
 };
 
 static int push(struct box_probe *bp, char *cmd)
@@ -702,15 +702,23 @@ static int ro_probe(struct sl_core *core, struct sl_attest *a,
 static const char *const git_dirs[] = {".sbxloop", ".sbxloop/lanes", ".git",
 				       ".sbxloop/git"};
 
-static void git_prepare(struct box_probe *bp, const char *workspace)
+/*
+ * .sbxloop/lanes is made where missing (it is what switches the guard
+ * on); git's directories only in the probes' own workspace (`scratch`):
+ * in a project one left by a kill would be taken for a repository.
+ */
+static void git_prepare(struct box_probe *bp, const char *workspace,
+			int scratch)
 {
 	struct stat st;
 	int i;
 
 	for (i = 0; i < 4; i++) {
 		bp->git[i] = sl_xasprintf("%s/%s", workspace, git_dirs[i]);
-		if (lstat(bp->git[i], &st) < 0)
-			bp->git_made[i] = mkdir(bp->git[i], 0700) == 0;
+		bp->git_there[i] = lstat(bp->git[i], &st) == 0;
+		if (!bp->git_there[i] && (i < 2 || scratch))
+			bp->git_there[i] = bp->git_made[i] =
+				mkdir(bp->git[i], 0700) == 0;
 	}
 }
 
@@ -750,10 +758,18 @@ static void git_judge(struct sl_attest *a, struct box_probe *bp,
 		not_run(p, "not measured: the probe job failed");
 	else if (*got)
 		measure(p, 0, "a job %s while lanes run", got);
+	else if (!bp->git_there[2] && !bp->git_there[3])
+		measure(p, 1,
+			"a job cannot rename .sbxloop away while lanes run "
+			"(no .git here to write)");
 	else
 		measure(p, 1,
-			"a job cannot write .git or .sbxloop/git, nor rename "
-			"them or .sbxloop, while lanes run");
+			"a job cannot write %s%s%s, nor rename %s.sbxloop "
+			"away, while lanes run",
+			bp->git_there[2] ? ".git" : "",
+			bp->git_there[2] && bp->git_there[3] ? " or " : "",
+			bp->git_there[3] ? ".sbxloop/git" : "",
+			bp->git_there[2] ? ".git or " : "");
 }
 
 static int probe_box(struct sl_core *core, struct sl_pair *pair,
@@ -820,7 +836,7 @@ static int probe_box(struct sl_core *core, struct sl_pair *pair,
 		/* quick: where claimed (where it fails it writes .git) */
 		if (bp->info.mounted &&
 		    (full || (claimed & SBXLOOP_CAP_GIT_READ_ONLY))) {
-			git_prepare(bp, workspace);
+			git_prepare(bp, workspace, o->scratch);
 			bp->i_git = push(bp, sl_attest_git_script(
 						     bp->info.workdir, tag));
 		}

@@ -65,6 +65,8 @@ struct sl_attest_opts {
 	 * sandbox is left out (it was probed with the pair).
 	 */
 	const char *agent_box;
+	/* the workspace is the probes' own, to make anything in */
+	int scratch;
 };
 
 /* "off" | "quick" | "full"; SBXLOOP_EINVAL on anything else. */

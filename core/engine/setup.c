@@ -159,7 +159,7 @@ static int open_egress(struct sl_engine *e, struct sbxloop_error *err)
 int sl_engine_attest(struct sl_engine *e, const char *lane,
 		     struct sbxloop_error *err)
 {
-	struct sl_attest_opts o = {SL_ATTEST_QUICK, NULL, 0, lane};
+	struct sl_attest_opts o = {SL_ATTEST_QUICK, NULL, 0, lane, 0};
 	struct sl_attest *a;
 	const struct sl_probe *bad;
 	int rc;
