@@ -109,7 +109,10 @@ struct sl_engine {
 	volatile sig_atomic_t lanes_halt; /* a lane failed: stop the others */
 	char *lanes_git;    /* the lanes' shadow git dir, or NULL (lanes.c) */
 	char *lanes_common; /* git's common dir of the lanes, or NULL */
-	pthread_mutex_t mu; /* live session ids, between lanes */
+	/* the lanes' git on the host in process (lanes_git2.c), not the git
+	 * command: its config names no extension libgit2 lacks */
+	int lanes_g2;
+	pthread_mutex_t mu;         /* live session ids, between lanes */
 	pthread_mutex_t steer_lock; /* one lane answers the inbox at a time */
 	/* steering: the task under way, the standing guidance (strings) */
 	struct task *current;

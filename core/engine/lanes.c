@@ -37,6 +37,7 @@
 #include "engine/engine_internal.h"
 #include "engine/artifacts.h"
 #include "engine/lanes_fs.h"
+#include "engine/lanes_git2.h"
 #include "engine/workspace.h"
 #include "host/redact.h"
 
@@ -168,6 +169,30 @@ static int lane_git(struct sl_git_out *g, struct sl_engine *e,
 }
 
 /*
+ * The lanes' git in process (lanes_git2.c) where it runs on the host
+ * and libgit2 can open the repository; else the git command.
+ */
+static int in_process(const struct sl_engine *e)
+{
+	return !sl_lanes_in_box(e) && e->lanes_g2 && e->lanes_common;
+}
+
+/*
+ * A call of lanes_git2.c, `rc` its return: SL_G2_FALLBACK says why
+ * (msg freed) and has the git command do it.
+ */
+static int g2_fallback(int rc, char **msg)
+{
+	if (rc != SL_G2_FALLBACK)
+		return 0;
+	sl_log(SBXLOOP_LOG_INFO, "lanes: libgit2: %s; the git command does it",
+	       *msg ? *msg : "failed");
+	free(*msg);
+	*msg = NULL;
+	return 1;
+}
+
+/*
  * The task's worktree from the run branch's tip, made on the lane's own
  * thread so lanes make theirs at once: `git worktree add` cannot run
  * concurrently, so the worktree's records are written here in git's
@@ -255,6 +280,22 @@ static int worktree_open(const struct sched *s, struct task *t,
 		goto out;
 	}
 	pthread_rwlock_rdlock(&tip_lock);
+	if (in_process(e)) {
+		char *msg = NULL;
+
+		rc = sl_g2_checkout(admin, dir, branch, &msg);
+		if (!g2_fallback(rc, &msg) && rc < 0)
+			rc = sl_error(
+				err, SBXLOOP_EINFRA,
+				"cannot make the worktree of task %s: %s",
+				t->id, msg);
+		free(msg);
+		if (rc != SL_G2_FALLBACK) {
+			pthread_rwlock_unlock(&tip_lock);
+			goto out;
+		}
+		rc = 0;
+	}
 	if (lane_git(&g, e, t, dir,
 		     (const char *const[]){"git", NO_HOOKS, NO_REFLOG,
 					   "checkout", "-q", "-f", "-B",
@@ -391,6 +432,25 @@ static int commit_task(struct sl_engine *e, struct task *t,
 				"--allow-empty", "-m", msg, NULL});
 		goto done;
 	}
+	if (in_process(e)) {
+		char *admin = sl_xasprintf("%s/worktrees/%s-%s",
+					   e->lanes_common, e->run_id, t->id);
+		char *why = NULL;
+
+		rc = sl_g2_commit(admin, dir, msg, &why);
+		free(admin);
+		if (!g2_fallback(rc, &why)) {
+			if (rc < 0)
+				rc = sl_error(err, SBXLOOP_EINFRA,
+					      "cannot commit the work of task "
+					      "%s in %s: %s",
+					      t->id, dir, why);
+			free(why);
+			free(msg);
+			free(dir);
+			return rc;
+		}
+	}
 	rc = lane_git(&g, e, t, dir,
 		      (const char *const[]){"git", "add", "-A", NULL});
 	if (rc == 0) {
@@ -428,6 +488,22 @@ static int merge_task(struct sl_engine *e, struct task *t, char **files,
 	*files = NULL;
 	msg = sl_xasprintf("sbxloop: merge task %s", t->id);
 	pthread_rwlock_wrlock(&tip_lock);
+	if (in_process(e)) {
+		char *why = NULL;
+
+		rc = sl_g2_merge(e->lanes_git, sl_lanes_root(e), branch, msg,
+				 files, &why);
+		if (!g2_fallback(rc, &why)) {
+			if (rc < 0)
+				rc = sl_error(err, SBXLOOP_EINFRA,
+					      "cannot merge task %s into the "
+					      "workspace: %s",
+					      t->id, why);
+			free(why);
+			goto out;
+		}
+		rc = 0;
+	}
 	if (WS_GIT(&g, e, GIT_ID, "merge", "-q", "--no-ff", "--no-edit", "-m",
 		   msg, branch) == 0) {
 		sl_git_out_clear(&g);
@@ -844,7 +920,7 @@ static int recover(struct sl_engine *e, int *own, struct sbxloop_error *err)
 	return rc;
 }
 
-int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
+static int schedule(struct sl_engine *e, struct sbxloop_error *err)
 {
 	long long want =
 		sl_config_int(e->core->cfg, "budgets.max_parallel_tasks", 1);
@@ -1047,4 +1123,16 @@ out:
 		return failed;
 	}
 	return 0;
+}
+
+int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
+{
+	int rc;
+
+	/* libgit2 for the lanes' commits and merges on the host, the
+	 * recovery of a killed run's included */
+	sl_g2_init();
+	rc = schedule(e, err);
+	sl_g2_shutdown();
+	return rc;
 }

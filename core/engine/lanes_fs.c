@@ -315,7 +315,7 @@ static int driver_key(const char *key)
 	return 0;
 }
 
-int sl_lanes_config_check(const struct sl_engine *e, const char *common,
+int sl_lanes_config_check(struct sl_engine *e, const char *common,
 			  struct sbxloop_error *err)
 {
 	struct sl_git_out g;
@@ -334,8 +334,23 @@ int sl_lanes_config_check(const struct sl_engine *e, const char *common,
 			      file, g.err);
 		goto out;
 	}
+	e->lanes_g2 = 1;
 	for (line = strtok_r(g.out, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
+		/* a partial clone, say: git knows it, libgit2 1.5 does not
+		 * (its refusal leaks, so it is never asked) */
+		if (sl_starts_with(line, "extensions.") &&
+		    strcmp(line, "extensions.noop") != 0 && e->lanes_g2) {
+			char *shown = sl_shown(line, 0);
+
+			e->lanes_g2 = 0;
+			sl_log(SBXLOOP_LOG_INFO,
+			       "lanes: the workspace's git sets '%s': the "
+			       "lanes commit and merge with the git command, "
+			       "not in process",
+			       shown);
+			free(shown);
+		}
 		if (driver_key(line)) {
 			char *shown = sl_shown(line, 0);
 

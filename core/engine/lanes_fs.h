@@ -74,8 +74,10 @@ void sl_lanes_clear_locks(const struct sl_engine *e, const char *common);
  * before the lanes start and when a resume recovers them, with no agent
  * job running; during lanes the local sandbox keeps it read-only
  * (docs/security.md). 0 when in the sandbox (git runs confined there).
+ * Also sets e->lanes_g2: no repository extension (extensions.*, but
+ * noop) that would keep libgit2 from opening it.
  */
-int sl_lanes_config_check(const struct sl_engine *e, const char *common,
+int sl_lanes_config_check(struct sl_engine *e, const char *common,
 			  struct sbxloop_error *err);
 
 #define LANES_DIR ".sbxloop/lanes"

@@ -35,6 +35,29 @@ static void project(const char *scenario, int lanes)
 	rt_write_config("local", NULL, extra);
 }
 
+/*
+ * The same, worked on in place with a repository extension libgit2 1.5
+ * cannot open (a partial clone's): the lanes commit and merge with the
+ * git command, and a git on PATH sees every call.
+ */
+static void git_command_project(const char *scenario, int lanes)
+{
+	char extra[256], cmd[4400];
+
+	project(scenario, lanes);
+	snprintf(extra, sizeof(extra),
+		 "sandbox:\n  workspace: repo\n"
+		 "  workspace_isolation: in-place\n"
+		 "budgets:\n  max_parallel_tasks: %d\n",
+		 lanes);
+	rt_write_config("local", NULL, extra);
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s/repo' && git config core.repositoryformatversion 1 "
+		 "&& git config extensions.partialclone origin",
+		 rt_dir());
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 /* Pairs of different tasks whose `phase` attempts overlap in time. */
 static long overlaps(const char *phase)
 {
@@ -252,10 +275,58 @@ static void put_script(const char *rel, const char *text)
 }
 
 /*
+ * The lanes' checkouts, commits and merges happen in process (libgit2)
+ * on the host: a git on PATH that notes its arguments sees none of
+ * them (the review's evidence, run in the sandbox, may still call git),
+ * and git itself finds the workspace clean with four merges.
+ */
+START_TEST(test_lanes_run_no_git_process_for_a_task)
+{
+	const char *args[] = {"run", "four files", "--no-tui", NULL};
+	char path_env[4200], *run, *calls, *out;
+	const char *env[] = {path_env, NULL};
+	static const char *const per_task[] = {"checkout", "commit", "merge",
+					       "add -A", NULL};
+	const char *const *w;
+
+	project("lanes_wide", 2);
+	put_script("bin/git", "#!/bin/sh\n"
+			      "echo \"$*\" >> \"$GIT_CALLS\"\n"
+			      "exec /usr/bin/git \"$@\"\n");
+	calls = rt_path("git-calls");
+	setenv("GIT_CALLS", calls, 1);
+	snprintf(path_env, sizeof(path_env), "PATH=%s/bin:%s", rt_dir(),
+		 getenv("PATH"));
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 0);
+	unsetenv("GIT_CALLS");
+	free(calls);
+	run = last_run();
+	assert_run_state(run, "completed");
+	assert_done(run, four);
+	assert_files(run, four_files);
+	calls = read_file("git-calls");
+	for (w = per_task; *w; w++)
+		ck_assert_msg(!strstr(calls, *w), "git %s ran:\n%s", *w,
+			      calls);
+	free(calls);
+	out = git_out(run, "status --porcelain");
+	ck_assert_str_eq(out, "");
+	free(out);
+	out = git_out(run, "log --merges --format=%s");
+	ck_assert_msg(strstr(out, "merge task t1") &&
+			      strstr(out, "merge task t4"),
+		      "%s", out);
+	free(out);
+	free(run);
+}
+END_TEST
+
+/*
  * An accepted task leaves its lane at once: the lane takes the next
- * task while the merger commits and merges the last one. Each lane
- * commit takes 2 s more here (a git on PATH that waits before the
- * merger's `commit --allow-empty`). The wait is in the commit, not the
+ * task while the merger commits and merges the last one, here with the
+ * git command (git_command_project), whose every lane commit takes 2 s
+ * more (a git on PATH that waits before the merger's `commit
+ * --allow-empty`). The wait is in the commit, not the
  * merge: a merge holds the tip lock, which a new worktree waits for, so
  * a lane whose acceptance lagged the other's past the (fast) commit saw
  * its next task start after the first merge (a flake under sanitizers
@@ -270,7 +341,7 @@ START_TEST(test_a_lane_takes_its_next_task_while_the_last_is_merged)
 	const char *env[] = {path_env, NULL};
 	long first_end;
 
-	project("lanes_wide", 2);
+	git_command_project("lanes_wide", 2);
 	put_script("bin/git",
 		   "#!/bin/sh\n"
 		   "for a; do [ \"$a\" = --allow-empty ] && sleep 2; "
@@ -294,10 +365,11 @@ START_TEST(test_a_lane_takes_its_next_task_while_the_last_is_merged)
 END_TEST
 
 /*
- * kill -9 while the merge thread's git runs: that git outlives the
- * driver, and the resume, started at once, waits for it to end before
- * it touches the workspace (before, it cleared git's locks and merged
- * beside it). Here the killed run's merge git (a git on PATH) goes on
+ * kill -9 while the merge thread's git runs (the git command:
+ * git_command_project; libgit2's merge dies with sbxloop): that git
+ * outlives the driver, and the resume, started at once, waits for it
+ * to end before it touches the workspace (before, it cleared git's
+ * locks and merged beside it). Here the killed run's merge git (a git on PATH) goes on
  * for 3 s after the merge and then notes when it ended; the kill comes
  * with t3's EXECUTE, 1 s after t1's acceptance; the resume's run.start
  * comes after the note, and the run completes.
@@ -312,7 +384,7 @@ START_TEST(test_a_resume_waits_for_the_git_a_killed_run_left)
 	long resumed;
 
 	/* replies keyed by phase: a job the kill cut off takes another */
-	project("lanes_kill", 2);
+	git_command_project("lanes_kill", 2);
 	put_script("bin/git",
 		   "#!/bin/sh\n"
 		   "for a; do [ \"$a\" = --no-ff ] && slow=1; done\n"
@@ -1025,6 +1097,7 @@ static Suite *lanes_suite(void)
 	tcase_add_loop_test(tc, test_merges_and_new_worktrees_overlap_cleanly,
 			    0, 3);
 	tcase_add_test(tc, test_a_merge_conflict_replans_on_the_merged_tree);
+	tcase_add_test(tc, test_lanes_run_no_git_process_for_a_task);
 	tcase_add_test(
 		tc, test_a_lane_takes_its_next_task_while_the_last_is_merged);
 	tcase_add_test(tc, test_user_git_hooks_never_run_on_lanes);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,4 +214,55 @@ int tu_hold_run_lock(const char *state_dir, const char *run)
 	ck_assert_int_eq(ftruncate(fd, 0), 0);
 	ck_assert_int_eq(write(fd, line, (size_t)n), n);
 	return fd;
+}
+
+/* The formatted text (caller frees). */
+static char *vformat(const char *fmt, va_list ap)
+{
+	char *text = NULL;
+
+	ck_assert_int_ge(vasprintf(&text, fmt, ap), 0);
+	return text;
+}
+
+void tu_sh(const char *fmt, ...)
+{
+	va_list ap;
+	char *cmd;
+	int st;
+
+	va_start(ap, fmt);
+	cmd = vformat(fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	ck_assert_msg(st == 0, "command failed (%d): %s", st, cmd);
+	free(cmd);
+}
+
+char *tu_capture(const char *fmt, ...)
+{
+	va_list ap;
+	char *cmd, *out = malloc(1);
+	size_t len = 0, n;
+	char buf[4096];
+	FILE *p;
+
+	va_start(ap, fmt);
+	cmd = vformat(fmt, ap);
+	va_end(ap);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(out);
+	while ((n = fread(buf, 1, sizeof(buf), p)) > 0) {
+		out = realloc(out, len + n + 1);
+		ck_assert_ptr_nonnull(out);
+		memcpy(out + len, buf, n);
+		len += n;
+	}
+	pclose(p);
+	free(cmd);
+	while (len && out[len - 1] == '\n')
+		len--;
+	out[len] = '\0';
+	return out;
 }

@@ -32,6 +32,11 @@ void tu_run_free(struct tu_run *r);
  * descriptor; closing it lets go.
  */
 int tu_hold_run_lock(const char *state_dir, const char *run);
+/* `sh -c` of the formatted command; the test fails unless it exits 0. */
+void tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Standard output of the formatted shell command, trailing newlines
+ * trimmed (caller frees). */
+char *tu_capture(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Environment variable that must be set (the suite fails otherwise). */
 const char *tu_env(const char *name);
 

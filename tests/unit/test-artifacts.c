@@ -39,22 +39,6 @@ static const char *const default_excludes[] = {
 };
 #define N_DEFAULT SL_ARRAY_SIZE(default_excludes)
 
-static void sh(const char *fmt, ...) SBXLOOP_PRINTF(1, 2);
-
-static void sh(const char *fmt, ...)
-{
-	struct sl_buf b = SL_BUF_INIT;
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	sl_buf_vaddf(&b, fmt, ap);
-	va_end(ap);
-	st = system(sl_buf_str(&b));
-	ck_assert_msg(st == 0, "command failed (%d): %s", st, sl_buf_str(&b));
-	sl_buf_release(&b);
-}
-
 static void setup(void)
 {
 	char tmpl[] = "/tmp/sbx-artifacts-XXXXXX";
@@ -79,7 +63,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	sh("chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
+	tu_sh("chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
 }
 
 /* Write `text` at root/rel, creating directories. */
@@ -221,9 +205,9 @@ START_TEST(test_gitignored_files_are_counted_in_a_checkout)
 	put(root, "debug.log", "noise");
 	put(root, "build/out.bin", "bin");
 	put(root, "build/deep/more.bin", "bin");
-	sh("cd '%s' && git init -q . && git add .gitignore src && "
-	   "git commit -qm init",
-	   root);
+	tu_sh("cd '%s' && git init -q . && git add .gitignore src && "
+	      "git commit -qm init",
+	      root);
 	/* a GIT_DIR in the environment must not redirect the query */
 	setenv("GIT_DIR", "/nonexistent", 1);
 	ck_assert_int_eq(
@@ -249,7 +233,7 @@ START_TEST(test_gitignore_without_checkout_not_parents)
 
 	/* the parent repository ignores *.txt; the root only *.tmp */
 	put(parent, ".gitignore", "*.txt\n");
-	sh("cd '%s' && git init -q .", parent);
+	tu_sh("cd '%s' && git init -q .", parent);
 	put(root, ".gitignore", "*.tmp\n");
 	put(root, "notes.txt", "kept");
 	put(root, "scratch.tmp", "gone");
@@ -400,14 +384,14 @@ START_TEST(test_harvest_copies_the_workspace_minus_exclusions)
 	box.root = sl_xasprintf("%s/box", dir);
 	box.fail_tar = 0;
 	ws = sl_xasprintf("%s/home/agent/work", box.root);
-	sh("mkdir -p '%s/home/agent/.sbxloop'", box.root);
+	tu_sh("mkdir -p '%s/home/agent/.sbxloop'", box.root);
 	put(ws, "src/lib.rs", "fn main() {}\n");
 	put(ws, "target/debug/app", "elf");
 	put(ws, "target/debug/app.d", "deps");
 	put(ws, "web/node_modules/x/index.js", "x");
 	put(ws, ".gitignore", "*.log\n");
 	put(ws, "run.log", "log");
-	sh("ln -s /etc/passwd '%s/escape'", ws);
+	tu_sh("ln -s /etc/passwd '%s/escape'", ws);
 	dest = sl_xasprintf("%s/runs/rabc/artifacts", state);
 	/* a previous harvest is replaced whole */
 	put(dest, "stale.txt", "old");

@@ -17,52 +17,12 @@
 #include <cjson/cJSON.h>
 
 #include "common/util.h"
+#include "testutil.h"
 #include "engine/workspace.h"
 
 static char dir[256];
 static char src[512];
 static char state[512];
-
-static void sh(const char *fmt, ...) SBXLOOP_PRINTF(1, 2);
-
-static void sh(const char *fmt, ...)
-{
-	struct sl_buf b = SL_BUF_INIT;
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	sl_buf_vaddf(&b, fmt, ap);
-	va_end(ap);
-	st = system(sl_buf_str(&b));
-	ck_assert_msg(st == 0, "command failed (%d): %s", st, sl_buf_str(&b));
-	sl_buf_release(&b);
-}
-
-/* stdout of a shell command, trailing newlines trimmed; caller frees */
-static char *capture(const char *fmt, ...) SBXLOOP_PRINTF(1, 2);
-
-static char *capture(const char *fmt, ...)
-{
-	struct sl_buf cmd = SL_BUF_INIT, out = SL_BUF_INIT;
-	char buf[4096];
-	va_list ap;
-	size_t n;
-	FILE *p;
-
-	va_start(ap, fmt);
-	sl_buf_vaddf(&cmd, fmt, ap);
-	va_end(ap);
-	p = popen(sl_buf_str(&cmd), "r");
-	ck_assert_ptr_nonnull(p);
-	while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-		sl_buf_add(&out, buf, n);
-	pclose(p);
-	sl_buf_release(&cmd);
-	while (out.len && out.buf[out.len - 1] == '\n')
-		out.buf[--out.len] = '\0';
-	return out.len ? sl_buf_detach(&out) : sl_xstrdup("");
-}
 
 static void setup(void)
 {
@@ -78,25 +38,26 @@ static void setup(void)
 	setenv("GIT_COMMITTER_NAME", "Test", 1);
 	setenv("GIT_COMMITTER_EMAIL", "test@example.invalid", 1);
 	setenv("HOME", dir, 1);
-	sh("mkdir -p '%s/src' && cd '%s' && git init -q -b main . && "
-	   "echo 'print(1)' > src/app.py && echo '*.log' > .gitignore && "
-	   "git add -A && git commit -q -m init",
-	   src, src);
+	tu_sh("mkdir -p '%s/src' && cd '%s' && git init -q -b main . && "
+	      "echo 'print(1)' > src/app.py && echo '*.log' > .gitignore && "
+	      "git add -A && git commit -q -m init",
+	      src, src);
 }
 
 static void teardown(void)
 {
-	sh("chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
+	tu_sh("chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
 }
 
 /* HEAD, refs, status and a listing of every file with size and mtime */
 static char *fingerprint(void)
 {
-	return capture("cd '%s' && git rev-parse HEAD && git for-each-ref && "
-		       "git --no-optional-locks status --porcelain "
-		       "--untracked-files=all && find . -printf "
-		       "'%%p %%s %%T@ %%m\\n' | LC_ALL=C sort | sha256sum",
-		       src);
+	return tu_capture(
+		"cd '%s' && git rev-parse HEAD && git for-each-ref && "
+		"git --no-optional-locks status --porcelain "
+		"--untracked-files=all && find . -printf "
+		"'%%p %%s %%T@ %%m\\n' | LC_ALL=C sort | sha256sum",
+		src);
 }
 
 static const char *ev(const struct sl_workspace *ws, const char *key)
@@ -147,7 +108,7 @@ START_TEST(test_auto_clones_a_clean_checkout)
 {
 	struct sl_workspace ws;
 	struct sbxloop_error err = {0, ""};
-	char *head = capture("git -C '%s' rev-parse HEAD", src);
+	char *head = tu_capture("git -C '%s' rev-parse HEAD", src);
 	char *branch, *base, *file, *fetch;
 
 	ck_assert_msg(sl_workspace_isolate(src, "auto", state, "rabc", &ws,
@@ -156,11 +117,12 @@ START_TEST(test_auto_clones_a_clean_checkout)
 	ck_assert_int_eq(ws.cloned, 1);
 	ck_assert_ptr_nonnull(strstr(ws.path, "/state/runs/rabc/workspace"));
 	ck_assert_ptr_null(ws.warning);
-	branch = capture("git -C '%s' rev-parse --abbrev-ref HEAD", ws.path);
+	branch =
+		tu_capture("git -C '%s' rev-parse --abbrev-ref HEAD", ws.path);
 	ck_assert_str_eq(branch, "sbxloop/rabc");
-	base = capture("git -C '%s' rev-parse refs/sbxloop/base", ws.path);
+	base = tu_capture("git -C '%s' rev-parse refs/sbxloop/base", ws.path);
 	ck_assert_str_eq(base, head);
-	file = capture("cat '%s/src/app.py'", ws.path);
+	file = tu_capture("cat '%s/src/app.py'", ws.path);
 	ck_assert_str_eq(file, "print(1)");
 	ck_assert_str_eq(ev(&ws, "source"), src);
 	ck_assert_str_eq(ev(&ws, "target"), ws.path);
@@ -171,15 +133,15 @@ START_TEST(test_auto_clones_a_clean_checkout)
 	ck_assert_ptr_nonnull(ev(&ws, "message"));
 	ck_assert_str_eq(ev(&ws, "fetch"), ws.fetch_cmd);
 	/* the printed command really brings the work back */
-	sh("cd '%s' && echo more >> src/app.py && git commit -qam work",
-	   ws.path);
-	fetch = capture("cd '%s' && %s 2>&1 && git -C '%s' rev-parse "
-			"FETCH_HEAD",
-			dir, ws.fetch_cmd, src);
+	tu_sh("cd '%s' && echo more >> src/app.py && git commit -qam work",
+	      ws.path);
+	fetch = tu_capture("cd '%s' && %s 2>&1 && git -C '%s' rev-parse "
+			   "FETCH_HEAD",
+			   dir, ws.fetch_cmd, src);
 	ck_assert_ptr_nonnull(strstr(ws.fetch_cmd, "fetch"));
 	ck_assert_ptr_nonnull(strstr(ws.fetch_cmd, "sbxloop/rabc"));
 	free(head);
-	head = capture("git -C '%s' rev-parse HEAD", ws.path);
+	head = tu_capture("git -C '%s' rev-parse HEAD", ws.path);
 	ck_assert_ptr_nonnull(strstr(fetch, head));
 	free(head);
 	free(branch);
@@ -197,7 +159,7 @@ START_TEST(test_auto_refuses_a_dirty_tree)
 	struct stat st;
 	char *clone = sl_xasprintf("%s/runs/rabc/workspace", state);
 
-	sh("echo changed >> '%s/src/app.py'", src);
+	tu_sh("echo changed >> '%s/src/app.py'", src);
 	ck_assert_int_eq(
 		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		SBXLOOP_EINVAL);
@@ -207,14 +169,14 @@ START_TEST(test_auto_refuses_a_dirty_tree)
 	ck_assert_ptr_nonnull(strstr(err.message, "in-place"));
 	ck_assert_int_ne(stat(clone, &st), 0);
 	/* an untracked file is dirty too */
-	sh("cd '%s' && git checkout -q -- . && touch new.txt", src);
+	tu_sh("cd '%s' && git checkout -q -- . && touch new.txt", src);
 	ck_assert_int_eq(
 		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		SBXLOOP_EINVAL);
 	/* but ignored files and the state dir inside it are not */
-	sh("cd '%s' && rm new.txt && touch debug.log && mkdir -p "
-	   ".sbxloop && touch .sbxloop/x",
-	   src);
+	tu_sh("cd '%s' && rm new.txt && touch debug.log && mkdir -p "
+	      ".sbxloop && touch .sbxloop/x",
+	      src);
 	ck_assert_msg(sl_workspace_isolate(src, "auto", state, "rabc", &ws,
 					   &err) == 0,
 		      "%s", err.message);
@@ -229,7 +191,7 @@ START_TEST(test_clone_mode_proceeds_from_head_with_a_warning)
 	struct sbxloop_error err = {0, ""};
 	char *file;
 
-	sh("echo uncommitted >> '%s/src/app.py'", src);
+	tu_sh("echo uncommitted >> '%s/src/app.py'", src);
 	ck_assert_msg(sl_workspace_isolate(src, "clone", state, "rabc", &ws,
 					   &err) == 0,
 		      "%s", err.message);
@@ -237,7 +199,7 @@ START_TEST(test_clone_mode_proceeds_from_head_with_a_warning)
 	ck_assert_ptr_nonnull(strstr(ws.warning, "uncommitted changes"));
 	ck_assert_int_eq(ev_bool(&ws, "dirty"), 1);
 	ck_assert_ptr_nonnull(strstr(ev(&ws, "message"), "not included"));
-	file = capture("cat '%s/src/app.py'", ws.path);
+	file = tu_capture("cat '%s/src/app.py'", ws.path);
 	ck_assert_str_eq(file, "print(1)");
 	free(file);
 	sl_workspace_release(&ws);
@@ -251,7 +213,7 @@ START_TEST(test_in_place_works_on_the_source)
 	struct stat st;
 	char *clone = sl_xasprintf("%s/runs/rabc", state);
 
-	sh("echo dirty >> '%s/src/app.py'", src);
+	tu_sh("echo dirty >> '%s/src/app.py'", src);
 	ck_assert_int_eq(sl_workspace_isolate(src, "in-place", state, "rabc",
 					      &ws, &err),
 			 0);
@@ -270,13 +232,13 @@ START_TEST(test_clone_origin_has_credentials_stripped)
 	struct sbxloop_error err = {0, ""};
 	char *origin;
 
-	sh("git -C '%s' remote add origin "
-	   "'https://x-access-token:ghp_secret@github.com/o/r.git'",
-	   src);
+	tu_sh("git -C '%s' remote add origin "
+	      "'https://x-access-token:ghp_secret@github.com/o/r.git'",
+	      src);
 	ck_assert_int_eq(
 		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		0);
-	origin = capture("git -C '%s' remote get-url origin", ws.path);
+	origin = tu_capture("git -C '%s' remote get-url origin", ws.path);
 	ck_assert_str_eq(origin, "https://github.com/o/r.git");
 	free(origin);
 	sl_workspace_release(&ws);
@@ -292,7 +254,7 @@ START_TEST(test_clone_without_source_origin_has_no_remote)
 	ck_assert_int_eq(
 		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		0);
-	remotes = capture("git -C '%s' remote", ws.path);
+	remotes = tu_capture("git -C '%s' remote", ws.path);
 	ck_assert_str_eq(remotes, "");
 	free(remotes);
 	sl_workspace_release(&ws);
@@ -329,13 +291,13 @@ START_TEST(test_existing_clone_is_reused_with_its_work)
 	struct sbxloop_error err = {0, ""};
 	char *head, *log;
 
-	head = capture("git -C '%s' rev-parse HEAD", src);
+	head = tu_capture("git -C '%s' rev-parse HEAD", src);
 	ck_assert_int_eq(
 		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		0);
-	sh("cd '%s' && echo x > work.txt && git add work.txt && "
-	   "git commit -qm work",
-	   ws.path);
+	tu_sh("cd '%s' && echo x > work.txt && git add work.txt && "
+	      "git commit -qm work",
+	      ws.path);
 	ck_assert_int_eq(
 		sl_workspace_isolate(src, "auto", state, "rabc", &again, &err),
 		0);
@@ -343,7 +305,7 @@ START_TEST(test_existing_clone_is_reused_with_its_work)
 	ck_assert_int_eq(ev_bool(&again, "reused"), 1);
 	ck_assert_int_eq(ev_bool(&again, "dirty"), 0);
 	ck_assert_str_eq(ev(&again, "commit"), head);
-	log = capture("git -C '%s' log --format=%%s -1", again.path);
+	log = tu_capture("git -C '%s' log --format=%%s -1", again.path);
 	ck_assert_str_eq(log, "work");
 	free(head);
 	free(log);
@@ -358,23 +320,23 @@ START_TEST(test_source_checkout_is_never_touched)
 	struct sbxloop_error err = {0, ""};
 	char *before, *after;
 
-	sh("git -C '%s' remote add origin "
-	   "'https://u:p@example.com/o/r.git' && touch '%s/debug.log'",
-	   src, src);
+	tu_sh("git -C '%s' remote add origin "
+	      "'https://u:p@example.com/o/r.git' && touch '%s/debug.log'",
+	      src, src);
 	sleep(1); /* mtimes would show a write */
 	before = fingerprint();
 	ck_assert_int_eq(
 		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		0);
-	sh("cd '%s' && echo y > more.txt && git add more.txt && "
-	   "git commit -qm more",
-	   ws.path);
+	tu_sh("cd '%s' && echo y > more.txt && git add more.txt && "
+	      "git commit -qm more",
+	      ws.path);
 	sl_workspace_release(&ws);
 	ck_assert_int_eq(
 		sl_workspace_isolate(src, "auto", state, "rabc", &ws, &err),
 		0);
 	sl_workspace_release(&ws);
-	sh("echo dirty >> '%s/src/app.py'", src);
+	tu_sh("echo dirty >> '%s/src/app.py'", src);
 	free(before);
 	before = fingerprint();
 	ck_assert_int_eq(
@@ -403,7 +365,7 @@ START_TEST(test_subtree_and_empty_repository_are_refused)
 		SBXLOOP_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.message, "subtree"));
 	ck_assert_ptr_nonnull(strstr(err.message, "in-place"));
-	sh("mkdir -p '%s' && git -C '%s' init -q", empty, empty);
+	tu_sh("mkdir -p '%s' && git -C '%s' init -q", empty, empty);
 	ck_assert_int_eq(
 		sl_workspace_isolate(empty, "auto", state, "rabc", &ws, &err),
 		SBXLOOP_EINVAL);
@@ -419,7 +381,7 @@ START_TEST(test_plain_directory_is_used_in_place_unless_clone)
 	struct sbxloop_error err = {0, ""};
 	char *plain = sl_xasprintf("%s/plain", dir);
 
-	sh("mkdir -p '%s'", plain);
+	tu_sh("mkdir -p '%s'", plain);
 	ck_assert_int_eq(
 		sl_workspace_isolate(plain, "auto", state, "rabc", &ws, &err),
 		0);

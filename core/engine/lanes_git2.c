@@ -1,0 +1,321 @@
+/*
+ * The lanes' git on the host, in process (libgit2). See lanes_git2.h;
+ * lanes.c falls back to the git commands when a call says
+ * SL_G2_FALLBACK.
+ */
+#include "config.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <git2.h>
+
+#include "common/util.h"
+#include "engine/lanes_git2.h"
+
+#define SL_G2_NAME "sbxloop"
+#define SL_G2_EMAIL "sbxloop@localhost"
+
+void sl_g2_init(void)
+{
+	git_libgit2_init();
+}
+
+void sl_g2_shutdown(void)
+{
+	git_libgit2_shutdown();
+}
+
+/* -1, *msg: what failed and libgit2's own words. */
+static int fail(char **msg, const char *what)
+{
+	const git_error *ge = git_error_last();
+
+	*msg = sl_xasprintf("%s: %s", what,
+			    ge && ge->message ? ge->message
+					      : "libgit2 failed");
+	return -1;
+}
+
+/*
+ * Is `dir` the repository's work tree already (a worktree's, read from
+ * its record)? Setting it again leaks in libgit2 1.5.
+ */
+static int is_workdir(git_repository *repo, const char *dir)
+{
+	const char *cur = git_repository_workdir(repo);
+	char *real = cur ? realpath(dir, NULL) : NULL;
+	size_t n = real ? strlen(real) : 0;
+	int same;
+
+	/* libgit2's ends in a slash */
+	same = real && !strncmp(cur, real, n) && !strcmp(cur + n, "/");
+	free(real);
+	return same;
+}
+
+/*
+ * The repository of git directory `git_dir` (NULL: found at
+ * work_tree/.git, no search upwards) working on `work_tree`.
+ */
+static int open_repo(git_repository **repo, const char *git_dir,
+		     const char *work_tree, char **msg)
+{
+	int rc;
+
+	*repo = NULL;
+	/* open_ext, not open_bare: it refuses a repository whose
+	 * extensions it does not know, as git does */
+	rc = git_repository_open_ext(repo, git_dir ? git_dir : work_tree,
+				     GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
+	if (rc < 0) {
+		const git_error *ge = git_error_last();
+
+		*msg = sl_xasprintf("libgit2 cannot open %s: %s",
+				    git_dir ? git_dir : work_tree,
+				    ge && ge->message ? ge->message
+						      : "unknown error");
+		return SL_G2_FALLBACK;
+	}
+	if (git_dir && !is_workdir(*repo, work_tree) &&
+	    git_repository_set_workdir(*repo, work_tree, 0) < 0) {
+		rc = fail(msg, "cannot set the work tree");
+		git_repository_free(*repo);
+		*repo = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+static int head_commit(git_commit **out, git_repository *repo, char **msg)
+{
+	git_reference *head = NULL;
+	git_object *obj = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (git_repository_head(&head, repo) < 0 ||
+	    git_reference_peel(&obj, head, GIT_OBJECT_COMMIT) < 0)
+		rc = fail(msg, "cannot read HEAD");
+	else
+		*out = (git_commit *)obj;
+	git_reference_free(head);
+	return rc;
+}
+
+int sl_g2_checkout(const char *git_dir, const char *work_tree,
+		   const char *branch, char **msg)
+{
+	git_repository *repo;
+	git_commit *tip = NULL;
+	git_reference *ref = NULL;
+	git_checkout_options co;
+	char *name = sl_xasprintf("refs/heads/%s", branch);
+	char *head = NULL, *path = NULL;
+	int rc;
+
+	*msg = NULL;
+	rc = open_repo(&repo, git_dir, work_tree, msg);
+	if (rc < 0)
+		goto out;
+	rc = head_commit(&tip, repo, msg);
+	if (rc < 0)
+		goto out;
+	if (git_reference_create(&ref, repo, name, git_commit_id(tip), 1,
+				 "sbxloop: lane") < 0) {
+		rc = fail(msg, "cannot make the lane's branch");
+		goto out;
+	}
+	/* HEAD written as git's worktree records are: no look at every
+	 * other worktree's HEAD, as git_repository_set_head takes, which
+	 * races with lanes writing theirs */
+	head = sl_xasprintf("ref: %s\n", name);
+	path = sl_xasprintf("%s/HEAD", git_repository_path(repo));
+	if (sl_write_file_atomic(path, head, strlen(head), 0644) < 0) {
+		*msg = sl_xasprintf("cannot write %s", path);
+		rc = -1;
+		goto out;
+	}
+	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
+	co.checkout_strategy = GIT_CHECKOUT_FORCE;
+	if (git_reset(repo, (const git_object *)tip, GIT_RESET_HARD, &co) < 0)
+		rc = fail(msg, "cannot fill the worktree");
+out:
+	if (rc == -1)
+		rc = SL_G2_FALLBACK; /* git's checkout -f -B redoes it all */
+	git_reference_free(ref);
+	git_commit_free(tip);
+	git_repository_free(repo);
+	free(path);
+	free(head);
+	free(name);
+	return rc;
+}
+
+/* A commit of `tree` with `parents`; *id. update_ref: NULL or "HEAD". */
+static int make_commit(git_oid *id, git_repository *repo,
+		       const char *update_ref, const git_oid *tree_id,
+		       const git_commit **parents, size_t n,
+		       const char *message, char **msg)
+{
+	git_signature *sig = NULL;
+	git_tree *tree = NULL;
+	int rc = 0;
+
+	if (git_signature_now(&sig, SL_G2_NAME, SL_G2_EMAIL) < 0 ||
+	    git_tree_lookup(&tree, repo, tree_id) < 0 ||
+	    git_commit_create(id, repo, update_ref, sig, sig, NULL, message,
+			      tree, n, parents) < 0)
+		rc = fail(msg, "cannot commit");
+	git_tree_free(tree);
+	git_signature_free(sig);
+	return rc;
+}
+
+int sl_g2_commit(const char *git_dir, const char *work_tree,
+		 const char *message, char **msg)
+{
+	git_repository *repo;
+	git_index *index = NULL;
+	git_commit *parent = NULL;
+	git_oid tree_id, id;
+	int rc;
+
+	*msg = NULL;
+	rc = open_repo(&repo, git_dir, work_tree, msg);
+	if (rc < 0)
+		return rc;
+	/* add -A: new and changed files (ignore rules as git's), then the
+	 * ones gone from the work tree */
+	if (git_repository_index(&index, repo) < 0 ||
+	    git_index_read(index, 1) < 0 ||
+	    git_index_add_all(index, NULL, GIT_INDEX_ADD_DEFAULT, NULL, NULL) <
+		    0 ||
+	    git_index_update_all(index, NULL, NULL, NULL) < 0 ||
+	    git_index_write(index) < 0 ||
+	    git_index_write_tree(&tree_id, index) < 0) {
+		rc = fail(msg, "cannot add the work to the index");
+		goto out;
+	}
+	rc = head_commit(&parent, repo, msg);
+	if (rc == 0)
+		rc = make_commit(&id, repo, "HEAD", &tree_id,
+				 (const git_commit **)&parent, 1, message,
+				 msg);
+out:
+	if (rc == -1)
+		rc = SL_G2_FALLBACK; /* git's add -A takes the index over */
+	git_commit_free(parent);
+	git_index_free(index);
+	git_repository_free(repo);
+	return rc;
+}
+
+/* Each conflicting path once, a line each. */
+static char *conflict_paths(git_index *index)
+{
+	git_index_conflict_iterator *it = NULL;
+	const git_index_entry *anc, *ours, *theirs;
+	struct sl_buf b = SL_BUF_INIT;
+	char *last = NULL;
+
+	if (git_index_conflict_iterator_new(&it, index) < 0)
+		return sl_xstrdup("(the conflicting paths are unknown)\n");
+	while (git_index_conflict_next(&anc, &ours, &theirs, it) == 0) {
+		const git_index_entry *e = ours ? ours : theirs ? theirs : anc;
+
+		if (!e || (last && !strcmp(last, e->path)))
+			continue;
+		sl_buf_adds(&b, e->path);
+		sl_buf_addc(&b, '\n');
+		free(last);
+		last = sl_xstrdup(e->path);
+	}
+	free(last);
+	git_index_conflict_iterator_free(it);
+	return sl_buf_detach(&b);
+}
+
+int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
+		const char *message, char **files, char **msg)
+{
+	git_repository *repo;
+	git_reference *head = NULL, *moved = NULL;
+	git_commit *ours = NULL, *theirs = NULL, *merged = NULL;
+	git_index *index = NULL;
+	git_merge_options mo;
+	git_checkout_options co;
+	git_oid theirs_id, tree_id, id;
+	char *name = sl_xasprintf("refs/heads/%s", branch);
+	const git_commit *parents[2];
+	int rc, touched = 0;
+
+	*files = *msg = NULL;
+	rc = open_repo(&repo, git_dir, work_tree, msg);
+	if (rc < 0)
+		goto out;
+	/* HEAD's branch (git_repository_head resolves it) and its tip */
+	if (git_repository_head(&head, repo) < 0) {
+		rc = fail(msg, "cannot read HEAD");
+		goto out;
+	}
+	if ((rc = head_commit(&ours, repo, msg)) < 0)
+		goto out;
+	if (git_reference_name_to_id(&theirs_id, repo, name) < 0 ||
+	    git_commit_lookup(&theirs, repo, &theirs_id) < 0) {
+		rc = fail(msg, "cannot read the task's branch");
+		goto out;
+	}
+	/* merged already (a resume after the merge): nothing to do */
+	if (git_oid_equal(&theirs_id, git_commit_id(ours)) ||
+	    git_graph_descendant_of(repo, git_commit_id(ours), &theirs_id) ==
+		    1)
+		goto out;
+	git_merge_options_init(&mo, GIT_MERGE_OPTIONS_VERSION);
+	if (git_merge_commits(&index, repo, ours, theirs, &mo) < 0) {
+		rc = fail(msg, "cannot merge");
+		goto out;
+	}
+	if (git_index_has_conflicts(index)) {
+		*files = conflict_paths(index);
+		rc = 1;
+		goto out;
+	}
+	parents[0] = ours;
+	parents[1] = theirs;
+	if (git_index_write_tree_to(&tree_id, index, repo) < 0) {
+		rc = fail(msg, "cannot write the merged tree");
+		goto out;
+	}
+	if ((rc = make_commit(&id, repo, NULL, &tree_id, parents, 2, message,
+			      msg)) < 0)
+		goto out;
+	touched = 1;
+	/* the work tree first, from HEAD's tree to the merge's, over what
+	 * a merge a kill cut off left; then the branch, only from where
+	 * this merge began */
+	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
+	co.checkout_strategy = GIT_CHECKOUT_FORCE;
+	if (git_commit_lookup(&merged, repo, &id) < 0 ||
+	    git_checkout_tree(repo, (const git_object *)merged, &co) < 0) {
+		rc = fail(msg, "cannot bring the workspace to the merge");
+		goto out;
+	}
+	if (git_reference_create_matching(&moved, repo,
+					  git_reference_name(head), &id, 1,
+					  git_commit_id(ours), message) < 0)
+		rc = fail(msg, "cannot move the run's branch to the merge");
+out:
+	if (rc == -1 && !touched)
+		rc = SL_G2_FALLBACK;
+	git_index_free(index);
+	git_commit_free(merged);
+	git_commit_free(theirs);
+	git_commit_free(ours);
+	git_reference_free(moved);
+	git_reference_free(head);
+	git_repository_free(repo);
+	free(name);
+	return rc;
+}

@@ -1,0 +1,55 @@
+/*
+ * The lanes' git on the host, in process (libgit2): a new worktree's
+ * checkout, a task's commit in it and the merge of its branch into the
+ * run's workspace. The same records and results as the git commands
+ * they replace (`checkout -f -B`, `add -A` and `commit`, `merge
+ * --no-ff`), without the five git processes a task cost on the host
+ * (docs/bench-lanes.md); libgit2 runs no hook, no filter or merge driver
+ * named in a config, and reads no .git file of a worktree: the git
+ * directory is always named. Each call opens a repository handle of its
+ * own (lanes call from their threads). Private to the engine.
+ *
+ * Every call returns 0 when done; SL_G2_FALLBACK when libgit2 cannot do
+ * what git can (open a repository with an extension it lacks, add a
+ * nested repository, ...) and nothing was changed that the git command
+ * minds: the caller runs it instead; -1 on an error. *msg (caller frees)
+ * says what failed.
+ */
+#ifndef SL_LANES_GIT2_H
+#define SL_LANES_GIT2_H
+
+#define SL_G2_FALLBACK (-2)
+
+/* Take and release libgit2 (counted: pairs nest). */
+void sl_g2_init(void);
+void sl_g2_shutdown(void);
+
+/*
+ * `git --git-dir=G --work-tree=W checkout -f -B BRANCH`: BRANCH made (or
+ * moved) at the commit G's HEAD names, G's HEAD made BRANCH, and W and
+ * G's index filled from its tree.
+ */
+int sl_g2_checkout(const char *git_dir, const char *work_tree,
+		   const char *branch, char **msg);
+
+/*
+ * `git add -A && git commit --allow-empty -m MESSAGE` in W (G's index,
+ * G's HEAD), as sbxloop <sbxloop@localhost>.
+ */
+int sl_g2_commit(const char *git_dir, const char *work_tree,
+		 const char *message, char **msg);
+
+/*
+ * `git merge --no-ff -m MESSAGE BRANCH` into W, whose git directory is
+ * `git_dir` (NULL: W/.git, W being the top of its checkout): a merge
+ * commit of HEAD and BRANCH, W and its index brought to its tree (over
+ * whatever a cut-off merge left there), then HEAD's branch moved to it,
+ * if it is still where the merge began. Nothing to do when BRANCH is
+ * merged already. 1 on a conflict: nothing is changed, *files (caller
+ * frees) names each conflicting path on a line of its own. A failure
+ * before the work tree is touched is SL_G2_FALLBACK.
+ */
+int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
+		const char *message, char **files, char **msg);
+
+#endif

@@ -1,0 +1,356 @@
+/*
+ * The lanes' in-process git (core/engine/lanes_git2.c) against real git:
+ * every result is read back with the git command line, which must find
+ * the worktree, the commits and the workspace exactly as its own
+ * `checkout -f -B`, `add -A` + `commit` and `merge --no-ff` leave them
+ * (clean status, the right files and parents, `git fsck` quiet). Also
+ * what the lanes rely on: a conflict changes nothing and names its
+ * files; a merge done already is not done twice; a merge a kill cut
+ * off half-way through the work tree is completed; what libgit2 cannot
+ * do (a nested repository) is left to the git command. (A repository
+ * libgit2 cannot open, a partial clone, is never handed to it: the
+ * lanes use the git command there, tests/e2e/test-lanes.c.)
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "testutil.h"
+#include "engine/lanes_git2.h"
+
+static char dir[256];
+static char ws[512];     /* the run's workspace, on branch "run" */
+static char common[600]; /* its .git */
+
+/* `cmd` (freed here) prints `want` */
+static void assert_output(const char *want, char *cmd)
+{
+	char *got = tu_capture("%s", cmd);
+
+	ck_assert_msg(!strcmp(got, want), "%s:\n  got  [%s]\n  want [%s]", cmd,
+		      got, want);
+	free(got);
+	free(cmd);
+}
+
+static void setup(void)
+{
+	char tmpl[] = "/tmp/sbx-g2-XXXXXX";
+
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	snprintf(dir, sizeof(dir), "%s", tmpl);
+	snprintf(ws, sizeof(ws), "%s/ws", dir);
+	snprintf(common, sizeof(common), "%s/.git", ws);
+	setenv("GIT_AUTHOR_NAME", "Test", 1);
+	setenv("GIT_AUTHOR_EMAIL", "test@example.invalid", 1);
+	setenv("GIT_COMMITTER_NAME", "Test", 1);
+	setenv("GIT_COMMITTER_EMAIL", "test@example.invalid", 1);
+	setenv("HOME", dir, 1);
+	tu_sh("cd %s && git init -q -b run ws && cd ws && "
+	      "printf 'one\\ntwo\\nthree\\n' > shared.txt && echo a > a.txt && "
+	      "echo gone > gone.txt && mkdir -p sub && echo s > sub/s.txt && "
+	      "printf '.sbxloop/\\n' >> .git/info/exclude && "
+	      "git add -A && git commit -qm init",
+	      dir);
+	sl_g2_init();
+}
+
+static void teardown(void)
+{
+	sl_g2_shutdown();
+	tu_sh("rm -rf %s", dir);
+}
+
+/*
+ * A lane's worktree for task `id`, its records written the way lanes.c
+ * writes them (HEAD at the run branch), then filled in process.
+ */
+static void lane(const char *id, char *wt, size_t n)
+{
+	char *msg = NULL;
+	char *admin = sl_xasprintf("%s/worktrees/%s", common, id);
+	char *branch = sl_xasprintf("sbxloop/lanes/r/%s", id);
+
+	snprintf(wt, n, "%s/.sbxloop/lanes/%s", ws, id);
+	tu_sh("mkdir -p %s %s && echo 'ref: refs/heads/run' > %s/HEAD && "
+	      "echo ../.. > %s/commondir && echo %s/.git > %s/gitdir && "
+	      "echo 'gitdir: %s' > %s/.git",
+	      admin, wt, admin, admin, wt, admin, admin, wt);
+	ck_assert_int_eq(sl_g2_checkout(admin, wt, branch, &msg), 0);
+	ck_assert_ptr_null(msg);
+	free(admin);
+	free(branch);
+}
+
+static int commit(const char *id, const char *wt)
+{
+	char *msg = NULL, *admin = sl_xasprintf("%s/worktrees/%s", common, id);
+	char *text = sl_xasprintf("sbxloop: task %s", id);
+	int rc = sl_g2_commit(admin, wt, text, &msg);
+
+	ck_assert_msg(rc == 0, "commit: %s", msg ? msg : "");
+	free(admin);
+	free(text);
+	return rc;
+}
+
+static int merge(const char *id, char **files)
+{
+	char *msg = NULL, *branch = sl_xasprintf("sbxloop/lanes/r/%s", id);
+	char *text = sl_xasprintf("sbxloop: merge task %s", id);
+	int rc = sl_g2_merge(NULL, ws, branch, text, files, &msg);
+
+	ck_assert_msg(rc >= 0, "merge: %s", msg ? msg : "");
+	free(msg);
+	free(branch);
+	free(text);
+	return rc;
+}
+
+START_TEST(test_a_checkout_is_a_clean_worktree_on_its_branch)
+{
+	char wt[700], *tip;
+
+	lane("t1", wt, sizeof(wt));
+	tip = tu_capture("git -C %s rev-parse run", ws);
+	/* git finds the worktree, on the lane branch at the run's tip */
+	assert_output("", sl_xasprintf("git -C %s status --porcelain", wt));
+	assert_output("refs/heads/sbxloop/lanes/r/t1",
+		      sl_xasprintf("git -C %s symbolic-ref HEAD", wt));
+	assert_output(tip, sl_xasprintf("git -C %s rev-parse HEAD", wt));
+	free(tip);
+	assert_output("one\ntwo\nthree",
+		      sl_xasprintf("cat %s/shared.txt", wt));
+	assert_output("s", sl_xasprintf("cat %s/sub/s.txt", wt));
+	assert_output("2",
+		      sl_xasprintf("git -C %s worktree list | wc -l", ws));
+	/* the workspace itself is untouched */
+	assert_output("refs/heads/run",
+		      sl_xasprintf("git -C %s symbolic-ref HEAD", ws));
+	assert_output("", sl_xasprintf("git -C %s status --porcelain", ws));
+}
+END_TEST
+
+START_TEST(test_a_commit_takes_what_add_all_takes)
+{
+	char wt[700];
+
+	lane("t1", wt, sizeof(wt));
+	tu_sh("cd %s && echo new > new.txt && echo changed >> a.txt && "
+	      "rm gone.txt && echo '*.log' > .gitignore && echo x > x.log && "
+	      "mkdir -p deep/er && echo d > deep/er/d.txt",
+	      wt);
+	commit("t1", wt);
+	/* nothing left uncommitted but the ignored file; the .git file of
+	 * the worktree is never taken */
+	assert_output("", sl_xasprintf("git -C %s status --porcelain", wt));
+	assert_output(
+		".gitignore\na.txt\ndeep/er/d.txt\nnew.txt\n"
+		"shared.txt\nsub/s.txt",
+		sl_xasprintf("git -C %s ls-tree -r --name-only HEAD", wt));
+	assert_output("sbxloop <sbxloop@localhost> sbxloop: task t1",
+		      sl_xasprintf("git -C %s log -1 --format='%%an <%%ae> "
+				   "%%s' sbxloop/lanes/r/t1",
+				   ws));
+	/* a commit with nothing new is still a commit (--allow-empty) */
+	commit("t1", wt);
+	assert_output("3",
+		      sl_xasprintf("git -C %s rev-list --count HEAD", wt));
+}
+END_TEST
+
+START_TEST(test_two_lanes_on_different_files_merge_clean)
+{
+	char w1[700], w2[700], *files = NULL, *lane2;
+
+	lane("t1", w1, sizeof(w1));
+	lane("t2", w2, sizeof(w2));
+	tu_sh("echo one > %s/one.txt && echo A >> %s/a.txt", w1, w1);
+	tu_sh("echo two > %s/two.txt && rm %s/sub/s.txt", w2, w2);
+	commit("t1", w1);
+	commit("t2", w2);
+	ck_assert_int_eq(merge("t1", &files), 0);
+	ck_assert_int_eq(merge("t2", &files), 0);
+	ck_assert_ptr_null(files);
+	/* the workspace: both tasks' work, its index and HEAD agreeing */
+	assert_output("", sl_xasprintf("git -C %s status --porcelain", ws));
+	assert_output("one", sl_xasprintf("cat %s/one.txt", ws));
+	assert_output("two", sl_xasprintf("cat %s/two.txt", ws));
+	assert_output("a\nA", sl_xasprintf("cat %s/a.txt", ws));
+	assert_output("no", sl_xasprintf("test -e %s/sub/s.txt && echo yes "
+					 "|| echo no",
+					 ws));
+	/* two merge commits of the run branch and each lane */
+	assert_output(
+		"sbxloop: merge task t2\nsbxloop: merge task t1",
+		sl_xasprintf("git -C %s log --merges --format=%%s run", ws));
+	lane2 = tu_capture("git -C %s rev-parse sbxloop/lanes/r/t2", ws);
+	assert_output(lane2, sl_xasprintf("git -C %s rev-parse run^2", ws));
+	free(lane2);
+	assert_output("",
+		      sl_xasprintf("git -C %s fsck --no-progress 2>&1", ws));
+}
+END_TEST
+
+START_TEST(test_a_conflict_changes_nothing_and_names_the_files)
+{
+	char w1[700], w2[700], *files = NULL, *tip;
+
+	lane("t1", w1, sizeof(w1));
+	lane("t2", w2, sizeof(w2));
+	tu_sh("sed -i s/two/TWO/ %s/shared.txt && echo x > %s/x.txt", w1, w1);
+	tu_sh("sed -i s/two/deux/ %s/shared.txt && echo a2 > %s/a.txt", w2,
+	      w2);
+	commit("t1", w1);
+	commit("t2", w2);
+	ck_assert_int_eq(merge("t1", &files), 0);
+	tip = tu_capture("git -C %s rev-parse run", ws);
+	ck_assert_int_eq(merge("t2", &files), 1);
+	ck_assert_str_eq(files, "shared.txt\n");
+	free(files);
+	assert_output(tip, sl_xasprintf("git -C %s rev-parse run", ws));
+	assert_output("", sl_xasprintf("git -C %s status --porcelain", ws));
+	assert_output("one\nTWO\nthree",
+		      sl_xasprintf("cat %s/shared.txt", ws));
+	assert_output("no", sl_xasprintf("test -e %s/.git/MERGE_HEAD && echo "
+					 "yes || echo no",
+					 ws));
+	free(tip);
+}
+END_TEST
+
+START_TEST(test_a_merge_done_already_is_not_done_again)
+{
+	char w1[700], *files = NULL, *tip;
+
+	lane("t1", w1, sizeof(w1));
+	tu_sh("echo one > %s/one.txt", w1);
+	commit("t1", w1);
+	ck_assert_int_eq(merge("t1", &files), 0);
+	tip = tu_capture("git -C %s rev-parse run", ws);
+	ck_assert_int_eq(merge("t1", &files), 0);
+	assert_output(tip, sl_xasprintf("git -C %s rev-parse run", ws));
+	free(tip);
+}
+END_TEST
+
+START_TEST(test_a_merge_cut_off_in_the_work_tree_is_completed)
+{
+	char w1[700], *files = NULL;
+
+	lane("t1", w1, sizeof(w1));
+	tu_sh("echo one > %s/one.txt && sed -i s/two/TWO/ %s/shared.txt", w1,
+	      w1);
+	commit("t1", w1);
+	/* a kill after the merge wrote one file and before it moved the
+	 * branch: the workspace holds half of the merge */
+	tu_sh("cp %s/shared.txt %s/shared.txt", w1, ws);
+	ck_assert_int_eq(merge("t1", &files), 0);
+	assert_output("", sl_xasprintf("git -C %s status --porcelain", ws));
+	assert_output("one", sl_xasprintf("cat %s/one.txt", ws));
+	assert_output("sbxloop: merge task t1",
+		      sl_xasprintf("git -C %s log -1 --format=%%s run", ws));
+}
+END_TEST
+
+START_TEST(test_a_shadow_repository_merges_into_its_work_tree)
+{
+	char *files = NULL, *msg = NULL, *shadow, wt[700];
+
+	/* a plain directory, its git elsewhere (.sbxloop/git) */
+	shadow = sl_xasprintf("%s/.sbxloop/git", ws);
+	tu_sh("rm -rf %s/.git && git init -q -b run --bare %s && "
+	      "git --git-dir=%s config core.bare false && "
+	      "printf '.sbxloop/\\n' >> %s/info/exclude && "
+	      "git --git-dir=%s --work-tree=%s add -A && "
+	      "git --git-dir=%s --work-tree=%s commit -qm base",
+	      ws, shadow, shadow, shadow, shadow, ws, shadow, ws);
+	snprintf(common, sizeof(common), "%s", shadow);
+	lane("t1", wt, sizeof(wt));
+	tu_sh("echo one > %s/one.txt", wt);
+	commit("t1", wt);
+	ck_assert_int_eq(sl_g2_merge(shadow, ws, "sbxloop/lanes/r/t1",
+				     "sbxloop: merge task t1", &files, &msg),
+			 0);
+	ck_assert_ptr_null(msg);
+	assert_output("one", sl_xasprintf("cat %s/one.txt", ws));
+	assert_output("", sl_xasprintf("git --git-dir=%s --work-tree=%s "
+				       "status --porcelain",
+				       shadow, ws));
+	assert_output("no", sl_xasprintf("test -e %s/.git && echo yes || "
+					 "echo no",
+					 ws));
+	free(shadow);
+}
+END_TEST
+
+/*
+ * What libgit2 1.5 cannot do and git can: add a repository an agent
+ * cloned into its worktree (git takes it as a gitlink). The call says
+ * SL_G2_FALLBACK and leaves nothing the git command minds: its add and
+ * commit then go through.
+ */
+START_TEST(test_a_nested_repository_is_left_to_the_git_command)
+{
+	char wt[700], *msg = NULL, *admin, *tip;
+
+	lane("t1", wt, sizeof(wt));
+	admin = sl_xasprintf("%s/worktrees/t1", common);
+	tu_sh("cd %s && echo top > top.txt && mkdir vendored && cd vendored && "
+	      "git init -q && echo v > v.txt && git add v.txt && "
+	      "git commit -qm v",
+	      wt);
+	tip = tu_capture("git -C %s rev-parse HEAD", wt);
+	ck_assert_int_eq(sl_g2_commit(admin, wt, "m", &msg), SL_G2_FALLBACK);
+	ck_assert_ptr_nonnull(msg);
+	ck_assert_msg(strstr(msg, "vendored"), "%s", msg);
+	free(msg);
+	assert_output(tip, sl_xasprintf("git -C %s rev-parse HEAD", wt));
+	tu_sh("git --git-dir=%s --work-tree=%s add -A 2>/dev/null && "
+	      "git --git-dir=%s --work-tree=%s commit -qm t1",
+	      admin, wt, admin, wt);
+	assert_output("160000 commit",
+		      sl_xasprintf("git -C %s ls-tree HEAD vendored | "
+				   "cut -d' ' -f1,2",
+				   wt));
+	free(tip);
+	free(admin);
+}
+END_TEST
+
+static Suite *g2_suite(void)
+{
+	Suite *s = suite_create("lanes-git2");
+	TCase *tc = tcase_create("git");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_a_checkout_is_a_clean_worktree_on_its_branch);
+	tcase_add_test(tc, test_a_commit_takes_what_add_all_takes);
+	tcase_add_test(tc, test_two_lanes_on_different_files_merge_clean);
+	tcase_add_test(tc,
+		       test_a_conflict_changes_nothing_and_names_the_files);
+	tcase_add_test(tc, test_a_merge_done_already_is_not_done_again);
+	tcase_add_test(tc, test_a_merge_cut_off_in_the_work_tree_is_completed);
+	tcase_add_test(tc, test_a_shadow_repository_merges_into_its_work_tree);
+	tcase_add_test(tc,
+		       test_a_nested_repository_is_left_to_the_git_command);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(g2_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
