@@ -170,11 +170,13 @@ static int lane_git(struct sl_git_out *g, struct sl_engine *e,
 
 /*
  * The lanes' git in process (lanes_git2.c) where it runs on the host
- * and libgit2 can open the repository; else the git command.
+ * and libgit2 can open the repository (loaded here, the first time);
+ * else the git command.
  */
 static int in_process(const struct sl_engine *e)
 {
-	return !sl_lanes_in_box(e) && e->lanes_g2 && e->lanes_common;
+	return !sl_lanes_in_box(e) && e->lanes_g2 && e->lanes_common &&
+	       sl_g2_available();
 }
 
 /*
@@ -920,7 +922,7 @@ static int recover(struct sl_engine *e, int *own, struct sbxloop_error *err)
 	return rc;
 }
 
-static int schedule(struct sl_engine *e, struct sbxloop_error *err)
+int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 {
 	long long want =
 		sl_config_int(e->core->cfg, "budgets.max_parallel_tasks", 1);
@@ -1123,16 +1125,4 @@ out:
 		return failed;
 	}
 	return 0;
-}
-
-int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
-{
-	int rc;
-
-	/* libgit2 for the lanes' commits and merges on the host, the
-	 * recovery of a killed run's included */
-	sl_g2_init();
-	rc = schedule(e, err);
-	sl_g2_shutdown();
-	return rc;
 }

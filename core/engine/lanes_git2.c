@@ -5,7 +5,9 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,24 +15,123 @@
 
 #include "common/util.h"
 #include "engine/lanes_git2.h"
+#include "host/redact.h"
 
 #define SL_G2_NAME "sbxloop"
 #define SL_G2_EMAIL "sbxloop@localhost"
 
-void sl_g2_init(void)
+/* The entry points used, resolved by name when the lanes first need
+ * them: sbxloop never links libgit2 (16 more shared objects to load at
+ * every start, about 6 ms), and runs without it (the git command). */
+#define G2_API(X)                                                             \
+	X(git_checkout_options_init)                                          \
+	X(git_checkout_tree)                                                  \
+	X(git_commit_create)                                                  \
+	X(git_commit_free)                                                    \
+	X(git_commit_id)                                                      \
+	X(git_commit_lookup)                                                  \
+	X(git_error_last)                                                     \
+	X(git_graph_descendant_of)                                            \
+	X(git_index_add_all)                                                  \
+	X(git_index_conflict_iterator_free)                                   \
+	X(git_index_conflict_iterator_new)                                    \
+	X(git_index_conflict_next)                                            \
+	X(git_index_free)                                                     \
+	X(git_index_has_conflicts)                                            \
+	X(git_index_read)                                                     \
+	X(git_index_update_all)                                               \
+	X(git_index_write)                                                    \
+	X(git_index_write_tree)                                               \
+	X(git_index_write_tree_to)                                            \
+	X(git_libgit2_init)                                                   \
+	X(git_merge_commits)                                                  \
+	X(git_merge_options_init)                                             \
+	X(git_oid_cmp)                                                        \
+	X(git_reference_create)                                               \
+	X(git_reference_create_matching)                                      \
+	X(git_reference_free)                                                 \
+	X(git_reference_name)                                                 \
+	X(git_reference_name_to_id)                                           \
+	X(git_reference_peel)                                                 \
+	X(git_repository_free)                                                \
+	X(git_repository_head)                                                \
+	X(git_repository_index)                                               \
+	X(git_repository_open_ext)                                            \
+	X(git_repository_path)                                                \
+	X(git_repository_set_workdir)                                         \
+	X(git_repository_workdir)                                             \
+	X(git_reset)                                                          \
+	X(git_signature_free)                                                 \
+	X(git_signature_now)                                                  \
+	X(git_tree_free)                                                      \
+	X(git_tree_lookup)
+
+static struct {
+#define G2_FIELD(f) __typeof__(&f) f;
+	G2_API(G2_FIELD)
+#undef G2_FIELD
+} G;
+
+static const char *const g2_names[] = {
+#define G2_NAME(f) #f,
+	G2_API(G2_NAME)
+#undef G2_NAME
+};
+
+static pthread_once_t g2_once = PTHREAD_ONCE_INIT;
+static int g2_loaded;
+
+/* The library stays loaded and initialised until the process exits
+ * (its global state and thread-local errors must not outlive their
+ * code). */
+static void load(void)
 {
-	git_libgit2_init();
+	const char *lib = getenv("SBXLOOP_LIBGIT2");
+	void *dl;
+	size_t i;
+
+	if (!lib || !*lib)
+		lib = SL_GIT2_SONAME;
+	dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!dl) {
+		const char *why = dlerror();
+
+		sl_log(SBXLOOP_LOG_INFO,
+		       "lanes: libgit2 (%s) cannot be loaded (%s): the lanes "
+		       "commit and merge with the git command; install "
+		       "libgit2 (apt-get install libgit2-1.5)",
+		       lib, why ? why : "dlopen failed");
+		return;
+	}
+	for (i = 0; i < SL_ARRAY_SIZE(g2_names); i++) {
+		void *f = dlsym(dl, g2_names[i]);
+
+		if (!f) {
+			sl_log(SBXLOOP_LOG_INFO,
+			       "lanes: libgit2 (%s) lacks %s: the lanes use "
+			       "the git command",
+			       lib, g2_names[i]);
+			memset(&G, 0, sizeof(G));
+			return;
+		}
+		/* every field is a function pointer, in g2_names' order;
+		 * POSIX guarantees a data pointer can hold a function's */
+		memcpy((char *)&G + i * sizeof(f), &f, sizeof(f));
+	}
+	G.git_libgit2_init();
+	g2_loaded = 1;
 }
 
-void sl_g2_shutdown(void)
+int sl_g2_available(void)
 {
-	git_libgit2_shutdown();
+	pthread_once(&g2_once, load);
+	return g2_loaded;
 }
 
 /* -1, *msg: what failed and libgit2's own words. */
 static int fail(char **msg, const char *what)
 {
-	const git_error *ge = git_error_last();
+	const git_error *ge = G.git_error_last();
 
 	*msg = sl_xasprintf("%s: %s", what,
 			    ge && ge->message ? ge->message
@@ -44,7 +145,7 @@ static int fail(char **msg, const char *what)
  */
 static int is_workdir(git_repository *repo, const char *dir)
 {
-	const char *cur = git_repository_workdir(repo);
+	const char *cur = G.git_repository_workdir(repo);
 	char *real = cur ? realpath(dir, NULL) : NULL;
 	size_t n = real ? strlen(real) : 0;
 	int same;
@@ -67,10 +168,10 @@ static int open_repo(git_repository **repo, const char *git_dir,
 	*repo = NULL;
 	/* open_ext, not open_bare: it refuses a repository whose
 	 * extensions it does not know, as git does */
-	rc = git_repository_open_ext(repo, git_dir ? git_dir : work_tree,
-				     GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
+	rc = G.git_repository_open_ext(repo, git_dir ? git_dir : work_tree,
+				       GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
 	if (rc < 0) {
-		const git_error *ge = git_error_last();
+		const git_error *ge = G.git_error_last();
 
 		*msg = sl_xasprintf("libgit2 cannot open %s: %s",
 				    git_dir ? git_dir : work_tree,
@@ -79,9 +180,9 @@ static int open_repo(git_repository **repo, const char *git_dir,
 		return SL_G2_FALLBACK;
 	}
 	if (git_dir && !is_workdir(*repo, work_tree) &&
-	    git_repository_set_workdir(*repo, work_tree, 0) < 0) {
+	    G.git_repository_set_workdir(*repo, work_tree, 0) < 0) {
 		rc = fail(msg, "cannot set the work tree");
-		git_repository_free(*repo);
+		G.git_repository_free(*repo);
 		*repo = NULL;
 		return rc;
 	}
@@ -95,12 +196,12 @@ static int head_commit(git_commit **out, git_repository *repo, char **msg)
 	int rc = 0;
 
 	*out = NULL;
-	if (git_repository_head(&head, repo) < 0 ||
-	    git_reference_peel(&obj, head, GIT_OBJECT_COMMIT) < 0)
+	if (G.git_repository_head(&head, repo) < 0 ||
+	    G.git_reference_peel(&obj, head, GIT_OBJECT_COMMIT) < 0)
 		rc = fail(msg, "cannot read HEAD");
 	else
 		*out = (git_commit *)obj;
-	git_reference_free(head);
+	G.git_reference_free(head);
 	return rc;
 }
 
@@ -122,8 +223,8 @@ int sl_g2_checkout(const char *git_dir, const char *work_tree,
 	rc = head_commit(&tip, repo, msg);
 	if (rc < 0)
 		goto out;
-	if (git_reference_create(&ref, repo, name, git_commit_id(tip), 1,
-				 "sbxloop: lane") < 0) {
+	if (G.git_reference_create(&ref, repo, name, G.git_commit_id(tip), 1,
+				   "sbxloop: lane") < 0) {
 		rc = fail(msg, "cannot make the lane's branch");
 		goto out;
 	}
@@ -131,22 +232,23 @@ int sl_g2_checkout(const char *git_dir, const char *work_tree,
 	 * other worktree's HEAD, as git_repository_set_head takes, which
 	 * races with lanes writing theirs */
 	head = sl_xasprintf("ref: %s\n", name);
-	path = sl_xasprintf("%s/HEAD", git_repository_path(repo));
+	path = sl_xasprintf("%s/HEAD", G.git_repository_path(repo));
 	if (sl_write_file_atomic(path, head, strlen(head), 0644) < 0) {
 		*msg = sl_xasprintf("cannot write %s", path);
 		rc = -1;
 		goto out;
 	}
-	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
+	G.git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
 	co.checkout_strategy = GIT_CHECKOUT_FORCE;
-	if (git_reset(repo, (const git_object *)tip, GIT_RESET_HARD, &co) < 0)
+	if (G.git_reset(repo, (const git_object *)tip, GIT_RESET_HARD, &co) <
+	    0)
 		rc = fail(msg, "cannot fill the worktree");
 out:
 	if (rc == -1)
 		rc = SL_G2_FALLBACK; /* git's checkout -f -B redoes it all */
-	git_reference_free(ref);
-	git_commit_free(tip);
-	git_repository_free(repo);
+	G.git_reference_free(ref);
+	G.git_commit_free(tip);
+	G.git_repository_free(repo);
 	free(path);
 	free(head);
 	free(name);
@@ -163,13 +265,13 @@ static int make_commit(git_oid *id, git_repository *repo,
 	git_tree *tree = NULL;
 	int rc = 0;
 
-	if (git_signature_now(&sig, SL_G2_NAME, SL_G2_EMAIL) < 0 ||
-	    git_tree_lookup(&tree, repo, tree_id) < 0 ||
-	    git_commit_create(id, repo, update_ref, sig, sig, NULL, message,
-			      tree, n, parents) < 0)
+	if (G.git_signature_now(&sig, SL_G2_NAME, SL_G2_EMAIL) < 0 ||
+	    G.git_tree_lookup(&tree, repo, tree_id) < 0 ||
+	    G.git_commit_create(id, repo, update_ref, sig, sig, NULL, message,
+				tree, n, parents) < 0)
 		rc = fail(msg, "cannot commit");
-	git_tree_free(tree);
-	git_signature_free(sig);
+	G.git_tree_free(tree);
+	G.git_signature_free(sig);
 	return rc;
 }
 
@@ -188,13 +290,13 @@ int sl_g2_commit(const char *git_dir, const char *work_tree,
 		return rc;
 	/* add -A: new and changed files (ignore rules as git's), then the
 	 * ones gone from the work tree */
-	if (git_repository_index(&index, repo) < 0 ||
-	    git_index_read(index, 1) < 0 ||
-	    git_index_add_all(index, NULL, GIT_INDEX_ADD_DEFAULT, NULL, NULL) <
-		    0 ||
-	    git_index_update_all(index, NULL, NULL, NULL) < 0 ||
-	    git_index_write(index) < 0 ||
-	    git_index_write_tree(&tree_id, index) < 0) {
+	if (G.git_repository_index(&index, repo) < 0 ||
+	    G.git_index_read(index, 1) < 0 ||
+	    G.git_index_add_all(index, NULL, GIT_INDEX_ADD_DEFAULT, NULL,
+				NULL) < 0 ||
+	    G.git_index_update_all(index, NULL, NULL, NULL) < 0 ||
+	    G.git_index_write(index) < 0 ||
+	    G.git_index_write_tree(&tree_id, index) < 0) {
 		rc = fail(msg, "cannot add the work to the index");
 		goto out;
 	}
@@ -206,9 +308,9 @@ int sl_g2_commit(const char *git_dir, const char *work_tree,
 out:
 	if (rc == -1)
 		rc = SL_G2_FALLBACK; /* git's add -A takes the index over */
-	git_commit_free(parent);
-	git_index_free(index);
-	git_repository_free(repo);
+	G.git_commit_free(parent);
+	G.git_index_free(index);
+	G.git_repository_free(repo);
 	return rc;
 }
 
@@ -220,9 +322,9 @@ static char *conflict_paths(git_index *index)
 	struct sl_buf b = SL_BUF_INIT;
 	char *last = NULL;
 
-	if (git_index_conflict_iterator_new(&it, index) < 0)
+	if (G.git_index_conflict_iterator_new(&it, index) < 0)
 		return sl_xstrdup("(the conflicting paths are unknown)\n");
-	while (git_index_conflict_next(&anc, &ours, &theirs, it) == 0) {
+	while (G.git_index_conflict_next(&anc, &ours, &theirs, it) == 0) {
 		const git_index_entry *e = ours ? ours : theirs ? theirs : anc;
 
 		if (!e || (last && !strcmp(last, e->path)))
@@ -233,7 +335,7 @@ static char *conflict_paths(git_index *index)
 		last = sl_xstrdup(e->path);
 	}
 	free(last);
-	git_index_conflict_iterator_free(it);
+	G.git_index_conflict_iterator_free(it);
 	return sl_buf_detach(&b);
 }
 
@@ -256,35 +358,35 @@ int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
 	if (rc < 0)
 		goto out;
 	/* HEAD's branch (git_repository_head resolves it) and its tip */
-	if (git_repository_head(&head, repo) < 0) {
+	if (G.git_repository_head(&head, repo) < 0) {
 		rc = fail(msg, "cannot read HEAD");
 		goto out;
 	}
 	if ((rc = head_commit(&ours, repo, msg)) < 0)
 		goto out;
-	if (git_reference_name_to_id(&theirs_id, repo, name) < 0 ||
-	    git_commit_lookup(&theirs, repo, &theirs_id) < 0) {
+	if (G.git_reference_name_to_id(&theirs_id, repo, name) < 0 ||
+	    G.git_commit_lookup(&theirs, repo, &theirs_id) < 0) {
 		rc = fail(msg, "cannot read the task's branch");
 		goto out;
 	}
 	/* merged already (a resume after the merge): nothing to do */
-	if (git_oid_equal(&theirs_id, git_commit_id(ours)) ||
-	    git_graph_descendant_of(repo, git_commit_id(ours), &theirs_id) ==
-		    1)
+	if (!G.git_oid_cmp(&theirs_id, G.git_commit_id(ours)) ||
+	    G.git_graph_descendant_of(repo, G.git_commit_id(ours),
+				      &theirs_id) == 1)
 		goto out;
-	git_merge_options_init(&mo, GIT_MERGE_OPTIONS_VERSION);
-	if (git_merge_commits(&index, repo, ours, theirs, &mo) < 0) {
+	G.git_merge_options_init(&mo, GIT_MERGE_OPTIONS_VERSION);
+	if (G.git_merge_commits(&index, repo, ours, theirs, &mo) < 0) {
 		rc = fail(msg, "cannot merge");
 		goto out;
 	}
-	if (git_index_has_conflicts(index)) {
+	if (G.git_index_has_conflicts(index)) {
 		*files = conflict_paths(index);
 		rc = 1;
 		goto out;
 	}
 	parents[0] = ours;
 	parents[1] = theirs;
-	if (git_index_write_tree_to(&tree_id, index, repo) < 0) {
+	if (G.git_index_write_tree_to(&tree_id, index, repo) < 0) {
 		rc = fail(msg, "cannot write the merged tree");
 		goto out;
 	}
@@ -295,27 +397,27 @@ int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
 	/* the work tree first, from HEAD's tree to the merge's, over what
 	 * a merge a kill cut off left; then the branch, only from where
 	 * this merge began */
-	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
+	G.git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
 	co.checkout_strategy = GIT_CHECKOUT_FORCE;
-	if (git_commit_lookup(&merged, repo, &id) < 0 ||
-	    git_checkout_tree(repo, (const git_object *)merged, &co) < 0) {
+	if (G.git_commit_lookup(&merged, repo, &id) < 0 ||
+	    G.git_checkout_tree(repo, (const git_object *)merged, &co) < 0) {
 		rc = fail(msg, "cannot bring the workspace to the merge");
 		goto out;
 	}
-	if (git_reference_create_matching(&moved, repo,
-					  git_reference_name(head), &id, 1,
-					  git_commit_id(ours), message) < 0)
+	if (G.git_reference_create_matching(
+		    &moved, repo, G.git_reference_name(head), &id, 1,
+		    G.git_commit_id(ours), message) < 0)
 		rc = fail(msg, "cannot move the run's branch to the merge");
 out:
 	if (rc == -1 && !touched)
 		rc = SL_G2_FALLBACK;
-	git_index_free(index);
-	git_commit_free(merged);
-	git_commit_free(theirs);
-	git_commit_free(ours);
-	git_reference_free(moved);
-	git_reference_free(head);
-	git_repository_free(repo);
+	G.git_index_free(index);
+	G.git_commit_free(merged);
+	G.git_commit_free(theirs);
+	G.git_commit_free(ours);
+	G.git_reference_free(moved);
+	G.git_reference_free(head);
+	G.git_repository_free(repo);
 	free(name);
 	return rc;
 }

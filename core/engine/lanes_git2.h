@@ -20,9 +20,13 @@
 
 #define SL_G2_FALLBACK (-2)
 
-/* Take and release libgit2 (counted: pairs nest). */
-void sl_g2_init(void);
-void sl_g2_shutdown(void);
+/*
+ * Can the calls below be made? The first call loads libgit2 (dlopen of
+ * SL_GIT2_SONAME, or $SBXLOOP_LIBGIT2) and initialises it for the rest
+ * of the process; 0 when it cannot be loaded (said once, at the info
+ * level): the git command does it all then.
+ */
+int sl_g2_available(void);
 
 /*
  * `git --git-dir=G --work-tree=W checkout -f -B BRANCH`: BRANCH made (or

@@ -58,12 +58,11 @@ static void setup(void)
 	      "printf '.sbxloop/\\n' >> .git/info/exclude && "
 	      "git add -A && git commit -qm init",
 	      dir);
-	sl_g2_init();
+	ck_assert_int_eq(sl_g2_available(), 1);
 }
 
 static void teardown(void)
 {
-	sl_g2_shutdown();
 	tu_sh("rm -rf %s", dir);
 }
 
