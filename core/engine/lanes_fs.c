@@ -315,6 +315,22 @@ static int driver_key(const char *key)
 	return 0;
 }
 
+/*
+ * A key of the repository's own config that git knows and libgit2 1.5
+ * does not, which sends the lanes to the git command: an extension (a
+ * partial clone's, say; libgit2's refusal to open leaks, so it is never
+ * asked), a split index (libgit2 cannot read one) or a sparse checkout
+ * (libgit2 would fill what it leaves out).
+ */
+static int git_command_key(const char *key)
+{
+	return (sl_starts_with(key, "extensions.") &&
+		strcmp(key, "extensions.noop") != 0) ||
+	       !strcmp(key, "core.splitindex") ||
+	       !strcmp(key, "core.sparsecheckout") ||
+	       !strcmp(key, "index.sparse");
+}
+
 int sl_lanes_config_check(struct sl_engine *e, const char *common,
 			  struct sbxloop_error *err)
 {
@@ -337,10 +353,7 @@ int sl_lanes_config_check(struct sl_engine *e, const char *common,
 	e->lanes_g2 = 1;
 	for (line = strtok_r(g.out, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		/* a partial clone, say: git knows it, libgit2 1.5 does not
-		 * (its refusal leaks, so it is never asked) */
-		if (sl_starts_with(line, "extensions.") &&
-		    strcmp(line, "extensions.noop") != 0 && e->lanes_g2) {
+		if (git_command_key(line) && e->lanes_g2) {
 			char *shown = sl_shown(line, 0);
 
 			e->lanes_g2 = 0;

@@ -345,7 +345,7 @@ int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
 	git_repository *repo;
 	git_reference *head = NULL, *moved = NULL;
 	git_commit *ours = NULL, *theirs = NULL, *merged = NULL;
-	git_index *index = NULL;
+	git_index *index = NULL, *ws_index = NULL;
 	git_merge_options mo;
 	git_checkout_options co;
 	git_oid theirs_id, tree_id, id;
@@ -367,6 +367,13 @@ int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
 	if (G.git_reference_name_to_id(&theirs_id, repo, name) < 0 ||
 	    G.git_commit_lookup(&theirs, repo, &theirs_id) < 0) {
 		rc = fail(msg, "cannot read the task's branch");
+		goto out;
+	}
+	/* the workspace's index now: one libgit2 cannot read (a split
+	 * index the config did not announce) is the git command's, before
+	 * anything is written */
+	if (G.git_repository_index(&ws_index, repo) < 0) {
+		rc = fail(msg, "cannot read the workspace's index");
 		goto out;
 	}
 	/* merged already (a resume after the merge): nothing to do */
@@ -411,6 +418,7 @@ int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
 out:
 	if (rc == -1 && !touched)
 		rc = SL_G2_FALLBACK;
+	G.git_index_free(ws_index);
 	G.git_index_free(index);
 	G.git_commit_free(merged);
 	G.git_commit_free(theirs);

@@ -323,6 +323,33 @@ START_TEST(test_a_nested_repository_is_left_to_the_git_command)
 }
 END_TEST
 
+/*
+ * A workspace whose index is split (`git update-index --split-index`,
+ * which libgit2 1.5 cannot read) with no config saying so: the merge
+ * says SL_G2_FALLBACK before writing anything, and git merges.
+ */
+START_TEST(test_a_split_index_leaves_the_merge_to_the_git_command)
+{
+	char w1[700], *msg = NULL, *files = NULL, *tip;
+
+	lane("t1", w1, sizeof(w1));
+	tu_sh("echo one > %s/one.txt", w1);
+	commit("t1", w1);
+	tu_sh("git -C %s update-index --split-index", ws);
+	tip = tu_capture("git -C %s rev-parse run", ws);
+	ck_assert_int_eq(
+		sl_g2_merge(NULL, ws, "sbxloop/lanes/r/t1", "m", &files, &msg),
+		SL_G2_FALLBACK);
+	ck_assert_ptr_nonnull(msg);
+	free(msg);
+	assert_output(tip, sl_xasprintf("git -C %s rev-parse run", ws));
+	assert_output("", sl_xasprintf("git -C %s status --porcelain", ws));
+	tu_sh("git -C %s merge -q --no-ff -m m sbxloop/lanes/r/t1", ws);
+	assert_output("one", sl_xasprintf("cat %s/one.txt", ws));
+	free(tip);
+}
+END_TEST
+
 static Suite *g2_suite(void)
 {
 	Suite *s = suite_create("lanes-git2");
@@ -339,6 +366,8 @@ static Suite *g2_suite(void)
 	tcase_add_test(tc, test_a_shadow_repository_merges_into_its_work_tree);
 	tcase_add_test(tc,
 		       test_a_nested_repository_is_left_to_the_git_command);
+	tcase_add_test(tc,
+		       test_a_split_index_leaves_the_merge_to_the_git_command);
 	suite_add_tcase(s, tc);
 	return s;
 }
