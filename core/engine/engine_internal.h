@@ -112,6 +112,8 @@ struct sl_engine {
 	/* the lanes' git on the host in process (lanes_git2.c), not the git
 	 * command: its config names no extension libgit2 lacks */
 	int lanes_g2;
+	int lanes_user_filter;      /* the user's git config: 0 unread, 1 no
+				  filter, 2 a filter (lanes_fs.c) */
 	pthread_mutex_t mu;         /* live session ids, between lanes */
 	pthread_mutex_t steer_lock; /* one lane answers the inbox at a time */
 	/* steering: the task under way, the standing guidance (strings) */

@@ -331,6 +331,54 @@ static int git_command_key(const char *key)
 	       !strcmp(key, "index.sparse");
 }
 
+/*
+ * A filter in the user's own git config (global or system: git-lfs's,
+ * say) is obeyed by git, while libgit2 runs none: the lanes' worktrees
+ * would hold LFS pointers and their commits the files themselves. The
+ * git command does the lanes' git then.
+ */
+static void user_filters(struct sl_engine *e, const char *common)
+{
+	struct sl_git_out g;
+	char *line, *save = NULL;
+
+	if (e->lanes_user_filter) { /* read once a run */
+		e->lanes_g2 = e->lanes_user_filter == 1;
+		return;
+	}
+	e->lanes_user_filter = 1;
+	if (sl_git(&g, common,
+		   (const char *const[]){"git", "config", "--list",
+					 "--name-only", "--show-scope",
+					 NULL}) == 0)
+		for (line = strtok_r(g.out, "\n", &save); line && e->lanes_g2;
+		     line = strtok_r(NULL, "\n", &save)) {
+			char *key = strchr(line, '\t');
+
+			if (!key || (strncmp(line, "global\t", 7) != 0 &&
+				     strncmp(line, "system\t", 7) != 0))
+				continue;
+			key++;
+			if (sl_starts_with(key, "filter.") &&
+			    (sl_ends_with(key, ".clean") ||
+			     sl_ends_with(key, ".smudge") ||
+			     sl_ends_with(key, ".process"))) {
+				char *shown = sl_shown(key, 0);
+
+				e->lanes_g2 = 0;
+				e->lanes_user_filter = 2;
+				sl_log(SBXLOOP_LOG_INFO,
+				       "lanes: your git config sets '%s', a "
+				       "filter libgit2 would not run: the "
+				       "lanes commit and merge with the git "
+				       "command, not in process",
+				       shown);
+				free(shown);
+			}
+		}
+	sl_git_out_clear(&g);
+}
+
 int sl_lanes_config_check(struct sl_engine *e, const char *common,
 			  struct sbxloop_error *err)
 {
@@ -381,6 +429,8 @@ int sl_lanes_config_check(struct sl_engine *e, const char *common,
 			break;
 		}
 	}
+	if (rc == 0 && e->lanes_g2)
+		user_filters(e, common);
 out:
 	sl_git_out_clear(&g);
 	free(file);

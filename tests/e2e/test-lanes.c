@@ -286,12 +286,14 @@ static void put_script(const char *rel, const char *text)
  * and git itself finds the workspace clean with four merges. Without
  * libgit2 (_i = 1: SBXLOOP_LIBGIT2 names no library), and on a
  * repository with a split index, which libgit2 cannot read (_i = 2, in
- * place), the git command does each of them, and the run is the same.
+ * place), and with a filter in the user's global git config, which
+ * libgit2 would not run (_i = 3: it marks every file it cleans), the
+ * git command does each of them, and the run is the same.
  */
 START_TEST(test_lanes_run_no_git_process_for_a_task)
 {
 	const char *args[] = {"run", "four files", "--no-tui", NULL};
-	char path_env[4200], *run, *calls, *out;
+	char path_env[4200], home_env[4200], *run, *calls, *out;
 	const char *env[] = {path_env, "SBXLOOP_LIBGIT2=libgit2-missing.so.0",
 			     NULL};
 	/* the lanes' own (the run's clone checks out its branch once) */
@@ -299,14 +301,35 @@ START_TEST(test_lanes_run_no_git_process_for_a_task)
 		"checkout -q -f -B", "commit -q", "merge -q", "add -A", NULL};
 	const char *const *w;
 
-	if (_i != 1)
+	if (_i == 3) {
+		char cfg[4400];
+
+		snprintf(cfg, sizeof(cfg),
+			 "[filter \"mark\"]\n\tclean = \"sh -c 'cat; echo "
+			 ">> %s/filtered' --\"\n",
+			 rt_dir());
+		put_script("home/.gitconfig", cfg);
+		snprintf(home_env, sizeof(home_env), "HOME=%s/home", rt_dir());
+		env[1] = home_env;
+	} else if (_i != 1) {
 		env[1] = NULL;
+	}
 	if (_i == 2)
 		git_command_project_set("lanes_wide", 2,
 					"git config core.splitIndex true && "
 					"git update-index --split-index");
 	else
 		project("lanes_wide", 2);
+	if (_i == 3) { /* every file of the project's, the tasks' too */
+		char cmd[4400];
+
+		snprintf(
+			cmd, sizeof(cmd),
+			"cd '%s/repo' && echo '* filter=mark' > .gitattributes "
+			"&& git add .gitattributes && git commit -qm attrs",
+			rt_dir());
+		ck_assert_int_eq(system(cmd), 0);
+	}
 	put_script("bin/git", "#!/bin/sh\n"
 			      "echo \"$*\" >> \"$LANES_GIT_CALLS_LOG\"\n"
 			      "exec /usr/bin/git \"$@\"\n");
@@ -329,6 +352,12 @@ START_TEST(test_lanes_run_no_git_process_for_a_task)
 		ck_assert_msg(!strstr(calls, *w) == !_i, "git %s %s:\n%s", *w,
 			      _i ? "did not run" : "ran", calls);
 	free(calls);
+	if (_i == 3) { /* git obeyed the user's filter */
+		char *mark = rt_path("filtered");
+
+		ck_assert_msg(rt_exists(mark), "the user's filter never ran");
+		free(mark);
+	}
 	out = git_out(run, "status --porcelain");
 	ck_assert_str_eq(out, "");
 	free(out);
@@ -1118,7 +1147,7 @@ static Suite *lanes_suite(void)
 			    0, 3);
 	tcase_add_test(tc, test_a_merge_conflict_replans_on_the_merged_tree);
 	tcase_add_loop_test(tc, test_lanes_run_no_git_process_for_a_task, 0,
-			    3);
+			    4);
 	tcase_add_test(
 		tc, test_a_lane_takes_its_next_task_while_the_last_is_merged);
 	tcase_add_test(tc, test_user_git_hooks_never_run_on_lanes);
