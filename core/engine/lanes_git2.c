@@ -20,9 +20,11 @@
 #define SL_G2_NAME "sbxloop"
 #define SL_G2_EMAIL "sbxloop@localhost"
 
-/* The entry points used, resolved by name when the lanes first need
+/*
+ * The entry points used, resolved by name when the lanes first need
  * them: sbxloop never links libgit2 (16 more shared objects to load at
- * every start, about 6 ms), and runs without it (the git command). */
+ * every start, about 6 ms), and runs without it (the git command).
+ */
 #define G2_API(X)                                                             \
 	X(git_checkout_options_init)                                          \
 	X(git_checkout_tree)                                                  \
@@ -78,12 +80,17 @@ static const char *const g2_names[] = {
 #undef G2_NAME
 };
 
+/* load() fills G slot by slot, in g2_names' order */
+_Static_assert(sizeof(G) == SL_ARRAY_SIZE(g2_names) * sizeof(void *),
+	       "G holds one function pointer per name");
+
 static pthread_once_t g2_once = PTHREAD_ONCE_INIT;
 static int g2_loaded;
 
-/* The library stays loaded and initialised until the process exits
- * (its global state and thread-local errors must not outlive their
- * code). */
+/*
+ * The library stays loaded and initialised until the process exits (its
+ * global state and thread-local errors must not outlive their code).
+ */
 static void load(void)
 {
 	const char *lib = getenv("SBXLOOP_LIBGIT2");
@@ -98,8 +105,9 @@ static void load(void)
 
 		sl_log(SBXLOOP_LOG_INFO,
 		       "lanes: libgit2 (%s) cannot be loaded (%s): the lanes "
-		       "commit and merge with the git command; install "
-		       "libgit2 (apt-get install libgit2-1.5)",
+		       "commit and merge with the git command; to have them "
+		       "in process, install it (on Debian, apt-get install "
+		       "libgit2-dev brings it)",
 		       lib, why ? why : "dlopen failed");
 		return;
 	}
