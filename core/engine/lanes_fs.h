@@ -87,9 +87,13 @@ int sl_lanes_config_check(struct sl_engine *e, const char *common,
  * reject or slow each one; test_user_git_hooks_never_run_on_lanes).
  */
 #define NO_HOOKS "-c", "core.hooksPath=/dev/null"
+/* who the lanes' commits and merges are by, as git and libgit2 make them */
+#define LANES_GIT_NAME "sbxloop"
+#define LANES_GIT_EMAIL "sbxloop@localhost"
 #define GIT_ID                                                                \
-	"-c", "user.name=sbxloop", "-c", "user.email=sbxloop@localhost",      \
-		"-c", "maintenance.auto=false", "-c", "gc.auto=0", NO_HOOKS
+	"-c", "user.name=" LANES_GIT_NAME, "-c",                              \
+		"user.email=" LANES_GIT_EMAIL, "-c",                          \
+		"maintenance.auto=false", "-c", "gc.auto=0", NO_HOOKS
 /* a lane's branch lives for one task: no reflog files to make and drop */
 #define NO_REFLOG "-c", "core.logAllRefUpdates=false"
 /* the lanes' own repository of a workspace that is no clean git top */

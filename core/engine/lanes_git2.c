@@ -14,11 +14,9 @@
 #include <git2.h>
 
 #include "common/util.h"
+#include "engine/lanes_fs.h"
 #include "engine/lanes_git2.h"
 #include "host/redact.h"
-
-#define SL_G2_NAME "sbxloop"
-#define SL_G2_EMAIL "sbxloop@localhost"
 
 /*
  * The entry points used, resolved by name when the lanes first need
@@ -273,7 +271,7 @@ static int make_commit(git_oid *id, git_repository *repo,
 	git_tree *tree = NULL;
 	int rc = 0;
 
-	if (G.git_signature_now(&sig, SL_G2_NAME, SL_G2_EMAIL) < 0 ||
+	if (G.git_signature_now(&sig, LANES_GIT_NAME, LANES_GIT_EMAIL) < 0 ||
 	    G.git_tree_lookup(&tree, repo, tree_id) < 0 ||
 	    G.git_commit_create(id, repo, update_ref, sig, sig, NULL, message,
 				tree, n, parents) < 0)
@@ -365,13 +363,14 @@ int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
 	rc = open_repo(&repo, git_dir, work_tree, msg);
 	if (rc < 0)
 		goto out;
-	/* HEAD's branch (git_repository_head resolves it) and its tip */
-	if (G.git_repository_head(&head, repo) < 0) {
+	/* HEAD's branch (git_repository_head resolves it) and its tip,
+	 * read once */
+	if (G.git_repository_head(&head, repo) < 0 ||
+	    G.git_reference_peel((git_object **)&ours, head,
+				 GIT_OBJECT_COMMIT) < 0) {
 		rc = fail(msg, "cannot read HEAD");
 		goto out;
 	}
-	if ((rc = head_commit(&ours, repo, msg)) < 0)
-		goto out;
 	if (G.git_reference_name_to_id(&theirs_id, repo, name) < 0 ||
 	    G.git_commit_lookup(&theirs, repo, &theirs_id) < 0) {
 		rc = fail(msg, "cannot read the task's branch");
