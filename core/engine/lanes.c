@@ -145,6 +145,13 @@ static char *dir_of(const struct sl_engine *e, const struct task *t)
 }
 
 /* Write `text` to `path`; 0, or -1. */
+/* Task t's worktree records under git's common dir (caller frees). */
+static char *records_of(const struct sl_engine *e, const struct task *t)
+{
+	return sl_xasprintf("%s/worktrees/%s-%s", e->lanes_common, e->run_id,
+			    t->id);
+}
+
 /*
  * git in task t's worktree `dir`. On the host --git-dir and --work-tree
  * are named, never found through the worktree's .git file: that file is
@@ -161,8 +168,7 @@ static int lane_git(struct sl_git_out *g, struct sl_engine *e,
 	int rc;
 
 	if (!sl_lanes_in_box(e) && e->lanes_common)
-		records = sl_xasprintf("%s/worktrees/%s-%s", e->lanes_common,
-				       e->run_id, t->id);
+		records = records_of(e, t);
 	rc = sl_lanes_git_in(g, e, records, dir, argv);
 	free(records);
 	return rc;
@@ -211,8 +217,7 @@ static int worktree_open(const struct sched *s, struct task *t,
 	struct sl_engine *e = s->e;
 	struct sl_git_out g = {0, 0, NULL, NULL};
 	char *dir = dir_of(e, t), *branch = branch_of(e, t);
-	char *admin = sl_xasprintf("%s/worktrees/%s-%s", s->common, e->run_id,
-				   t->id);
+	char *admin = records_of(e, t);
 	char *want = sl_xasprintf("ref: refs/heads/%s\n", branch);
 	char *path = sl_xasprintf("%s/HEAD", admin), *dotgit, *text, *head;
 	int rc = 0;
@@ -435,8 +440,7 @@ static int commit_task(struct sl_engine *e, struct task *t,
 		goto done;
 	}
 	if (in_process(e)) {
-		char *admin = sl_xasprintf("%s/worktrees/%s-%s",
-					   e->lanes_common, e->run_id, t->id);
+		char *admin = records_of(e, t);
 		char *why = NULL;
 
 		rc = sl_g2_commit(admin, dir, msg, &why);
