@@ -5,11 +5,17 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <git2.h>
 
@@ -134,6 +140,53 @@ int sl_g2_available(void)
 	return g2_loaded;
 }
 
+/* ---- a call the caller can outwait --------------------------------------
+ *
+ * libgit2 opens what it reads without O_NONBLOCK, and reads a
+ * .gitignore or .gitattributes whatever its type: an agent's `mkfifo
+ * .gitignore` in a work tree (or a file it swaps for a FIFO between
+ * libgit2's lstat and open) would block the call, and the run with it,
+ * for good. So each call runs on a thread of its own while its caller
+ * waits: after RELEASE_AFTER_S, and each second after that, the caller
+ * opens for writing (without blocking) every FIFO under the work tree,
+ * so that a read blocked in open() goes on and reads an empty file;
+ * after give_up_s (the git command's limit, workspace.c) it stops
+ * waiting and the call fails. A call given up starts no further change
+ * (gave_up() before each step that changes a ref, HEAD, an index or a
+ * work tree; a step under way finishes), and frees what it holds when
+ * it ends, if ever.
+ */
+#define RELEASE_AFTER_S 1.0
+#define RELEASE_DEPTH 64        /* directories below the work tree */
+#define RELEASE_ENTRIES 200000u /* entries looked at, per pass */
+
+struct call {
+	int kind; /* CALL_CHECKOUT, CALL_COMMIT, CALL_MERGE */
+	char *git_dir, *work_tree, *branch, *message;
+	int rc, done, refs, abandoned;
+	char *files, *msg;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+enum { CALL_CHECKOUT, CALL_COMMIT, CALL_MERGE };
+
+static double release_after_s = RELEASE_AFTER_S;
+static double give_up_s = 600.0;
+static unsigned calls_running;
+static pthread_mutex_t calls_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local struct call *this_call;
+
+/*
+ * Has the caller stopped waiting for the call this thread runs? (What
+ * the call then says is read by no one.)
+ */
+static int gave_up(void)
+{
+	return this_call &&
+	       __atomic_load_n(&this_call->abandoned, __ATOMIC_ACQUIRE);
+}
+
 /* -1, *msg: what failed and libgit2's own words. */
 static int fail(char **msg, const char *what)
 {
@@ -211,8 +264,8 @@ static int head_commit(git_commit **out, git_repository *repo, char **msg)
 	return rc;
 }
 
-int sl_g2_checkout(const char *git_dir, const char *work_tree,
-		   const char *branch, char **msg)
+static int checkout_body(const char *git_dir, const char *work_tree,
+			 const char *branch, char **msg)
 {
 	git_repository *repo;
 	git_commit *tip = NULL;
@@ -229,6 +282,10 @@ int sl_g2_checkout(const char *git_dir, const char *work_tree,
 	rc = head_commit(&tip, repo, msg);
 	if (rc < 0)
 		goto out;
+	if (gave_up()) {
+		rc = -1;
+		goto out;
+	}
 	if (G.git_reference_create(&ref, repo, name, G.git_commit_id(tip), 1,
 				   "sbxloop: lane") < 0) {
 		rc = fail(msg, "cannot make the lane's branch");
@@ -239,15 +296,18 @@ int sl_g2_checkout(const char *git_dir, const char *work_tree,
 	 * races with lanes writing theirs */
 	head = sl_xasprintf("ref: %s\n", name);
 	path = sl_xasprintf("%s/HEAD", G.git_repository_path(repo));
-	if (sl_write_file_atomic(path, head, strlen(head), 0644) < 0) {
+	if (gave_up() ||
+	    sl_write_file_atomic(path, head, strlen(head), 0644) < 0) {
 		*msg = sl_xasprintf("cannot write %s", path);
 		rc = -1;
 		goto out;
 	}
 	G.git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
 	co.checkout_strategy = GIT_CHECKOUT_FORCE;
-	if (G.git_reset(repo, (const git_object *)tip, GIT_RESET_HARD, &co) <
-	    0)
+	if (gave_up())
+		rc = -1;
+	else if (G.git_reset(repo, (const git_object *)tip, GIT_RESET_HARD,
+			     &co) < 0)
 		rc = fail(msg, "cannot fill the worktree");
 out:
 	if (rc == -1)
@@ -281,8 +341,8 @@ static int make_commit(git_oid *id, git_repository *repo,
 	return rc;
 }
 
-int sl_g2_commit(const char *git_dir, const char *work_tree,
-		 const char *message, char **msg)
+static int commit_body(const char *git_dir, const char *work_tree,
+		       const char *message, char **msg)
 {
 	git_repository *repo;
 	git_index *index = NULL;
@@ -300,13 +360,15 @@ int sl_g2_commit(const char *git_dir, const char *work_tree,
 	    G.git_index_read(index, 1) < 0 ||
 	    G.git_index_add_all(index, NULL, GIT_INDEX_ADD_DEFAULT, NULL,
 				NULL) < 0 ||
-	    G.git_index_update_all(index, NULL, NULL, NULL) < 0 ||
+	    G.git_index_update_all(index, NULL, NULL, NULL) < 0 || gave_up() ||
 	    G.git_index_write(index) < 0 ||
 	    G.git_index_write_tree(&tree_id, index) < 0) {
 		rc = fail(msg, "cannot add the work to the index");
 		goto out;
 	}
 	rc = head_commit(&parent, repo, msg);
+	if (rc == 0 && gave_up())
+		rc = fail(msg, "given up");
 	if (rc == 0)
 		rc = make_commit(&id, repo, "HEAD", &tree_id,
 				 (const git_commit **)&parent, 1, message,
@@ -345,8 +407,9 @@ static char *conflict_paths(git_index *index)
 	return sl_buf_detach(&b);
 }
 
-int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
-		const char *message, char **files, char **msg)
+static int merge_body(const char *git_dir, const char *work_tree,
+		      const char *branch, const char *message, char **files,
+		      char **msg)
 {
 	git_repository *repo;
 	git_reference *head = NULL, *moved = NULL;
@@ -413,14 +476,14 @@ int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
 	 * this merge began */
 	G.git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
 	co.checkout_strategy = GIT_CHECKOUT_FORCE;
-	if (G.git_commit_lookup(&merged, repo, &id) < 0 ||
+	if (gave_up() || G.git_commit_lookup(&merged, repo, &id) < 0 ||
 	    G.git_checkout_tree(repo, (const git_object *)merged, &co) < 0) {
 		rc = fail(msg, "cannot bring the workspace to the merge");
 		goto out;
 	}
-	if (G.git_reference_create_matching(
-		    &moved, repo, G.git_reference_name(head), &id, 1,
-		    G.git_commit_id(ours), message) < 0)
+	if (gave_up() || G.git_reference_create_matching(
+				 &moved, repo, G.git_reference_name(head), &id,
+				 1, G.git_commit_id(ours), message) < 0)
 		rc = fail(msg, "cannot move the run's branch to the merge");
 out:
 	if (rc == -1 && !touched)
@@ -435,4 +498,242 @@ out:
 	G.git_repository_free(repo);
 	free(name);
 	return rc;
+}
+
+/* ---- the calls, outwaited ---------------------------------------------- */
+
+/*
+ * Open for writing, without blocking, each FIFO in directory `fd`
+ * (closed here) and below, RELEASE_DEPTH levels at most, never through
+ * a symbolic link: a reader blocked opening it goes on, and reads end
+ * of file once no other writer holds it.
+ */
+static void release_fifos(int fd, int depth, unsigned *budget)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) && *budget) {
+		struct stat st;
+		int sub;
+
+		(*budget)--;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) <
+			    0)
+			continue;
+		if (S_ISFIFO(st.st_mode)) {
+			sub = openat(dirfd(d), de->d_name,
+				     O_WRONLY | O_NONBLOCK | O_NOFOLLOW |
+					     O_NOCTTY | O_CLOEXEC);
+			if (sub >= 0)
+				close(sub);
+		} else if (S_ISDIR(st.st_mode) && depth < RELEASE_DEPTH) {
+			sub = openat(dirfd(d), de->d_name,
+				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					     O_CLOEXEC);
+			if (sub >= 0)
+				release_fifos(sub, depth + 1, budget);
+		}
+	}
+	closedir(d);
+}
+
+static void call_release(struct call *c)
+{
+	int last;
+
+	pthread_mutex_lock(&c->lock);
+	last = --c->refs == 0;
+	pthread_mutex_unlock(&c->lock);
+	if (!last)
+		return;
+	pthread_mutex_lock(&calls_lock);
+	calls_running--;
+	pthread_mutex_unlock(&calls_lock);
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->lock);
+	free(c->git_dir);
+	free(c->work_tree);
+	free(c->branch);
+	free(c->message);
+	free(c->files);
+	free(c->msg);
+	free(c);
+}
+
+static int call_body(struct call *c)
+{
+	switch (c->kind) {
+	case CALL_CHECKOUT:
+		return checkout_body(c->git_dir, c->work_tree, c->branch,
+				     &c->msg);
+	case CALL_COMMIT:
+		return commit_body(c->git_dir, c->work_tree, c->message,
+				   &c->msg);
+	default:
+		return merge_body(c->git_dir, c->work_tree, c->branch,
+				  c->message, &c->files, &c->msg);
+	}
+}
+
+static void *call_thread(void *arg)
+{
+	struct call *c = arg;
+	int rc;
+
+	this_call = c;
+	rc = call_body(c);
+	pthread_mutex_lock(&c->lock);
+	c->rc = rc;
+	c->done = 1;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	call_release(c);
+	return NULL;
+}
+
+static struct timespec abs_time(double s)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)s;
+	ts.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+/* Wait for `c` (see above); its result, or -1 when given up. */
+static int call_wait(struct call *c, char **files, char **msg)
+{
+	double start = sl_monotonic(), next = start + release_after_s;
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->done) {
+		double now = sl_monotonic(), until;
+		struct timespec ts;
+
+		if (now - start >= give_up_s) {
+			__atomic_store_n(&c->abandoned, 1, __ATOMIC_RELEASE);
+			break;
+		}
+		if (now >= next) {
+			unsigned budget = RELEASE_ENTRIES;
+			int fd = open(c->work_tree, O_RDONLY | O_DIRECTORY |
+							    O_NOFOLLOW |
+							    O_CLOEXEC);
+
+			pthread_mutex_unlock(&c->lock);
+			if (fd >= 0)
+				release_fifos(fd, 0, &budget);
+			pthread_mutex_lock(&c->lock);
+			next = sl_monotonic() + 1.0;
+			continue;
+		}
+		until = next < start + give_up_s ? next : start + give_up_s;
+		ts = abs_time(until - now);
+		pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+	}
+	if (c->done) {
+		rc = c->rc;
+		if (files) {
+			*files = c->files;
+			c->files = NULL;
+		}
+		*msg = c->msg;
+		c->msg = NULL;
+	} else {
+		rc = -1;
+		*msg = sl_xasprintf(
+			"libgit2 did not finish in %.0f s in %s: something in "
+			"the work tree blocks reading it (a FIFO a process "
+			"holds open?); given up, it changes nothing more",
+			give_up_s, c->work_tree);
+	}
+	pthread_mutex_unlock(&c->lock);
+	call_release(c);
+	return rc;
+}
+
+static int call(int kind, const char *git_dir, const char *work_tree,
+		const char *branch, const char *message, char **files,
+		char **msg)
+{
+	struct call *c = sl_xcalloc(1, sizeof(*c));
+	pthread_condattr_t ca;
+	pthread_attr_t at;
+	pthread_t th;
+	int rc;
+
+	c->kind = kind;
+	c->git_dir = git_dir ? sl_xstrdup(git_dir) : NULL;
+	c->work_tree = sl_xstrdup(work_tree);
+	c->branch = branch ? sl_xstrdup(branch) : NULL;
+	c->message = message ? sl_xstrdup(message) : NULL;
+	c->refs = 2;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_lock(&calls_lock);
+	calls_running++;
+	pthread_mutex_unlock(&calls_lock);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&th, &at, call_thread, c);
+	pthread_attr_destroy(&at);
+	if (rc != 0) {
+		/* no thread to spare: the call here, unguarded */
+		c->rc = call_body(c);
+		c->done = 1;
+		c->refs = 1;
+	}
+	return call_wait(c, files, msg);
+}
+
+int sl_g2_checkout(const char *git_dir, const char *work_tree,
+		   const char *branch, char **msg)
+{
+	return call(CALL_CHECKOUT, git_dir, work_tree, branch, NULL, NULL,
+		    msg);
+}
+
+int sl_g2_commit(const char *git_dir, const char *work_tree,
+		 const char *message, char **msg)
+{
+	return call(CALL_COMMIT, git_dir, work_tree, NULL, message, NULL, msg);
+}
+
+int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
+		const char *message, char **files, char **msg)
+{
+	*files = NULL;
+	return call(CALL_MERGE, git_dir, work_tree, branch, message, files,
+		    msg);
+}
+
+void sl_g2_set_patience(double release_after, double give_up)
+{
+	release_after_s = release_after;
+	give_up_s = give_up;
+}
+
+unsigned sl_g2_calls_running(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&calls_lock);
+	n = calls_running;
+	pthread_mutex_unlock(&calls_lock);
+	return n;
 }

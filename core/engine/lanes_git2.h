@@ -14,6 +14,13 @@
  * nested repository, ...) and nothing was changed that the git command
  * minds: the caller runs it instead; -1 on an error. *msg (caller frees)
  * says what failed.
+ *
+ * A work tree is the agents': a FIFO where libgit2 reads (`mkfifo
+ * .gitignore`) would block a call for good. Each call runs on a thread
+ * of its own; while it is not done, the caller opens every FIFO under
+ * the work tree for writing, without blocking, each second (a reader
+ * blocked opening one reads an empty file), and gives the call up
+ * after ten minutes (-1; the call starts no further change).
  */
 #ifndef SL_LANES_GIT2_H
 #define SL_LANES_GIT2_H
@@ -55,5 +62,14 @@ int sl_g2_commit(const char *git_dir, const char *work_tree,
  */
 int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
 		const char *message, char **files, char **msg);
+
+/*
+ * How long a call runs before its caller releases the FIFOs of its work
+ * tree (1 s), and before it is given up (600 s). For tests.
+ */
+void sl_g2_set_patience(double release_after_s, double give_up_s);
+
+/* Calls not ended yet, given up or not (a test waits for none). */
+unsigned sl_g2_calls_running(void);
 
 #endif

@@ -18,22 +18,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/util.h"
 #include "runtest.h"
 #include "testutil.h"
-
-/* A git project with one commit, and the config running on it. */
-static void project(const char *scenario, int lanes)
-{
-	char extra[256];
-
-	rt_git_repo();
-	copy_scenario(scenario);
-	snprintf(extra, sizeof(extra),
-		 "sandbox:\n  workspace: repo\n"
-		 "budgets:\n  max_parallel_tasks: %d\n",
-		 lanes);
-	rt_write_config("local", NULL, extra);
-}
+#include "lanes-common.h"
 
 /*
  * The same, worked on in place with a repository extension libgit2 1.5
@@ -95,28 +83,6 @@ static char *git_out(const char *run, const char *cmd)
 	pclose(p);
 	return text;
 }
-
-static void assert_done(const char *run, const char *const *tasks)
-{
-	for (; *tasks; tasks++)
-		assert_task_state(run, *tasks, "done");
-}
-
-static void assert_files(const char *run, const char *const *files)
-{
-	char *ws = rt_workspace(run), path[8400];
-
-	for (; *files; files++) {
-		snprintf(path, sizeof(path), "%s/%s", ws, *files);
-		ck_assert_msg(access(path, F_OK) == 0, "%s is missing",
-			      *files);
-	}
-	free(ws);
-}
-
-static const char *const four[] = {"t1", "t2", "t3", "t4", NULL};
-static const char *const four_files[] = {"out-t1.txt", "out-t2.txt",
-					 "out-t3.txt", "out-t4.txt", NULL};
 
 /* 1, 2 and 4 lanes on four independent tasks of 1 s each. */
 START_TEST(test_wide_dag_runs_as_many_tasks_at_once_as_lanes)
@@ -265,19 +231,6 @@ START_TEST(test_a_merge_conflict_replans_on_the_merged_tree)
 	free(run);
 }
 END_TEST
-
-/* An executable file under the test directory. */
-static void put_script(const char *rel, const char *text)
-{
-	char *p = rt_path("%s", rel), *slash = strrchr(p, '/');
-
-	*slash = '\0';
-	mkdir(p, 0755);
-	*slash = '/';
-	put_file(rel, text);
-	ck_assert_int_eq(chmod(p, 0755), 0);
-	free(p);
-}
 
 /*
  * The lanes' checkouts, commits and merges happen in process (libgit2)
@@ -468,196 +421,6 @@ START_TEST(test_a_resume_waits_for_the_git_a_killed_run_left)
 		      "git ended",
 		      end - (double)resumed);
 	free(ended);
-	free(run);
-}
-END_TEST
-
-/*
- * An agent in the bubblewrap sandbox tries to make sbxloop's own git
- * run a program of its choosing on the host, where lanes commit and
- * merge: t1's agent defines a clean filter in the repository's config
- * (and asks for it in .gitattributes), t2's makes a git directory of
- * its own with such a filter and points its worktree's .git file at
- * it. The filters would write a file under the test directory, outside
- * the sandbox (which sees the host read-only). Neither runs: the config
- * is read-only in the sandbox, and the lanes' git never follows a
- * worktree's .git file. (Both ran before.) The run still completes.
- */
-START_TEST(test_agents_cannot_make_the_lanes_git_run_their_programs)
-{
-	const char *args[] = {"run", "four files", "--no-tui", NULL};
-	char *marker = rt_path("outside/pwned"), *outside = rt_path("outside");
-	char filter[600], cmd1[1400], cmd2[1400], *scen, *run, extra[256];
-	cJSON *arr, *it;
-	int code;
-
-	ck_assert_int_eq(mkdir(outside, 0755), 0);
-	snprintf(filter, sizeof(filter), "sh -c 'echo pwned >> %s; cat'",
-		 marker);
-	snprintf(cmd1, sizeof(cmd1),
-		 "git config filter.pwn.clean \"%s\"; "
-		 "printf '* filter=pwn\\n' > .gitattributes",
-		 filter);
-	snprintf(cmd2, sizeof(cmd2),
-		 "git init -q \"$PWD/.evil\" && cd .evil && "
-		 "git config core.worktree \"${PWD%%/.evil}\" && "
-		 "git config filter.pwn.clean \"%s\" && "
-		 "git -c user.name=a -c user.email=a@a commit -q "
-		 "--allow-empty -m x && cd .. && "
-		 "printf 'gitdir: %%s/.evil/.git\\n' \"$PWD\" > .git; "
-		 "printf '* filter=pwn\\n' > .gitattributes",
-		 filter);
-	rt_git_repo();
-	copy_scenario("lanes_wide");
-	/* t1's and t2's EXECUTE run the attacks */
-	scen = read_file("scenario.json");
-	arr = cJSON_Parse(scen);
-	cJSON_ArrayForEach (it, arr) {
-		const char *t = cJSON_GetStringValue(
-			cJSON_GetObjectItemCaseSensitive(it, "task"));
-		cJSON *run_cmds;
-
-		if (!t || !cJSON_GetObjectItemCaseSensitive(it, "text") ||
-		    (strcmp(t, "t1") && strcmp(t, "t2")))
-			continue;
-		run_cmds = cJSON_AddArrayToObject(it, "run");
-		cJSON_AddItemToArray(
-			run_cmds,
-			cJSON_CreateString(strcmp(t, "t1") ? cmd2 : cmd1));
-	}
-	free(scen);
-	scen = cJSON_PrintUnformatted(arr);
-	put_file("scenario.json", scen);
-	free(scen);
-	cJSON_Delete(arr);
-	snprintf(extra, sizeof(extra),
-		 "sandbox:\n  workspace: repo\n"
-		 "local:\n  isolation: bwrap\n"
-		 "budgets:\n  max_parallel_tasks: 2\n");
-	rt_write_config("local", NULL, extra);
-	code = sbxloop(args[0], args[1], args[2]);
-	ck_assert_msg(!rt_exists(marker), "an agent's filter ran on the host");
-	ck_assert_int_eq(code, 0);
-	run = last_run();
-	assert_run_state(run, "completed");
-	assert_done(run, four);
-	/* the agents did try: t1 met a read-only config */
-	ck_assert_int_gt(rt_event_count(run, "agent.tool_end", "output",
-					"*config*Read-only file system*",
-					NULL),
-			 0);
-	free(run);
-	free(marker);
-	free(outside);
-}
-END_TEST
-
-/*
- * A driver already in the repository's config when lanes (re)start,
- * written while nothing kept it read-only (one task at a time, before a
- * resume, by hand): the resume refuses to touch the workspace with it,
- * names the key and the file, runs nothing of it, and keeps the run
- * resumable; without the key the resume completes. _i 0: killed with
- * lanes in flight (the resume recovers them); _i 1: killed before the
- * lanes started, README touched so that the `git status` that decides
- * the lanes' repository would run the clean filter (it did, before the
- * check came first).
- */
-START_TEST(test_lanes_refuse_a_repository_config_that_runs_programs)
-{
-	const char *args[] = {"run", "four files", "--no-tui", NULL};
-	const char *env[] = {_i ? "SBXLOOP_TEST_KILL_AFTER=decompose:1"
-				: "SBXLOOP_TEST_KILL_AFTER=validate:1",
-			     NULL};
-	const char *resume[] = {"resume", NULL, "--no-tui", NULL};
-	char *marker = rt_path("pwned"), *run, *ws, cfg[8400], line[9000];
-	struct tu_run r;
-
-	project("lanes_kill", 2);
-	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 128 + SIGKILL);
-	run = last_run();
-	ws = rt_workspace(run);
-	snprintf(cfg, sizeof(cfg), "%s/.git/config", ws);
-	snprintf(line, sizeof(line),
-		 "[filter \"pwn\"]\n\tclean = sh -c 'echo x >> %s; cat'\n"
-		 "[merge \"pwn\"]\n\tdriver = sh -c 'echo x >> %s'\n",
-		 marker, marker);
-	{
-		FILE *f = fopen(cfg, "a");
-
-		ck_assert_ptr_nonnull(f);
-		fputs(line, f);
-		ck_assert_int_eq(fclose(f), 0);
-	}
-	snprintf(line, sizeof(line), "%s/.gitattributes", ws);
-	tu_write(line, "* filter=pwn merge=pwn\n");
-	snprintf(line, sizeof(line), "touch -d '+1 hour' '%s/README'", ws);
-	ck_assert_int_eq(system(line), 0);
-	resume[1] = run;
-	rt_capture(&r, resume);
-	ck_assert_msg(!rt_exists(marker), "the config's program ran");
-	ck_assert_int_eq(r.status, 2);
-	ck_assert_msg(strstr(r.err, "sets 'filter.pwn.clean'") &&
-			      strstr(r.err, cfg),
-		      "%s", r.err);
-	tu_run_free(&r);
-	/* the user takes it out (the attributes too: an untracked file
-	 * would move the resumed lanes onto a shadow repository): the run
-	 * goes on */
-	snprintf(line, sizeof(line),
-		 "git --git-dir='%s/.git' config --remove-section filter.pwn "
-		 "&& git --git-dir='%s/.git' config --remove-section "
-		 "merge.pwn && rm '%s/.gitattributes'",
-		 ws, ws, ws);
-	ck_assert_int_eq(system(line), 0);
-	ck_assert_int_eq(sbxloop("resume", run, "--no-tui"), 0);
-	assert_run_state(run, "completed");
-	assert_done(run, four);
-	ck_assert(!rt_exists(marker));
-	free(ws);
-	free(run);
-	free(marker);
-}
-END_TEST
-
-/*
- * The user's own git hooks (a global core.hooksPath, as linters install
- * them) never run on the lanes' commits, merges and checkouts: a
- * pre-commit that refuses everything does not stop the run, and no
- * post-merge or post-checkout hook leaves its mark.
- */
-START_TEST(test_user_git_hooks_never_run_on_lanes)
-{
-	const char *args[] = {"run", "four files", "--no-tui", NULL};
-	char home_env[4200], cfg[4200], *run, *mark;
-	const char *env[] = {home_env, NULL};
-	static const char *const hooks[] = {
-		"pre-commit",    "post-commit",      "post-merge",
-		"post-checkout", "pre-merge-commit", NULL};
-	const char *const *h;
-
-	project("lanes_wide", 2);
-	for (h = hooks; *h; h++) {
-		char rel[64], text[4400];
-
-		snprintf(rel, sizeof(rel), "hooks/%s", *h);
-		snprintf(text, sizeof(text),
-			 "#!/bin/sh\necho %s >> '%s/hook-ran'\nexit 1\n", *h,
-			 rt_dir());
-		put_script(rel, text);
-	}
-	snprintf(cfg, sizeof(cfg), "[core]\n\thooksPath = %s/hooks\n",
-		 rt_dir());
-	put_script("home/.gitconfig", cfg);
-	snprintf(home_env, sizeof(home_env), "HOME=%s/home", rt_dir());
-	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 0);
-	run = last_run();
-	assert_run_state(run, "completed");
-	assert_files(run, four_files);
-	mark = rt_path("hook-ran");
-	ck_assert_msg(!rt_exists(mark), "a user hook ran: %s",
-		      read_file("hook-ran"));
-	free(mark);
 	free(run);
 }
 END_TEST
@@ -1150,12 +913,6 @@ static Suite *lanes_suite(void)
 			    4);
 	tcase_add_test(
 		tc, test_a_lane_takes_its_next_task_while_the_last_is_merged);
-	tcase_add_test(tc, test_user_git_hooks_never_run_on_lanes);
-	tcase_add_test(
-		tc, test_agents_cannot_make_the_lanes_git_run_their_programs);
-	tcase_add_loop_test(
-		tc, test_lanes_refuse_a_repository_config_that_runs_programs,
-		0, 2);
 	tcase_add_test(tc, test_a_resume_waits_for_the_git_a_killed_run_left);
 	tcase_add_test(tc, test_kill_with_lanes_in_flight_then_resume);
 	tcase_add_test(tc,

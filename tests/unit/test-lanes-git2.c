@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,6 +351,93 @@ START_TEST(test_a_split_index_leaves_the_merge_to_the_git_command)
 }
 END_TEST
 
+/*
+ * An agent's FIFO where libgit2 reads (a .gitignore, a .gitattributes)
+ * does not hold a call: its caller opens it for writing, libgit2 reads
+ * an empty file and goes on; the FIFO itself is never committed (as
+ * git's add -A skips it). Before, the commit blocked for good.
+ */
+START_TEST(test_a_fifo_in_the_work_tree_does_not_hold_a_commit)
+{
+	char wt[700];
+
+	lane("t1", wt, sizeof(wt));
+	tu_sh("cd %s && mkfifo .gitignore && mkdir d && mkfifo "
+	      "d/.gitattributes && echo x > d/x.txt && echo n > new.txt",
+	      wt);
+	commit("t1", wt);
+	assert_output(
+		"a.txt\nd/x.txt\ngone.txt\nnew.txt\nshared.txt\nsub/s.txt",
+		sl_xasprintf("git -C %s ls-tree -r --name-only HEAD", wt));
+	ck_assert_uint_eq(sl_g2_calls_running(), 0);
+}
+END_TEST
+
+/* The same in the run's workspace, which the merge brings up to date. */
+START_TEST(test_a_fifo_in_the_workspace_does_not_hold_a_merge)
+{
+	char wt[700], *files = NULL;
+
+	lane("t1", wt, sizeof(wt));
+	tu_sh("echo x > %s/x.txt && echo y >> %s/sub/s.txt", wt, wt);
+	commit("t1", wt);
+	tu_sh("mkfifo %s/.gitattributes %s/sub/.gitattributes "
+	      "%s/sub/.gitignore",
+	      ws, ws, ws);
+	ck_assert_int_eq(merge("t1", &files), 0);
+	assert_output("x", sl_xasprintf("cat %s/x.txt", ws));
+	assert_output("s\ny", sl_xasprintf("cat %s/sub/s.txt", ws));
+	assert_output("sbxloop: merge task t1",
+		      sl_xasprintf("git -C %s log -1 --format=%%s run", ws));
+}
+END_TEST
+
+/*
+ * A FIFO out of the release's reach (deeper than it looks) holds the
+ * call past its limit: the call fails, says why, and, once the FIFO
+ * lets it go on, changes nothing: no commit, no index written.
+ */
+START_TEST(test_a_call_held_too_long_is_given_up_and_changes_nothing)
+{
+	char wt[700], deep[1200], *msg = NULL, *tip, *admin, *fifo;
+	double t0;
+	int fd, i;
+	size_t n;
+
+	lane("t1", wt, sizeof(wt));
+	tip = tu_capture("git -C %s rev-parse HEAD", wt);
+	n = (size_t)snprintf(deep, sizeof(deep), "%s", wt);
+	for (i = 0; i < 70; i++)
+		n += (size_t)snprintf(deep + n, sizeof(deep) - n, "/d");
+	tu_sh("mkdir -p %s && mkfifo %s/.gitignore && echo x > %s/x.txt && "
+	      "echo n > %s/new.txt",
+	      deep, deep, deep, wt);
+	sl_g2_set_patience(0.1, 1.0);
+	admin = sl_xasprintf("%s/worktrees/t1", common);
+	t0 = sl_monotonic();
+	ck_assert_int_eq(sl_g2_commit(admin, wt, "m", &msg), -1);
+	ck_assert_double_lt(sl_monotonic() - t0, 3.0);
+	ck_assert_msg(msg && strstr(msg, "did not finish in 1 s") &&
+			      strstr(msg, "FIFO"),
+		      "%s", msg ? msg : "(no message)");
+	/* let the call go on; it ends without a change */
+	fifo = sl_xasprintf("%s/.gitignore", deep);
+	fd = open(fifo, O_WRONLY | O_NONBLOCK);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	for (i = 0; i < 500 && sl_g2_calls_running(); i++)
+		usleep(10000);
+	ck_assert_uint_eq(sl_g2_calls_running(), 0);
+	assert_output(tip, sl_xasprintf("git -C %s rev-parse HEAD", wt));
+	assert_output("",
+		      sl_xasprintf("git -C %s diff --cached --name-only", wt));
+	free(fifo);
+	free(admin);
+	free(msg);
+	free(tip);
+}
+END_TEST
+
 static Suite *g2_suite(void)
 {
 	Suite *s = suite_create("lanes-git2");
@@ -368,6 +456,11 @@ static Suite *g2_suite(void)
 		       test_a_nested_repository_is_left_to_the_git_command);
 	tcase_add_test(tc,
 		       test_a_split_index_leaves_the_merge_to_the_git_command);
+	tcase_add_test(tc,
+		       test_a_fifo_in_the_work_tree_does_not_hold_a_commit);
+	tcase_add_test(tc, test_a_fifo_in_the_workspace_does_not_hold_a_merge);
+	tcase_add_test(
+		tc, test_a_call_held_too_long_is_given_up_and_changes_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
