@@ -9,7 +9,8 @@
  * scenario); the same for the tasks alone (first task.start to last
  * task.end, from the run's store: provisioning, DECOMPOSE and teardown
  * are serial whatever the lanes); sbxloop's own CPU per job, also with
- * the processes it started (workers, git), and its peak RSS. Figures
+ * the processes it started (workers, git), that per task (lanes in
+ * process start fewer jobs a task) and its peak RSS. Figures
  * only; nothing is asserted. The target: a speed-up of at least 0.9 x
  * lanes (the work is sleeping, so two cores do not bound it) and the
  * CPU per job of one lane.
@@ -42,6 +43,7 @@ struct figures {
 	double tasks;    /* first task.start to last task.end, s */
 	double cpu_job;  /* sbxloop's own CPU per job, ms */
 	double tree_job; /* with its children, ms */
+	double jobs;     /* jobs the run started, DECOMPOSE's too */
 	double rss_mb;
 };
 
@@ -90,10 +92,12 @@ static int bench(int n, double job_s, int lanes, struct figures *f, char *dir)
 	snprintf(path, sizeof(path), "%s/state/state.db", dir);
 	f->tasks = bench_db_value(path, BENCH_SQL_TASKS_SPAN);
 	/* every job the run started, as its events say (DECOMPOSE, then
-	 * six a task: four agent jobs, the review's evidence and VERIFY) */
+	 * four agent jobs a task, VERIFY and, unless lanes read it in
+	 * process, the review's evidence) */
 	jobs = bench_db_value(path, BENCH_SQL_JOBS);
 	if (jobs < 1)
 		return -1;
+	f->jobs = jobs;
 	f->cpu_job = (m.user_ms + m.sys_ms) / jobs;
 	f->tree_job = m.tree_ms / jobs;
 	f->rss_mb = m.rss_mb;
@@ -134,7 +138,7 @@ int main(int argc, char **argv)
 	int job_ms = argc > 2 ? atoi(argv[2]) : 200;
 	const char *tmp = getenv("TMPDIR");
 	char dirs[4][200];
-	struct figures one = {0, 0, 0, 0, 0};
+	struct figures one = {0, 0, 0, 0, 0, 0};
 
 	if (n < 2 || n > 200 || job_ms < 0 || job_ms > 10000 ||
 	    (argc > 2 && !isdigit((unsigned char)argv[2][0]))) {
@@ -172,13 +176,13 @@ int main(int argc, char **argv)
 		printf("lanes=%d  wall %6.2f s  speed-up %5.2f (%.2f x lanes)  "
 		       "tasks %6.2f s (%.0f ms a task)  speed-up %5.2f (%.2f x "
 		       "lanes)  sbxloop "
-		       "CPU %.2f ms/job (with its children %.1f)  peak RSS "
-		       "%.1f MB\n",
+		       "CPU %.2f ms/job (with its children %.1f; %.0f a task, "
+		       "%.1f jobs)  peak RSS %.1f MB\n",
 		       lanes[i], f.wall, one.wall / f.wall,
 		       one.wall / f.wall / lanes[i], f.tasks,
 		       f.tasks * 1000 / n, one.tasks / f.tasks,
 		       one.tasks / f.tasks / lanes[i], f.cpu_job, f.tree_job,
-		       f.rss_mb);
+		       f.tree_job * f.jobs / n, f.jobs / n, f.rss_mb);
 		fflush(stdout);
 	}
 	cpu_speeds("after");

@@ -183,6 +183,7 @@ struct latest {
 	int found;
 	int64_t id;
 	int attempt;
+	double started_at;
 	char *status;
 	cJSON *output;
 };
@@ -265,6 +266,13 @@ const struct sbxloop_sandbox_info *sl_lane_info(const struct task *t);
 const char *sl_lane_dir(const struct task *t);
 /* The grant ledger of the lane's own sandbox (per-lane), else NULL. */
 struct sl_egress_ledger *sl_lane_ledger(const struct task *t);
+/*
+ * The review's evidence of task `t` read in its worktree in process
+ * (lanes_git2.c) where the lanes' git works so; 0, or -1 (*ev empty):
+ * a job gathers it.
+ */
+int sl_lanes_evidence(struct sl_engine *e, const struct task *t, double since,
+		      struct sl_evidence *ev);
 
 /* ---- steer.c ------------------------------------------------------------ */
 

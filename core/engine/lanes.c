@@ -144,7 +144,6 @@ static char *dir_of(const struct sl_engine *e, const struct task *t)
 	return sl_xasprintf("%s/" LANES_DIR "/%s", sl_lanes_root(e), t->id);
 }
 
-/* Write `text` to `path`; 0, or -1. */
 /* Task t's worktree records under git's common dir (caller frees). */
 static char *records_of(const struct sl_engine *e, const struct task *t)
 {
@@ -183,6 +182,32 @@ static int in_process(const struct sl_engine *e)
 {
 	return !sl_lanes_in_box(e) && e->lanes_g2 && e->lanes_common &&
 	       sl_g2_available();
+}
+
+int sl_lanes_evidence(struct sl_engine *e, const struct task *t, double since,
+		      struct sl_evidence *ev)
+{
+	char *dir, *records, *msg = NULL;
+	int rc;
+
+	memset(ev, 0, sizeof(*ev));
+	if (!t->lane || !in_process(e))
+		return -1;
+	dir = dir_of(e, t);
+	records = records_of(e, t);
+	rc = sl_g2_evidence(records, dir, since, &ev->status, &ev->diff,
+			    &ev->recent, &msg);
+	if (rc != 0) {
+		sl_log(SBXLOOP_LOG_INFO,
+		       "lanes: libgit2 cannot read the review's evidence of "
+		       "task %s (%s): a job in the sandbox gathers it",
+		       t->id, msg ? msg : "failed");
+		sl_evidence_clear(ev);
+	}
+	free(msg);
+	free(records);
+	free(dir);
+	return rc == 0 ? 0 : -1;
 }
 
 /*

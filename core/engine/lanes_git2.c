@@ -36,6 +36,14 @@
 	X(git_commit_free)                                                    \
 	X(git_commit_id)                                                      \
 	X(git_commit_lookup)                                                  \
+	X(git_commit_tree)                                                    \
+	X(git_buf_dispose)                                                    \
+	X(git_diff_find_options_init)                                         \
+	X(git_diff_find_similar)                                              \
+	X(git_diff_free)                                                      \
+	X(git_diff_options_init)                                              \
+	X(git_diff_to_buf)                                                    \
+	X(git_diff_tree_to_workdir_with_index)                                \
 	X(git_error_last)                                                     \
 	X(git_graph_descendant_of)                                            \
 	X(git_index_add_all)                                                  \
@@ -69,6 +77,11 @@
 	X(git_reset)                                                          \
 	X(git_signature_free)                                                 \
 	X(git_signature_now)                                                  \
+	X(git_status_byindex)                                                 \
+	X(git_status_list_entrycount)                                         \
+	X(git_status_list_free)                                               \
+	X(git_status_list_new)                                                \
+	X(git_status_options_init)                                            \
 	X(git_tree_free)                                                      \
 	X(git_tree_lookup)
 
@@ -161,15 +174,17 @@ int sl_g2_available(void)
 #define RELEASE_ENTRIES 200000u /* entries looked at, per pass */
 
 struct call {
-	int kind; /* CALL_CHECKOUT, CALL_COMMIT, CALL_MERGE */
+	int kind; /* CALL_CHECKOUT, CALL_COMMIT, CALL_MERGE, CALL_EVIDENCE */
 	char *git_dir, *work_tree, *branch, *message;
+	double since; /* CALL_EVIDENCE */
+	char *out[3]; /* CALL_EVIDENCE: status, diff, recent files */
 	int rc, done, refs, abandoned;
 	char *files, *msg;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 };
 
-enum { CALL_CHECKOUT, CALL_COMMIT, CALL_MERGE };
+enum { CALL_CHECKOUT, CALL_COMMIT, CALL_MERGE, CALL_EVIDENCE };
 
 static double release_after_s = RELEASE_AFTER_S;
 static double give_up_s = 600.0;
@@ -500,6 +515,214 @@ out:
 	return rc;
 }
 
+/* ---- the review's evidence ---------------------------------------------- */
+
+#define EVIDENCE_MAX_SIZE (4 * 1024 * 1024) /* larger: "Binary files" */
+#define RECENT_MAX 1000u                    /* lines of recent files */
+
+/* `path` as git's quotePath writes it: C-quoted if anything needs it. */
+static void add_path(struct sl_buf *b, const char *path)
+{
+	static const char esc[] = "\a\b\t\n\v\f\r";
+	static const char letter[] = "abtnvfr";
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)path; *p; p++)
+		if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\')
+			break;
+	if (!*p) {
+		sl_buf_adds(b, path);
+		return;
+	}
+	sl_buf_addc(b, '"');
+	for (p = (const unsigned char *)path; *p; p++) {
+		const char *e = *p ? strchr(esc, *p) : NULL;
+
+		if (e)
+			sl_buf_addf(b, "\\%c", letter[e - esc]);
+		else if (*p == '"' || *p == '\\')
+			sl_buf_addf(b, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			sl_buf_addf(b, "\\%03o", *p);
+		else
+			sl_buf_addc(b, (char)*p);
+	}
+	sl_buf_addc(b, '"');
+}
+
+static char status_letter(unsigned st, int index)
+{
+	if (index)
+		return st & GIT_STATUS_INDEX_NEW          ? 'A'
+		       : st & GIT_STATUS_INDEX_MODIFIED   ? 'M'
+		       : st & GIT_STATUS_INDEX_DELETED    ? 'D'
+		       : st & GIT_STATUS_INDEX_RENAMED    ? 'R'
+		       : st & GIT_STATUS_INDEX_TYPECHANGE ? 'T'
+							  : ' ';
+	return st & GIT_STATUS_WT_MODIFIED     ? 'M'
+	       : st & GIT_STATUS_WT_DELETED    ? 'D'
+	       : st & GIT_STATUS_WT_RENAMED    ? 'R'
+	       : st & GIT_STATUS_WT_TYPECHANGE ? 'T'
+					       : ' ';
+}
+
+/* `git status --short`: changes, then untracked files, by path. */
+static int evidence_status(git_repository *repo, char **out, char **msg)
+{
+	git_status_options so;
+	git_status_list *list = NULL;
+	struct sl_buf b = SL_BUF_INIT;
+	size_t i, n;
+	int pass;
+
+	G.git_status_options_init(&so, GIT_STATUS_OPTIONS_VERSION);
+	so.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+	so.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED |
+		   GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX;
+	if (G.git_status_list_new(&list, repo, &so) < 0)
+		return fail(msg, "cannot read the status");
+	n = G.git_status_list_entrycount(list);
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < n; i++) {
+			const git_status_entry *e =
+				G.git_status_byindex(list, i);
+			const git_diff_delta *hi = e->head_to_index,
+					     *iw = e->index_to_workdir;
+			int untracked = (e->status & GIT_STATUS_WT_NEW) != 0;
+
+			if (untracked != pass ||
+			    (e->status & GIT_STATUS_IGNORED))
+				continue;
+			if (untracked) {
+				sl_buf_adds(&b, "?? ");
+				add_path(&b, iw->new_file.path);
+				sl_buf_addc(&b, '\n');
+				continue;
+			}
+			sl_buf_addc(&b, status_letter(e->status, 1));
+			sl_buf_addc(&b, status_letter(e->status, 0));
+			sl_buf_addc(&b, ' ');
+			if (hi && (e->status & GIT_STATUS_INDEX_RENAMED)) {
+				add_path(&b, hi->old_file.path);
+				sl_buf_adds(&b, " -> ");
+			}
+			add_path(&b,
+				 hi ? hi->new_file.path : iw->new_file.path);
+			sl_buf_addc(&b, '\n');
+		}
+	G.git_status_list_free(list);
+	*out = sl_buf_detach(&b);
+	return 0;
+}
+
+/* `git diff HEAD`: HEAD's tree against the work tree, as a patch. */
+static int evidence_diff(git_repository *repo, char **out, char **msg)
+{
+	git_commit *head = NULL;
+	git_tree *tree = NULL;
+	git_diff *diff = NULL;
+	git_diff_options dopt;
+	git_diff_find_options fopt;
+	git_buf buf = {NULL, 0, 0};
+	int rc;
+
+	rc = head_commit(&head, repo, msg);
+	if (rc < 0)
+		return rc;
+	G.git_diff_options_init(&dopt, GIT_DIFF_OPTIONS_VERSION);
+	dopt.max_size = EVIDENCE_MAX_SIZE;
+	/* renames, as git's diff.renames (true since git 2.9) has them */
+	G.git_diff_find_options_init(&fopt, GIT_DIFF_FIND_OPTIONS_VERSION);
+	fopt.flags = GIT_DIFF_FIND_RENAMES;
+	if (G.git_commit_tree(&tree, head) < 0 ||
+	    G.git_diff_tree_to_workdir_with_index(&diff, repo, tree, &dopt) <
+		    0 ||
+	    G.git_diff_find_similar(diff, &fopt) < 0 ||
+	    G.git_diff_to_buf(&buf, diff, GIT_DIFF_FORMAT_PATCH) < 0)
+		rc = fail(msg, "cannot diff the work tree");
+	else
+		*out = sl_xstrndup(buf.ptr ? buf.ptr : "", buf.size);
+	G.git_buf_dispose(&buf);
+	G.git_diff_free(diff);
+	G.git_tree_free(tree);
+	G.git_commit_free(head);
+	return rc;
+}
+
+static int newer(const struct stat *st, double since)
+{
+	return (double)st->st_mtim.tv_sec + st->st_mtim.tv_nsec / 1e9 > since;
+}
+
+/*
+ * The regular files under directory `fd` (closed here) changed after
+ * `since`, as `./PATH` lines; never through a symbolic link, the top's
+ * .git left out.
+ */
+static void recent_files(int fd, const char *rel, double since, int depth,
+			 unsigned *budget, unsigned *lines, struct sl_buf *b)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) && *budget && *lines) {
+		struct stat st;
+		char *path;
+		int sub;
+
+		(*budget)--;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    (!depth && !strcmp(de->d_name, ".git")) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) <
+			    0)
+			continue;
+		path = sl_xasprintf("%s/%s", rel, de->d_name);
+		if (S_ISREG(st.st_mode) && newer(&st, since)) {
+			add_path(b, path);
+			sl_buf_addc(b, '\n');
+			(*lines)--;
+		} else if (S_ISDIR(st.st_mode) && depth < RELEASE_DEPTH) {
+			sub = openat(dirfd(d), de->d_name,
+				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					     O_CLOEXEC);
+			if (sub >= 0)
+				recent_files(sub, path, since, depth + 1,
+					     budget, lines, b);
+		}
+		free(path);
+	}
+	closedir(d);
+}
+
+static int evidence_body(const char *git_dir, const char *work_tree,
+			 double since, char *out[3], char **msg)
+{
+	git_repository *repo;
+	struct sl_buf b = SL_BUF_INIT;
+	unsigned budget = RELEASE_ENTRIES, lines = RECENT_MAX;
+	int rc, fd;
+
+	*msg = NULL;
+	rc = open_repo(&repo, git_dir, work_tree, msg);
+	if (rc < 0)
+		return rc;
+	rc = evidence_status(repo, &out[0], msg);
+	if (rc == 0)
+		rc = evidence_diff(repo, &out[1], msg);
+	G.git_repository_free(repo);
+	if (rc < 0)
+		return rc;
+	fd = open(work_tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		recent_files(fd, ".", since, 0, &budget, &lines, &b);
+	out[2] = sl_buf_detach(&b);
+	return 0;
+}
+
 /* ---- the calls, outwaited ---------------------------------------------- */
 
 /*
@@ -563,6 +786,9 @@ static void call_release(struct call *c)
 	free(c->message);
 	free(c->files);
 	free(c->msg);
+	free(c->out[0]);
+	free(c->out[1]);
+	free(c->out[2]);
 	free(c);
 }
 
@@ -575,6 +801,9 @@ static int call_body(struct call *c)
 	case CALL_COMMIT:
 		return commit_body(c->git_dir, c->work_tree, c->message,
 				   &c->msg);
+	case CALL_EVIDENCE:
+		return evidence_body(c->git_dir, c->work_tree, c->since,
+				     c->out, &c->msg);
 	default:
 		return merge_body(c->git_dir, c->work_tree, c->branch,
 				  c->message, &c->files, &c->msg);
@@ -612,7 +841,7 @@ static struct timespec abs_time(double s)
 }
 
 /* Wait for `c` (see above); its result, or -1 when given up. */
-static int call_wait(struct call *c, char **files, char **msg)
+static int call_wait(struct call *c, char **files, char *out[3], char **msg)
 {
 	double start = sl_monotonic(), next = start + release_after_s;
 	int rc;
@@ -649,6 +878,14 @@ static int call_wait(struct call *c, char **files, char **msg)
 			*files = c->files;
 			c->files = NULL;
 		}
+		if (out && rc == 0) {
+			int i;
+
+			for (i = 0; i < 3; i++) {
+				out[i] = c->out[i];
+				c->out[i] = NULL;
+			}
+		}
 		*msg = c->msg;
 		c->msg = NULL;
 	} else {
@@ -664,11 +901,10 @@ static int call_wait(struct call *c, char **files, char **msg)
 	return rc;
 }
 
-static int call(int kind, const char *git_dir, const char *work_tree,
-		const char *branch, const char *message, char **files,
-		char **msg)
+static int call(struct call *c, int kind, const char *git_dir,
+		const char *work_tree, const char *branch, const char *message,
+		char **files, char *out[3], char **msg)
 {
-	struct call *c = sl_xcalloc(1, sizeof(*c));
 	pthread_condattr_t ca;
 	pthread_attr_t at;
 	pthread_t th;
@@ -698,28 +934,50 @@ static int call(int kind, const char *git_dir, const char *work_tree,
 		c->done = 1;
 		c->refs = 1;
 	}
-	return call_wait(c, files, msg);
+	return call_wait(c, files, out, msg);
+}
+
+static struct call *call_new(void)
+{
+	return sl_xcalloc(1, sizeof(struct call));
 }
 
 int sl_g2_checkout(const char *git_dir, const char *work_tree,
 		   const char *branch, char **msg)
 {
-	return call(CALL_CHECKOUT, git_dir, work_tree, branch, NULL, NULL,
-		    msg);
+	return call(call_new(), CALL_CHECKOUT, git_dir, work_tree, branch,
+		    NULL, NULL, NULL, msg);
 }
 
 int sl_g2_commit(const char *git_dir, const char *work_tree,
 		 const char *message, char **msg)
 {
-	return call(CALL_COMMIT, git_dir, work_tree, NULL, message, NULL, msg);
+	return call(call_new(), CALL_COMMIT, git_dir, work_tree, NULL, message,
+		    NULL, NULL, msg);
 }
 
 int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
 		const char *message, char **files, char **msg)
 {
 	*files = NULL;
-	return call(CALL_MERGE, git_dir, work_tree, branch, message, files,
-		    msg);
+	return call(call_new(), CALL_MERGE, git_dir, work_tree, branch,
+		    message, files, NULL, msg);
+}
+
+int sl_g2_evidence(const char *git_dir, const char *work_tree, double since,
+		   char **status, char **diff, char **recent, char **msg)
+{
+	struct call *c = call_new();
+	char *out[3] = {NULL, NULL, NULL};
+	int rc;
+
+	c->since = since;
+	rc = call(c, CALL_EVIDENCE, git_dir, work_tree, NULL, NULL, NULL, out,
+		  msg);
+	*status = out[0];
+	*diff = out[1];
+	*recent = out[2];
+	return rc;
 }
 
 void sl_g2_set_patience(double release_after, double give_up)

@@ -64,6 +64,18 @@ int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
 		const char *message, char **files, char **msg);
 
 /*
+ * The review's evidence in W (G's index, G's HEAD), as the commands the
+ * review otherwise runs in the sandbox print it: `git status --short`
+ * (*status), `git diff HEAD` (*diff; files over 4 MiB count as binary)
+ * and `./PATH` lines of the regular files changed after `since` (epoch
+ * seconds; *recent, 1,000 lines at most, the top's .git left out).
+ * Paths are C-quoted as git's core.quotePath does. Reads only: no index
+ * or ref is written. Each caller frees.
+ */
+int sl_g2_evidence(const char *git_dir, const char *work_tree, double since,
+		   char **status, char **diff, char **recent, char **msg);
+
+/*
  * How long a call runs before its caller releases the FIFOs of its work
  * tree (1 s), and before it is given up (600 s). For tests.
  */

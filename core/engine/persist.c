@@ -222,6 +222,7 @@ static int latest_cb(void *user, const struct sbxloop_attempt_row *a)
 	l->found = 1;
 	l->id = a->id;
 	l->attempt = a->attempt;
+	l->started_at = a->started_at;
 	l->status = sl_xstrdup(a->status);
 	l->output = a->output_json ? cJSON_Parse(a->output_json) : NULL;
 	return 1;

@@ -302,17 +302,23 @@ static int apply_scrutiny(struct sl_engine *e, struct task *t,
 	return sl_engine_set_task_state(e, t, SL_TASK_VERIFYING, err);
 }
 
+/*
+ * The review of the EXECUTE that began at `since` (epoch seconds): its
+ * evidence read by the lanes in process where they can, else by a job.
+ */
 static int scrutinize(struct sl_engine *e, struct task *t, const char *report,
-		      struct sbxloop_error *err)
+		      double since, struct sbxloop_error *err)
 {
 	struct sl_phase_ctx pc;
+	struct sl_evidence ev;
 	double t0 = sl_now();
 	cJSON *verdict = NULL;
-	int rc;
+	int rc, have = sl_lanes_evidence(e, t, since, &ev) == 0;
 
 	sl_engine_phase_ctx(e, t, &pc);
 	rc = sl_phase_scrutinize(&pc, t->spec, t->plan, t->feedback, report,
-				 &verdict, err);
+				 have ? &ev : NULL, &verdict, err);
+	sl_evidence_clear(&ev);
 	if (rc < 0)
 		return rc;
 	rc = scrutiny_events(e, t, verdict, err);
@@ -411,7 +417,7 @@ static int step_execute(struct sl_engine *e, struct task *t,
 	rc = sl_engine_boundary(e, err);
 	if (rc < 0 || t->state != SL_TASK_SCRUTINIZING)
 		goto out;
-	rc = scrutinize(e, t, report, err);
+	rc = scrutinize(e, t, report, t0, err);
 out:
 	free(report);
 	free(sid);
@@ -432,7 +438,8 @@ static int step_scrutinize(struct sl_engine *e, struct task *t,
 		return rc;
 	if (!l.found) /* nothing committed to review */
 		return sl_engine_set_task_state(e, t, SL_TASK_EXECUTING, err);
-	rc = scrutinize(e, t, sl_json_str(l.output, "report", ""), err);
+	rc = scrutinize(e, t, sl_json_str(l.output, "report", ""),
+			l.started_at, err);
 	sl_latest_release(&l);
 	return rc;
 }

@@ -267,29 +267,79 @@ static void first_lines(char *text, size_t n)
 		*p = '\0';
 }
 
+void sl_evidence_clear(struct sl_evidence *ev)
+{
+	free(ev->status);
+	free(ev->diff);
+	free(ev->recent);
+	memset(ev, 0, sizeof(*ev));
+}
+
+static const char *const evidence_labels[] = {"git status", "git diff HEAD",
+					      "recently changed files"};
+
 /*
- * Evidence for the reviewer, gathered mechanically; never fails. The
- * commands go as argv lists, run without a shell (three processes where
- * pipes through sh made eight); the line caps are applied here.
+ * The evidence's three texts (NULL: none) clipped, each to its budget
+ * and line cap, under its label; the same whoever gathered them.
  */
-static char *gather_evidence(const struct sl_phase_ctx *pc)
+static void format_evidence(struct sl_buf *b, const char *const texts[3])
+{
+	static const size_t budgets[] = {EVIDENCE_BUDGET, DIFF_BUDGET,
+					 EVIDENCE_BUDGET};
+	static const size_t max_lines[] = {50, 0, 30};
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		char *clipped, *trimmed;
+		size_t n;
+
+		if (!texts[i])
+			continue;
+		clipped = clip_head_tail(texts[i], budgets[i]);
+		if (max_lines[i])
+			first_lines(clipped, max_lines[i]);
+		trimmed = clipped;
+		while (isspace((unsigned char)*trimmed))
+			trimmed++;
+		n = strlen(trimmed);
+		while (n && isspace((unsigned char)trimmed[n - 1]))
+			trimmed[--n] = '\0';
+		if (n)
+			sl_buf_addf(b, "### %s\n\n```\n%s\n```\n\n",
+				    evidence_labels[i], trimmed);
+		free(clipped);
+	}
+}
+
+/*
+ * Evidence for the reviewer, gathered mechanically; never fails. Given
+ * by the engine, or a job in the sandbox whose commands go as argv
+ * lists, run without a shell (three processes where pipes through sh
+ * made eight).
+ */
+static char *gather_evidence(const struct sl_phase_ctx *pc,
+			     const struct sl_evidence *given)
 {
 	static const char *const cmds[][10] = {
 		{"git", "status", "--short", NULL},
 		{"git", "diff", "HEAD", NULL},
 		{"find", ".", "-type", "f", "-newer", "/tmp", "-not", "-path",
 		 "./.git/*", NULL}};
-	static const char *const labels[] = {"git status", "git diff HEAD",
-					     "recently changed files"};
-	static const size_t budgets[] = {EVIDENCE_BUDGET, DIFF_BUDGET,
-					 EVIDENCE_BUDGET};
-	static const size_t max_lines[] = {50, 0, 30};
 	struct sbxloop_error err = {0, ""};
 	struct sl_buf b = SL_BUF_INIT;
-	cJSON *job = cJSON_CreateObject(), *arr, *res = NULL;
-	const cJSON *out, *it;
+	const char *texts[3] = {NULL, NULL, NULL};
+	cJSON *job, *arr, *res = NULL;
+	const cJSON *it;
 	size_t i = 0;
 
+	if (given) {
+		texts[0] = given->status;
+		texts[1] = given->diff;
+		texts[2] = given->recent;
+		format_evidence(&b, texts);
+		goto out;
+	}
+	job = cJSON_CreateObject();
 	cJSON_AddStringToObject(job, "kind", "shell.batch");
 	cJSON_AddNumberToObject(job, "timeout_s", 120);
 	cJSON_AddNumberToObject(job, "command_timeout_s", 60);
@@ -308,35 +358,19 @@ static char *gather_evidence(const struct sl_phase_ctx *pc)
 	    !sl_phase_result_ok(res)) {
 		sl_log(SBXLOOP_LOG_WARN, "cannot gather review evidence: %s",
 		       err.message[0] ? err.message : "batch job failed");
-		goto out;
+	} else {
+		i = 0;
+		cJSON_ArrayForEach (it, cJSON_GetObjectItemCaseSensitive(
+						res, "output_json")) {
+			if (i >= 3)
+				break;
+			texts[i++] = sl_json_str(it, "output", "");
+		}
+		format_evidence(&b, texts);
 	}
-	out = cJSON_GetObjectItemCaseSensitive(res, "output_json");
-	i = 0;
-	cJSON_ArrayForEach (it, out) {
-		const char *text = sl_json_str(it, "output", "");
-		char *clipped, *trimmed;
-		size_t n;
-
-		if (i >= 3)
-			break;
-		clipped = clip_head_tail(text, budgets[i]);
-		if (max_lines[i])
-			first_lines(clipped, max_lines[i]);
-		trimmed = clipped;
-		while (isspace((unsigned char)*trimmed))
-			trimmed++;
-		n = strlen(trimmed);
-		while (n && isspace((unsigned char)trimmed[n - 1]))
-			trimmed[--n] = '\0';
-		if (n)
-			sl_buf_addf(&b, "### %s\n\n```\n%s\n```\n\n",
-				    labels[i], trimmed);
-		free(clipped);
-		i++;
-	}
-out:
 	cJSON_Delete(job);
 	cJSON_Delete(res);
+out:
 	if (!b.len)
 		sl_buf_adds(&b, "(no evidence gathered)");
 	return sl_buf_detach(&b);
@@ -344,8 +378,8 @@ out:
 
 int sl_phase_scrutinize(const struct sl_phase_ctx *pc, const cJSON *spec,
 			const cJSON *plan, const char *feedback,
-			const char *report, cJSON **verdict,
-			struct sbxloop_error *err)
+			const char *report, const struct sl_evidence *evidence,
+			cJSON **verdict, struct sbxloop_error *err)
 {
 	cJSON *vars = sl_phase_base_vars(pc), *cmds;
 	int rc;
@@ -363,7 +397,7 @@ int sl_phase_scrutinize(const struct sl_phase_ctx *pc, const cJSON *spec,
 			  sl_clip(report && *report
 					  ? report
 					  : "(executor produced no report)"));
-	sl_phase_var_take(vars, "evidence", gather_evidence(pc));
+	sl_phase_var_take(vars, "evidence", gather_evidence(pc, evidence));
 	cmds = sl_phase_verify_commands(spec, plan);
 	sl_phase_var_take(vars, "verify_commands",
 			  sl_phase_render_list(cmds, "(no verify commands)"));

@@ -73,13 +73,29 @@ int sl_phase_execute(const struct sl_phase_ctx *pc, const cJSON *spec,
 		     char **report, char **session_id,
 		     struct sbxloop_error *err);
 
+/*
+ * The review's evidence as its three commands print it in the task's
+ * work tree: `git status --short`, `git diff HEAD` and the files changed
+ * since EXECUTE began (`./PATH` lines). The engine reads it itself where
+ * it can (lanes working in process, engine/lanes.c); otherwise SCRUTINIZE
+ * gathers it with a job in the sandbox.
+ */
+struct sl_evidence {
+	char *status;
+	char *diff;
+	char *recent;
+};
+
+/* Free what `ev` holds and empty it. */
+void sl_evidence_clear(struct sl_evidence *ev);
+
 /* SCRUTINIZE. *verdict (caller frees): verdict, issues, feedback,
  * verify_suspect, verify_suspect_reason, and maybe tooling_health and
- * downgraded. */
+ * downgraded. `evidence`: NULL to gather it with a job. */
 int sl_phase_scrutinize(const struct sl_phase_ctx *pc, const cJSON *spec,
 			const cJSON *plan, const char *feedback,
-			const char *report, cJSON **verdict,
-			struct sbxloop_error *err);
+			const char *report, const struct sl_evidence *evidence,
+			cJSON **verdict, struct sbxloop_error *err);
 
 /* VERIFY. *out (caller frees): {"passed","feedback","results",
  * "failed":K}. */

@@ -233,15 +233,19 @@ START_TEST(test_a_merge_conflict_replans_on_the_merged_tree)
 END_TEST
 
 /*
- * The lanes' checkouts, commits and merges happen in process (libgit2)
- * on the host: a git on PATH that notes its arguments sees none of
- * them (the review's evidence, run in the sandbox, may still call git),
- * and git itself finds the workspace clean with four merges. Without
+ * The lanes' checkouts, commits and merges, and the review's evidence,
+ * happen in process (libgit2) on the host: a git on PATH that notes its
+ * arguments sees none of them, no job gathers the evidence in the
+ * sandbox (VERIFY's is the one batch job a task), git itself finds the
+ * workspace clean with four merges, and each SCRUTINIZE prompt holds
+ * its task's evidence (the untracked file, and as written since
+ * EXECUTE). Without
  * libgit2 (_i = 1: SBXLOOP_LIBGIT2 names no library), and on a
  * repository with a split index, which libgit2 cannot read (_i = 2, in
  * place), and with a filter in the user's global git config, which
  * libgit2 would not run (_i = 3: it marks every file it cleans), the
- * git command does each of them, and the run is the same.
+ * git command does each of them (the evidence: a job in the sandbox),
+ * and the run is the same.
  */
 START_TEST(test_lanes_run_no_git_process_for_a_task)
 {
@@ -253,6 +257,7 @@ START_TEST(test_lanes_run_no_git_process_for_a_task)
 	static const char *const per_task[] = {
 		"checkout -q -f -B", "commit -q", "merge -q", "add -A", NULL};
 	const char *const *w;
+	int n, reviews = 0;
 
 	if (_i == 3) {
 		char cfg[4400];
@@ -284,6 +289,7 @@ START_TEST(test_lanes_run_no_git_process_for_a_task)
 		ck_assert_int_eq(system(cmd), 0);
 	}
 	put_script("bin/git", "#!/bin/sh\n"
+			      "[ -z \"$LANES_GIT_CALLS_LOG\" ] || "
 			      "echo \"$*\" >> \"$LANES_GIT_CALLS_LOG\"\n"
 			      "exec /usr/bin/git \"$@\"\n");
 	calls = rt_path("git-calls");
@@ -305,6 +311,31 @@ START_TEST(test_lanes_run_no_git_process_for_a_task)
 		ck_assert_msg(!strstr(calls, *w) == !_i, "git %s %s:\n%s", *w,
 			      _i ? "did not run" : "ran", calls);
 	free(calls);
+	for (n = 1; n < 40; n++) {
+		char rel[64], *path, *p;
+		int there;
+
+		snprintf(rel, sizeof(rel), "scenario.json.prompt.%d", n);
+		path = rt_path("%s", rel);
+		there = rt_exists(path);
+		free(path);
+		if (!there)
+			break;
+		p = read_file(rel);
+		if (strstr(p, "### git status\n\n```\n?? out-t")) {
+			reviews++;
+			ck_assert_msg(_i || strstr(p, "### recently changed "
+						      "files\n\n```\n./out-t"),
+				      "%s", p);
+		}
+		free(p);
+	}
+	ck_assert_int_eq(reviews, 4);
+	/* the sandbox's jobs: VERIFY's a task, and the evidence's without
+	 * libgit2 */
+	ck_assert_int_eq(rt_event_count(run, "worker.start", "kind",
+					"shell.batch", "task_id", "t*", NULL),
+			 _i ? 8 : 4);
 	if (_i == 3) { /* git obeyed the user's filter */
 		char *mark = rt_path("filtered");
 

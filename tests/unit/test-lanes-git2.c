@@ -438,6 +438,94 @@ START_TEST(test_a_call_held_too_long_is_given_up_and_changes_nothing)
 }
 END_TEST
 
+/* `text` without its last newline (tu_capture drops it), in place. */
+static char *chomp(char *text)
+{
+	size_t n = strlen(text);
+
+	if (n && text[n - 1] == '\n')
+		text[n - 1] = '\0';
+	return text;
+}
+
+/* Sorted lines of `text` (freed here), for an order-free comparison. */
+static char *sorted(char *text)
+{
+	char *path = sl_xasprintf("%s/sort.txt", dir), *out;
+
+	ck_assert_int_eq(sl_write_file_atomic(path, text, strlen(text), 0644),
+			 0);
+	out = tu_capture("LC_ALL=C sort %s", path);
+	free(path);
+	free(text);
+	return out;
+}
+
+/*
+ * The review's evidence read in process is what its commands print in
+ * the worktree: `git status --short` and `git diff HEAD` byte for byte
+ * (a change, a deletion, a staged file, a rename, untracked files and
+ * directories, a binary file, names git quotes), and the regular files
+ * written since EXECUTE began (not the ones the checkout wrote, nor the
+ * one only renamed, as `find -newer`; not the worktree's .git file,
+ * never through a symbolic link). Nothing is written: the index stays
+ * as it was.
+ */
+START_TEST(test_the_evidence_is_what_git_prints)
+{
+	char wt[700], *status, *diff, *recent, *msg = NULL, *admin, *want;
+	char *index_before;
+	double since;
+
+	lane("t1", wt, sizeof(wt));
+	admin = sl_xasprintf("%s/worktrees/t1", common);
+	usleep(20000);
+	since = sl_now();
+	usleep(20000);
+	tu_sh("cd %s && echo more >> a.txt && rm gone.txt && echo n > new.txt "
+	      "&& mkdir -p newdir/deep && echo x > newdir/deep/x && "
+	      "echo staged > staged.txt && git add staged.txt && "
+	      "git mv sub/s.txt sub/moved.txt && "
+	      "printf 'a\\tb' > \"$(printf 'tab\\tname')\" && "
+	      "echo q > 'quo\"te' && echo u > 'ünï' && "
+	      "printf '\\000\\001\\002' > bin.dat && "
+	      "ln -s /etc outside && printf 'one\\nTWO\\nthree\\n' > "
+	      "shared.txt",
+	      wt);
+	index_before = tu_capture("md5sum < %s/index", admin);
+	ck_assert_int_eq(sl_g2_evidence(admin, wt, since, &status, &diff,
+					&recent, &msg),
+			 0);
+	ck_assert_ptr_null(msg);
+	/* (before git's own status, which refreshes the index) */
+	assert_output(index_before, sl_xasprintf("md5sum < %s/index", admin));
+	want = tu_capture("git -C %s status --short", wt);
+	ck_assert_msg(!strcmp(chomp(status), want),
+		      "status:\n[%s]\nwant\n[%s]", status, want);
+	free(want);
+	want = tu_capture("git -C %s diff HEAD", wt);
+	ck_assert_msg(!strcmp(chomp(diff), want), "diff:\n[%s]\nwant\n[%s]",
+		      diff, want);
+	free(want);
+	recent = sorted(recent);
+	ck_assert_str_eq(recent, "\"./\\303\\274n\\303\\257\"\n"
+				 "\"./quo\\\"te\"\n"
+				 "\"./tab\\tname\"\n"
+				 "./a.txt\n"
+				 "./bin.dat\n"
+				 "./new.txt\n"
+				 "./newdir/deep/x\n"
+				 "./shared.txt\n"
+				 "./staged.txt");
+	ck_assert_uint_eq(sl_g2_calls_running(), 0);
+	free(index_before);
+	free(status);
+	free(diff);
+	free(recent);
+	free(admin);
+}
+END_TEST
+
 static Suite *g2_suite(void)
 {
 	Suite *s = suite_create("lanes-git2");
@@ -461,6 +549,7 @@ static Suite *g2_suite(void)
 	tcase_add_test(tc, test_a_fifo_in_the_workspace_does_not_hold_a_merge);
 	tcase_add_test(
 		tc, test_a_call_held_too_long_is_given_up_and_changes_nothing);
+	tcase_add_test(tc, test_the_evidence_is_what_git_prints);
 	suite_add_tcase(s, tc);
 	return s;
 }
