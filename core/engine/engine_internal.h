@@ -112,6 +112,11 @@ struct sl_engine {
 	/* the lanes' git on the host in process (lanes_git2.c), not the git
 	 * command: its config names no extension libgit2 lacks */
 	int lanes_g2;
+	/* the common dir whose config passed the check last, and the
+	 * job stamp then (sl_worker_jobs_quiet): no need to read it again
+	 * while no job ran (lanes_fs.c) */
+	char *lanes_checked;
+	unsigned long lanes_checked_stamp;
 	int lanes_user_filter;      /* the user's git config: 0 unread, 1 no
 				  filter, 2 a filter (lanes_fs.c) */
 	pthread_mutex_t mu;         /* live session ids, between lanes */

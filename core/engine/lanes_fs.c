@@ -383,14 +383,21 @@ int sl_lanes_config_check(struct sl_engine *e, const char *common,
 			  struct sbxloop_error *err)
 {
 	struct sl_git_out g;
-	char *file = sl_xasprintf("%s/config", common), *line, *save = NULL;
+	char *file, *line, *save = NULL;
+	unsigned long stamp;
 	int rc = 0;
 
-	if (sl_lanes_in_box(e)) {
-		/* git runs in the sandbox there: a driver runs confined */
-		free(file);
+	if (sl_lanes_in_box(e))
+		return 0; /* git runs in the sandbox: a driver runs confined */
+	/* read a moment ago (where the lanes go, then as they start), and
+	 * no job, so no agent, ran since */
+	if (sl_worker_jobs_quiet(&stamp) && e->lanes_checked &&
+	    !strcmp(e->lanes_checked, common) &&
+	    e->lanes_checked_stamp == stamp)
 		return 0;
-	}
+	free(e->lanes_checked);
+	e->lanes_checked = NULL;
+	file = sl_xasprintf("%s/config", common);
 	if (sl_git(&g, NULL,
 		   (const char *const[]){"git", "config", "--file", file,
 					 "--list", "--name-only", NULL})) {
@@ -431,6 +438,9 @@ int sl_lanes_config_check(struct sl_engine *e, const char *common,
 	}
 	if (rc == 0 && e->lanes_g2)
 		user_filters(e, common);
+	if (rc == 0 && sl_worker_jobs_quiet(&e->lanes_checked_stamp) &&
+	    e->lanes_checked_stamp == stamp)
+		e->lanes_checked = sl_xstrdup(common);
 out:
 	sl_git_out_clear(&g);
 	free(file);

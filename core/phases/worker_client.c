@@ -268,10 +268,39 @@ const char *sl_persona_phase(const char *persona)
 	return NULL;
 }
 
+/* jobs started and ended, for sl_worker_jobs_quiet */
+static unsigned long jobs_started, jobs_ended;
+
+int sl_worker_jobs_quiet(unsigned long *stamp)
+{
+	unsigned long ended = __atomic_load_n(&jobs_ended, __ATOMIC_ACQUIRE);
+
+	*stamp = __atomic_load_n(&jobs_started, __ATOMIC_ACQUIRE);
+	return *stamp == ended;
+}
+
+static int submit(struct sl_core *core,
+		  const struct sbxloop_sandbox_info *info, cJSON *job,
+		  const struct sl_job_tags *tags, cJSON **result,
+		  struct sbxloop_error *err);
+
 int sl_worker_submit(struct sl_core *core,
 		     const struct sbxloop_sandbox_info *info, cJSON *job,
 		     const struct sl_job_tags *tags, cJSON **result,
 		     struct sbxloop_error *err)
+{
+	int rc;
+
+	__atomic_add_fetch(&jobs_started, 1, __ATOMIC_ACQ_REL);
+	rc = submit(core, info, job, tags, result, err);
+	__atomic_add_fetch(&jobs_ended, 1, __ATOMIC_ACQ_REL);
+	return rc;
+}
+
+static int submit(struct sl_core *core,
+		  const struct sbxloop_sandbox_info *info, cJSON *job,
+		  const struct sl_job_tags *tags, cJSON **result,
+		  struct sbxloop_error *err)
 {
 	const struct sbxloop_sandbox_ops *ops = core->sandbox.ops;
 	static const char *const limit_keys[] = {

@@ -49,6 +49,12 @@ int sl_worker_submit(struct sl_core *core,
 		     struct sbxloop_error *err);
 
 /*
+ * No job running now: 1, and *stamp says how many had started (a later
+ * call with the same stamp: none ran in between). 0 while one runs.
+ */
+int sl_worker_jobs_quiet(unsigned long *stamp);
+
+/*
  * Where the sbxloop-worker binary is on the host (caller frees): the
  * worker_path setting, $SBXLOOP_WORKER, next to this executable, or the
  * installed one.

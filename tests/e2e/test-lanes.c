@@ -239,7 +239,7 @@ END_TEST
  * sandbox (VERIFY's is the one batch job a task), git itself finds the
  * workspace clean with four merges, and each SCRUTINIZE prompt holds
  * its task's evidence (the untracked file, and as written since
- * EXECUTE). Without
+ * EXECUTE); the repository's config is checked once. Without
  * libgit2 (_i = 1: SBXLOOP_LIBGIT2 names no library), and on a
  * repository with a split index, which libgit2 cannot read (_i = 2, in
  * place), and with a filter in the user's global git config, which
@@ -310,6 +310,12 @@ START_TEST(test_lanes_run_no_git_process_for_a_task)
 	for (w = per_task; *w; w++)
 		ck_assert_msg(!strstr(calls, *w) == !_i, "git %s %s:\n%s", *w,
 			      _i ? "did not run" : "ran", calls);
+	/* the repository's config is read once as the lanes start (where
+	 * they go, then their worktrees' paths: no job ran between) */
+	n = 0;
+	for (const char *p = calls; (p = strstr(p, "config --file")); p++)
+		n++;
+	ck_assert_msg(n == 1, "the config was read %d times:\n%s", n, calls);
 	free(calls);
 	for (n = 1; n < 40; n++) {
 		char rel[64], *path, *p;
