@@ -14,6 +14,7 @@
 
 #include "common/proc.h"
 #include "common/child.h"
+#include "common/fifo.h"
 #include "common/util.h"
 
 #define KILL_GRACE_S 2.0
@@ -80,7 +81,19 @@ struct streams {
 	const struct sbxloop_proc_spec *spec;
 	size_t max;
 	struct stream s[2];
+	/* sl_proc_run_releasing: the work tree, when it started, next pass */
+	const char *release_root;
+	double start, next;
 };
+
+static enum sl_child_action on_tick(void *user)
+{
+	struct streams *ss = user;
+
+	sl_release_fifos_tick(ss->release_root, ss->start, sl_monotonic(),
+			      &ss->next);
+	return SL_CHILD_GO_ON;
+}
 
 static void on_output(void *user, int stream, const char *data, size_t len)
 {
@@ -92,6 +105,14 @@ static void on_output(void *user, int stream, const char *data, size_t len)
 
 int sl_proc_run(const struct sbxloop_proc_spec *spec,
 		struct sbxloop_proc_result *res, struct sbxloop_error *err)
+{
+	return sl_proc_run_releasing(spec, NULL, res, err);
+}
+
+int sl_proc_run_releasing(const struct sbxloop_proc_spec *spec,
+			  const char *release_root,
+			  struct sbxloop_proc_result *res,
+			  struct sbxloop_error *err)
 {
 	/* the child leads a process group of its own, SIGPIPE at default */
 	static const int dfl[] = {SIGPIPE, 0};
@@ -120,6 +141,12 @@ int sl_proc_run(const struct sbxloop_proc_spec *spec,
 	c.drain_s = -1; /* read until the pipes close, as before */
 	c.on_output = on_output;
 	c.user = &ss;
+	if (release_root) {
+		ss.release_root = release_root;
+		ss.start = sl_monotonic();
+		c.on_tick = on_tick;
+		c.tick_s = 0.5;
+	}
 	if (sl_child_run(&c) < 0) {
 		rc = sl_error(err,
 			      c.spawn_errno == ENOENT ? SBXLOOP_ENOTFOUND

@@ -28,6 +28,7 @@ enum field_default {
 	D_EMPTY_OBJ,  /* {} */
 	D_STRING,     /* the string `dflt` */
 	D_NUMBER,     /* the number `num` */
+	D_FALSE,      /* false */
 };
 
 static const struct field {
@@ -62,6 +63,7 @@ static const struct field {
 	{"argv", F_CHECK, D_NULL, NULL, 0},
 	{"commands", F_BATCH, D_NULL, NULL, 0},
 	{"command_timeout_s", F_BATCH, D_NULL, NULL, 0},
+	{"release_fifos", F_BATCH, D_FALSE, NULL, 0},
 	{"op", F_GH, D_NULL, NULL, 0},
 	{"params", F_GH, D_EMPTY_OBJ, NULL, 0},
 };
@@ -82,6 +84,8 @@ static int at_default(const struct field *f, const cJSON *v)
 		return cJSON_IsString(v) && !strcmp(v->valuestring, f->dflt);
 	case D_NUMBER:
 		return cJSON_IsNumber(v) && v->valuedouble == f->num;
+	case D_FALSE:
+		return cJSON_IsFalse(v);
 	}
 	return 0;
 }
@@ -98,6 +102,8 @@ static char *default_text(const struct field *f)
 		return wk_printf("null or \"%s\"", f->dflt);
 	case D_NUMBER:
 		return wk_printf("null or %g", f->num);
+	case D_FALSE:
+		return wk_strdup("null or false");
 	case D_NULL:
 		break;
 	}
@@ -360,6 +366,14 @@ int wk_job_parse(struct wk_job *job, const char *text, size_t len, char **err)
 		    opt_number(job->root, "command_timeout_s",
 			       &job->command_timeout_s, job->timeout_s, err))
 			goto fail;
+		v = cJSON_GetObjectItemCaseSensitive(job->root,
+						     "release_fifos");
+		if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v)) {
+			*err = wk_strdup("field 'release_fifos' must be a "
+					 "boolean");
+			goto fail;
+		}
+		job->release_fifos = cJSON_IsTrue(v);
 	} else {
 		if (req_string(job->root, "op", &job->op, err) < 0)
 			goto fail;

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 
 #include "common/child.h"
+#include "common/fifo.h"
 #include "worker.h"
 
 void wk_buf_init(struct wk_buf *b, size_t head_cap, size_t tail_cap)
@@ -138,6 +139,7 @@ struct run {
 	struct wk_ctx *ctx;
 	struct wk_proc *p;
 	struct line_acc la;
+	double start, next; /* p->release_root's passes */
 };
 
 static void on_output(void *user, int stream, const char *data, size_t len)
@@ -173,6 +175,9 @@ static enum sl_child_action on_tick(void *user)
 	wk_tick(r->ctx);
 	if (wk_stop_signal)
 		return SL_CHILD_KILL;
+	if (r->p->release_root)
+		sl_release_fifos_tick(r->p->release_root, r->start, wk_now(),
+				      &r->next);
 	if (r->p->stop == 1) {
 		r->p->stop = 2; /* asked once */
 		return SL_CHILD_TERM;
@@ -203,6 +208,7 @@ int wk_proc_run(struct wk_ctx *ctx, struct wk_proc *p)
 	memset(&r, 0, sizeof(r));
 	r.ctx = ctx;
 	r.p = p;
+	r.start = wk_now();
 	if (p->on_line) {
 		r.la.buf = malloc(WK_EVENT_LINE_MAX + 1);
 		if (!r.la.buf)

@@ -143,6 +143,7 @@ void wk_shell_batch(struct wk_ctx *ctx, const struct wk_job *job,
 		wk_buf_init(&out, WK_BATCH_HEAD, WK_BATCH_TAIL);
 		p.argv = argv;
 		p.cwd = ctx->cwd;
+		p.release_root = job->release_fifos ? ctx->cwd : NULL;
 		p.timeout_s = job->command_timeout_s < left
 				      ? job->command_timeout_s
 				      : left;

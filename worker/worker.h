@@ -55,6 +55,7 @@ struct wk_job {
 	cJSON *argv;
 	cJSON *commands;
 	double command_timeout_s;
+	int release_fifos; /* shell.batch: a FIFO in cwd cannot hold one */
 	/* github.op */
 	const char *op;
 	cJSON *params; /* an object, or NULL */
@@ -163,6 +164,9 @@ struct wk_proc {
 	void *arg;
 	/* set (by on_line) to stop the command: SIGTERM, then SIGKILL */
 	int stop;
+	/* NULL, or a work tree whose FIFOs are released while the command
+	 * runs past its first second (common/fifo.h) */
+	const char *release_root;
 	/* results */
 	int exit_code;
 	int term_signal; /* the signal that ended it, else 0 */

@@ -241,7 +241,8 @@ static int run_git(const char *cwd, const char *const *argv,
 	spec.cwd = cwd;
 	spec.timeout_s = 120;
 	spec.tail_max = GIT_OUTPUT_MAX;
-	rc = sl_proc_run(&spec, res, &err);
+	/* the tree is the agents': a FIFO .gitignore cannot hold git */
+	rc = sl_proc_run_releasing(&spec, cwd, res, &err);
 	free(env);
 	if (rc == 0 && (res->exit_code != 0 || res->timed_out))
 		rc = SBXLOOP_ERR;

@@ -133,7 +133,7 @@ int sl_lanes_git(struct sl_git_out *g, const struct sl_engine *e,
 	size_t n;
 
 	if (!sl_lanes_in_box(e))
-		return sl_git(g, cwd, argv);
+		return sl_git_agents_tree(g, cwd, argv);
 	memset(g, 0, sizeof(*g));
 	g->status = box_run(e, cwd, cmds, &text);
 	g->ran = g->status >= 0;

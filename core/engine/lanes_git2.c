@@ -19,6 +19,7 @@
 
 #include <git2.h>
 
+#include "common/fifo.h"
 #include "common/util.h"
 #include "engine/lanes_fs.h"
 #include "engine/lanes_git2.h"
@@ -170,8 +171,6 @@ int sl_g2_available(void)
  * it ends, if ever.
  */
 #define RELEASE_AFTER_S 1.0
-#define RELEASE_DEPTH 64        /* directories below the work tree */
-#define RELEASE_ENTRIES 200000u /* entries looked at, per pass */
 
 struct call {
 	int kind; /* CALL_CHECKOUT, CALL_COMMIT, CALL_MERGE, CALL_EVIDENCE */
@@ -519,6 +518,8 @@ out:
 
 #define EVIDENCE_MAX_SIZE (4 * 1024 * 1024) /* larger: "Binary files" */
 #define RECENT_MAX 1000u                    /* lines of recent files */
+#define RECENT_DEPTH 64                     /* directories below the top */
+#define RECENT_ENTRIES 200000u              /* entries looked at */
 
 /* `path` as git's quotePath writes it: C-quoted if anything needs it. */
 static void add_path(struct sl_buf *b, const char *path)
@@ -685,7 +686,7 @@ static void recent_files(int fd, const char *rel, double since, int depth,
 			add_path(b, path);
 			sl_buf_addc(b, '\n');
 			(*lines)--;
-		} else if (S_ISDIR(st.st_mode) && depth < RELEASE_DEPTH) {
+		} else if (S_ISDIR(st.st_mode) && depth < RECENT_DEPTH) {
 			sub = openat(dirfd(d), de->d_name,
 				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 					     O_CLOEXEC);
@@ -703,7 +704,7 @@ static int evidence_body(const char *git_dir, const char *work_tree,
 {
 	git_repository *repo;
 	struct sl_buf b = SL_BUF_INIT;
-	unsigned budget = RELEASE_ENTRIES, lines = RECENT_MAX;
+	unsigned budget = RECENT_ENTRIES, lines = RECENT_MAX;
 	int rc, fd;
 
 	*msg = NULL;
@@ -724,47 +725,6 @@ static int evidence_body(const char *git_dir, const char *work_tree,
 }
 
 /* ---- the calls, outwaited ---------------------------------------------- */
-
-/*
- * Open for writing, without blocking, each FIFO in directory `fd`
- * (closed here) and below, RELEASE_DEPTH levels at most, never through
- * a symbolic link: a reader blocked opening it goes on, and reads end
- * of file once no other writer holds it.
- */
-static void release_fifos(int fd, int depth, unsigned *budget)
-{
-	DIR *d = fdopendir(fd);
-	struct dirent *de;
-
-	if (!d) {
-		close(fd);
-		return;
-	}
-	while ((de = readdir(d)) && *budget) {
-		struct stat st;
-		int sub;
-
-		(*budget)--;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) <
-			    0)
-			continue;
-		if (S_ISFIFO(st.st_mode)) {
-			sub = openat(dirfd(d), de->d_name,
-				     O_WRONLY | O_NONBLOCK | O_NOFOLLOW |
-					     O_NOCTTY | O_CLOEXEC);
-			if (sub >= 0)
-				close(sub);
-		} else if (S_ISDIR(st.st_mode) && depth < RELEASE_DEPTH) {
-			sub = openat(dirfd(d), de->d_name,
-				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					     O_CLOEXEC);
-			if (sub >= 0)
-				release_fifos(sub, depth + 1, budget);
-		}
-	}
-	closedir(d);
-}
 
 static void call_release(struct call *c)
 {
@@ -856,14 +816,8 @@ static int call_wait(struct call *c, char **files, char *out[3], char **msg)
 			break;
 		}
 		if (now >= next) {
-			unsigned budget = RELEASE_ENTRIES;
-			int fd = open(c->work_tree, O_RDONLY | O_DIRECTORY |
-							    O_NOFOLLOW |
-							    O_CLOEXEC);
-
 			pthread_mutex_unlock(&c->lock);
-			if (fd >= 0)
-				release_fifos(fd, 0, &budget);
+			sl_release_fifos(c->work_tree);
 			pthread_mutex_lock(&c->lock);
 			next = sl_monotonic() + 1.0;
 			continue;

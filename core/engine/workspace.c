@@ -111,11 +111,27 @@ static void inert_env(void)
 	}
 }
 
+static int git_run(struct sl_git_out *g, const char *cwd,
+		   const char *const *argv, int agents);
+
+int sl_git(struct sl_git_out *g, const char *cwd, const char *const *argv)
+{
+	return git_run(g, cwd, argv, 0);
+}
+
+int sl_git_agents_tree(struct sl_git_out *g, const char *cwd,
+		       const char *const *argv)
+{
+	return git_run(g, cwd, argv, 1);
+}
+
 /*
  * Run git in `cwd` with GIT_* stripped and the settings above inert; 0
- * when it exited 0.
+ * when it exited 0. `agents`: cwd is a tree agents write, whose FIFOs
+ * are released while git runs past its first second.
  */
-int sl_git(struct sl_git_out *g, const char *cwd, const char *const *argv)
+static int git_run(struct sl_git_out *g, const char *cwd,
+		   const char *const *argv, int agents)
 {
 	struct sbxloop_proc_spec spec;
 	struct sbxloop_proc_result res;
@@ -149,7 +165,8 @@ int sl_git(struct sl_git_out *g, const char *cwd, const char *const *argv)
 	spec.timeout_s = GIT_TIMEOUT_S;
 	/* git holds the run: a resume waits for git a killed driver left */
 	sl_launch_holding(1);
-	rc = sl_proc_run(&spec, &res, &err);
+	/* a FIFO an agent planted where git reads cannot hold it */
+	rc = sl_proc_run_releasing(&spec, agents ? cwd : NULL, &res, &err);
 	sl_launch_holding(0);
 	free(env);
 	if (rc == 0) {

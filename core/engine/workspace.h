@@ -22,6 +22,14 @@ struct sl_git_out {
 
 /* Run git in `cwd` with GIT_* stripped; 0 when it exited 0. */
 int sl_git(struct sl_git_out *g, const char *cwd, const char *const *argv);
+/*
+ * The same in a tree agents write (the lanes' git): while git runs past
+ * its first second, the FIFOs under `cwd` are released once a second
+ * (common/fifo.h), so one an agent planted where git reads (a
+ * .gitignore) cannot hold it.
+ */
+int sl_git_agents_tree(struct sl_git_out *g, const char *cwd,
+		       const char *const *argv);
 void sl_git_out_clear(struct sl_git_out *g);
 #define SL_GIT(g, cwd, ...)                                                   \
 	sl_git((g), (cwd), (const char *const[]){__VA_ARGS__, NULL})

@@ -343,6 +343,9 @@ static char *gather_evidence(const struct sl_phase_ctx *pc,
 	cJSON_AddStringToObject(job, "kind", "shell.batch");
 	cJSON_AddNumberToObject(job, "timeout_s", 120);
 	cJSON_AddNumberToObject(job, "command_timeout_s", 60);
+	/* an agent's FIFO where git reads must not cost the review its
+	 * evidence (the command's minute, then nothing) */
+	cJSON_AddTrueToObject(job, "release_fifos");
 	cJSON_AddStringToObject(job, "cwd", pc->info->workdir);
 	arr = cJSON_AddArrayToObject(job, "commands");
 	for (i = 0; i < 3; i++) {

@@ -25,6 +25,8 @@
 
 /* ---------------------------------------------------------------- */
 
+static void expect_usage_error(const char *job, const char *needle);
+
 START_TEST(test_version_prints_program_and_package_version)
 {
 	char cmd[600], *out;
@@ -293,6 +295,55 @@ START_TEST(test_shell_batch_command_timeout_times_out_the_job)
 			 2);
 	ck_assert_int_eq(access(path_in("work/never"), F_OK), -1);
 	run_free(&r);
+}
+END_TEST
+
+/*
+ * A FIFO where a batch's command reads (an agent's `mkfifo .gitignore`
+ * under the review's `git status`) holds it only without
+ * release_fifos: with it, the FIFOs under the job's cwd are opened for
+ * writing once the command has run a second, so the reader goes on (an
+ * empty file) and the next command runs; without, the command runs to
+ * its timeout. The field is the batch's alone.
+ */
+START_TEST(test_shell_batch_release_fifos_lets_a_reader_of_one_go_on)
+{
+	struct run r;
+	const cJSON *out;
+	double t0;
+
+	ck_assert_int_eq(mkfifo(path_in("work/.gitignore"), 0644), 0);
+	t0 = now();
+	run_worker(&r,
+		   JOB_HEAD "\"kind\":\"shell.batch\",\"release_fifos\":true,"
+			    "\"command_timeout_s\":30,\"commands\":[[\"cat\","
+			    "\".gitignore\"],[\"echo\",\"after\"]]}",
+		   NULL);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(rstr(&r, "status"), "ok");
+	ck_assert_double_lt(now() - t0, 10.0);
+	out = cJSON_GetObjectItem(r.result, "output_json");
+	ck_assert_int_eq(cJSON_GetArraySize(out), 2);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(
+				 cJSON_GetArrayItem(out, 1), "output")),
+			 "after\n");
+	run_free(&r);
+	run_worker(&r,
+		   JOB_HEAD
+		   "\"kind\":\"shell.batch\",\"command_timeout_s\":1.5,"
+		   "\"commands\":[[\"cat\",\".gitignore\"]]}",
+		   NULL);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(rstr(&r, "status"), "timeout");
+	run_free(&r);
+	expect_usage_error(JOB_HEAD
+			   "\"kind\":\"shell.check\","
+			   "\"release_fifos\":true,\"argv\":[\"true\"]}",
+			   "release_fifos");
+	expect_usage_error(JOB_HEAD
+			   "\"kind\":\"shell.batch\","
+			   "\"release_fifos\":1,\"commands\":[\"true\"]}",
+			   "must be a boolean");
 }
 END_TEST
 
@@ -805,6 +856,8 @@ static Suite *worker_protocol_suite(void)
 	tcase_add_test(tc, test_shell_batch_clips_output_head_and_tail);
 	tcase_add_test(tc, test_shell_batch_command_timeout_times_out_the_job);
 	tcase_add_test(tc, test_shell_batch_job_timeout_bounds_all_commands);
+	tcase_add_test(
+		tc, test_shell_batch_release_fifos_lets_a_reader_of_one_go_on);
 	tcase_add_test(
 		tc, test_timed_out_batch_reports_the_real_status_and_signal);
 	suite_add_tcase(s, tc);
