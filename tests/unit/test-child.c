@@ -3,21 +3,26 @@
  * of it (common/proc.c), with real programs: stdin is fed, output
  * arrives, a deadline holds even when the child closes its output, a
  * tick can stop it, what it leaves behind dies when asked, and a
- * grandchild holding a pipe cannot hold the caller past the drain.
+ * grandchild holding a pipe cannot hold the caller past the drain. And
+ * the FIFO release those readers rely on (common/fifo.c), against a real
+ * reader and real git.
  */
 #include "config.h"
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/child.h"
+#include "common/fifo.h"
 #include "common/proc.h"
 #include "common/util.h"
 
@@ -272,6 +277,145 @@ START_TEST(test_the_host_helper_splits_lines_and_reports_a_timeout)
 }
 END_TEST
 
+/* `cat path`: blocks opening the FIFO until a writer comes; 0 at its end. */
+static pid_t fifo_reader(const char *path)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		execlp("cat", "cat", path, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/*
+ * Has `pid` ended within `s` seconds, `root`'s FIFOs released every
+ * 50 ms meanwhile (NULL: none; a reader may not have opened yet)? Its
+ * exit code, or -1.
+ */
+static int ended_within(pid_t pid, double s, const char *root)
+{
+	double end = now_s() + s;
+	int st;
+
+	do {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
+		if (root)
+			sl_release_fifos(root);
+		usleep(50000);
+	} while (now_s() < end);
+	return -1;
+}
+
+/*
+ * sl_release_fifos lets a reader blocked opening a FIFO under the tree
+ * go on (it reads nothing), but never through a symbolic link: not one
+ * inside the tree to a directory outside, not the root itself.
+ */
+START_TEST(test_release_opens_the_fifos_under_a_tree_not_through_links)
+{
+	char tmpl[] = "/tmp/sbx-fifo-XXXXXX", *dir = mkdtemp(tmpl);
+	char *in, *out, *link, *link_root, *cmd;
+	pid_t r_in, r_out;
+
+	ck_assert_ptr_nonnull(dir);
+	in = sl_xasprintf("%s/tree/a/b/fifo", dir);
+	out = sl_xasprintf("%s/outside/fifo", dir);
+	link = sl_xasprintf("%s/tree/out", dir);
+	link_root = sl_xasprintf("%s/root-link", dir);
+	cmd = sl_xasprintf("mkdir -p %s/tree/a/b %s/outside", dir, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	ck_assert_int_eq(mkfifo(in, 0600), 0);
+	ck_assert_int_eq(mkfifo(out, 0600), 0);
+	ck_assert_int_eq(symlink("../outside", link), 0);
+	cmd = sl_xasprintf("%s/outside", dir);
+	ck_assert_int_eq(symlink(cmd, link_root), 0);
+	free(cmd);
+	r_in = fifo_reader(in);
+	r_out = fifo_reader(out);
+	/* a link as the root: nothing */
+	ck_assert_int_eq(ended_within(r_out, 0.5, link_root), -1);
+	cmd = sl_xasprintf("%s/tree", dir);
+	ck_assert_int_eq(ended_within(r_in, 10.0, cmd), 0);
+	/* the tree's link to outside is not followed */
+	ck_assert_int_eq(ended_within(r_out, 0.5, cmd), -1);
+	free(cmd);
+	cmd = sl_xasprintf("%s/outside", dir);
+	ck_assert_int_eq(ended_within(r_out, 10.0, cmd), 0);
+	free(cmd);
+	cmd = sl_xasprintf("rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	free(in);
+	free(out);
+	free(link);
+	free(link_root);
+}
+END_TEST
+
+/* The tick waits out the reader's first second, then passes each second. */
+START_TEST(test_release_tick_passes_after_a_second_then_each_second)
+{
+	double next = 0;
+
+	sl_release_fifos_tick("/nonexistent", 100.0, 100.5, &next);
+	ck_assert_double_eq_tol(next, 101.0, 1e-9);
+	sl_release_fifos_tick("/nonexistent", 100.0, 100.9, &next);
+	ck_assert_double_eq_tol(next, 101.0, 1e-9);
+	sl_release_fifos_tick("/nonexistent", 100.0, 101.2, &next);
+	ck_assert_double_eq_tol(next, 102.2, 1e-9);
+}
+END_TEST
+
+/*
+ * Real git reading a FIFO .gitignore: the host's helper with a release
+ * root lets it finish; without one it runs to its deadline.
+ */
+START_TEST(test_git_reading_a_fifo_gitignore_finishes_with_a_release_root)
+{
+	char tmpl[] = "/tmp/sbx-fifo-git-XXXXXX", *dir = mkdtemp(tmpl);
+	const char *const argv[] = {"git", "status", "--short", NULL};
+	struct sbxloop_proc_spec spec;
+	struct sbxloop_proc_result res;
+	struct sbxloop_error err = {0, ""};
+	char *cmd;
+	double t0;
+
+	ck_assert_ptr_nonnull(dir);
+	cmd = sl_xasprintf("cd %s && git init -q && mkfifo .gitignore && "
+			   "echo x > new.txt",
+			   dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	memset(&spec, 0, sizeof(spec));
+	spec.struct_size = sizeof(spec);
+	spec.argv = argv;
+	spec.cwd = dir;
+	spec.timeout_s = 1.5;
+	ck_assert_int_eq(sl_proc_run(&spec, &res, &err), 0);
+	ck_assert_int_eq(res.timed_out, 1);
+	sl_proc_result_clear(&res);
+	spec.timeout_s = 30;
+	t0 = now_s();
+	ck_assert_int_eq(sl_proc_run_releasing(&spec, dir, &res, &err), 0);
+	ck_assert_int_eq(res.timed_out, 0);
+	ck_assert_int_eq(res.exit_code, 0);
+	ck_assert_double_lt(now_s() - t0, 10.0);
+	ck_assert_msg(strstr(res.out, "?? new.txt"), "%s", res.out);
+	sl_proc_result_clear(&res);
+	cmd = sl_xasprintf("rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+}
+END_TEST
+
 static Suite *child_suite(void)
 {
 	Suite *s = suite_create("child");
@@ -283,6 +427,14 @@ static Suite *child_suite(void)
 	tcase_add_test(
 		tc, test_the_deadline_holds_when_the_child_closes_its_output);
 	tcase_add_test(tc, test_a_tick_can_stop_the_child);
+	tcase_add_test(
+		tc,
+		test_release_opens_the_fifos_under_a_tree_not_through_links);
+	tcase_add_test(
+		tc, test_release_tick_passes_after_a_second_then_each_second);
+	tcase_add_test(
+		tc,
+		test_git_reading_a_fifo_gitignore_finishes_with_a_release_root);
 	tcase_add_test(tc, test_what_a_child_leaves_behind_dies_when_asked);
 	tcase_add_test(
 		tc, test_a_grandchild_holding_a_pipe_cannot_hold_the_caller);
