@@ -5,20 +5,18 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <git2.h>
 
 #include "common/fifo.h"
+#include "common/walk.h"
 #include "common/util.h"
 #include "engine/lanes_fs.h"
 #include "engine/lanes_git2.h"
@@ -654,57 +652,41 @@ static int newer(const struct stat *st, double since)
 	return (double)st->st_mtim.tv_sec + st->st_mtim.tv_nsec / 1e9 > since;
 }
 
+/* What recent_file() writes to, and how many lines more. */
+struct recent {
+	double since;
+	unsigned lines;
+	struct sl_buf b;
+};
+
 /*
- * The regular files under directory `fd` (closed here) changed after
- * `since`, as `./PATH` lines; never through a symbolic link, the top's
+ * A regular file changed after r->since, as a `./PATH` line; the top's
  * .git left out.
  */
-static void recent_files(int fd, const char *rel, double since, int depth,
-			 unsigned *budget, unsigned *lines, struct sl_buf *b)
+static enum sl_walk_next recent_file(void *user, int dir_fd, const char *name,
+				     const char *rel, const struct stat *st,
+				     int depth)
 {
-	DIR *d = fdopendir(fd);
-	struct dirent *de;
+	struct recent *r = user;
 
-	if (!d) {
-		close(fd);
-		return;
+	(void)dir_fd;
+	if (!depth && !strcmp(name, ".git"))
+		return SL_WALK_SKIP;
+	if (S_ISREG(st->st_mode) && newer(st, r->since)) {
+		add_path(&r->b, rel);
+		sl_buf_addc(&r->b, '\n');
+		if (!--r->lines)
+			return SL_WALK_STOP;
 	}
-	while ((de = readdir(d)) && *budget && *lines) {
-		struct stat st;
-		char *path;
-		int sub;
-
-		(*budget)--;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    (!depth && !strcmp(de->d_name, ".git")) ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) <
-			    0)
-			continue;
-		path = sl_xasprintf("%s/%s", rel, de->d_name);
-		if (S_ISREG(st.st_mode) && newer(&st, since)) {
-			add_path(b, path);
-			sl_buf_addc(b, '\n');
-			(*lines)--;
-		} else if (S_ISDIR(st.st_mode) && depth < RECENT_DEPTH) {
-			sub = openat(dirfd(d), de->d_name,
-				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					     O_CLOEXEC);
-			if (sub >= 0)
-				recent_files(sub, path, since, depth + 1,
-					     budget, lines, b);
-		}
-		free(path);
-	}
-	closedir(d);
+	return SL_WALK_ON;
 }
 
 static int evidence_body(const char *git_dir, const char *work_tree,
 			 double since, char *out[3], char **msg)
 {
 	git_repository *repo;
-	struct sl_buf b = SL_BUF_INIT;
-	unsigned budget = RECENT_ENTRIES, lines = RECENT_MAX;
-	int rc, fd;
+	struct recent r = {since, RECENT_MAX, SL_BUF_INIT};
+	int rc;
 
 	*msg = NULL;
 	rc = open_repo(&repo, git_dir, work_tree, msg);
@@ -716,10 +698,9 @@ static int evidence_body(const char *git_dir, const char *work_tree,
 	G.git_repository_free(repo);
 	if (rc < 0)
 		return rc;
-	fd = open(work_tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0)
-		recent_files(fd, ".", since, 0, &budget, &lines, &b);
-	out[2] = sl_buf_detach(&b);
+	/* as `find -newer`, never through a symbolic link */
+	sl_walk_tree(work_tree, RECENT_DEPTH, RECENT_ENTRIES, recent_file, &r);
+	out[2] = sl_buf_detach(&r.b);
 	return 0;
 }
 
@@ -854,10 +835,11 @@ static int call_wait(struct call *c, char **files, char *out[3], char **msg)
 	return rc;
 }
 
-static int call(struct call *c, int kind, const char *git_dir,
-		const char *work_tree, const char *branch, const char *message,
+static int call(int kind, const char *git_dir, const char *work_tree,
+		const char *branch, const char *message, double since,
 		char **files, char *out[3], char **msg)
 {
+	struct call *c = sl_xcalloc(1, sizeof(*c));
 	pthread_condattr_t ca;
 	pthread_attr_t at;
 	pthread_t th;
@@ -868,6 +850,7 @@ static int call(struct call *c, int kind, const char *git_dir,
 	c->work_tree = sl_xstrdup(work_tree);
 	c->branch = branch ? sl_xstrdup(branch) : NULL;
 	c->message = message ? sl_xstrdup(message) : NULL;
+	c->since = since;
 	c->refs = 2;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_condattr_init(&ca);
@@ -890,43 +873,36 @@ static int call(struct call *c, int kind, const char *git_dir,
 	return call_wait(c, files, out, msg);
 }
 
-static struct call *call_new(void)
-{
-	return sl_xcalloc(1, sizeof(struct call));
-}
-
 int sl_g2_checkout(const char *git_dir, const char *work_tree,
 		   const char *branch, char **msg)
 {
-	return call(call_new(), CALL_CHECKOUT, git_dir, work_tree, branch,
-		    NULL, NULL, NULL, msg);
+	return call(CALL_CHECKOUT, git_dir, work_tree, branch, NULL, 0, NULL,
+		    NULL, msg);
 }
 
 int sl_g2_commit(const char *git_dir, const char *work_tree,
 		 const char *message, char **msg)
 {
-	return call(call_new(), CALL_COMMIT, git_dir, work_tree, NULL, message,
-		    NULL, NULL, msg);
+	return call(CALL_COMMIT, git_dir, work_tree, NULL, message, 0, NULL,
+		    NULL, msg);
 }
 
 int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
 		const char *message, char **files, char **msg)
 {
 	*files = NULL;
-	return call(call_new(), CALL_MERGE, git_dir, work_tree, branch,
-		    message, files, NULL, msg);
+	return call(CALL_MERGE, git_dir, work_tree, branch, message, 0, files,
+		    NULL, msg);
 }
 
 int sl_g2_evidence(const char *git_dir, const char *work_tree, double since,
 		   char **status, char **diff, char **recent, char **msg)
 {
-	struct call *c = call_new();
 	char *out[3] = {NULL, NULL, NULL};
 	int rc;
 
-	c->since = since;
-	rc = call(c, CALL_EVIDENCE, git_dir, work_tree, NULL, NULL, NULL, out,
-		  msg);
+	rc = call(CALL_EVIDENCE, git_dir, work_tree, NULL, NULL, since, NULL,
+		  out, msg);
 	*status = out[0];
 	*diff = out[1];
 	*recent = out[2];
