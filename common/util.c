@@ -292,8 +292,8 @@ char *sl_read_file(const char *path, size_t *len, size_t max)
 	return sl_buf_detach(&b);
 }
 
-int sl_write_file_atomic(const char *path, const char *data, size_t len,
-			 unsigned mode)
+static int write_file(const char *path, const char *data, size_t len,
+		      unsigned mode, int sync)
 {
 	char *tmp = sl_xasprintf("%s.tmp.%ld", path, (long)getpid());
 	int fd, rc = 0;
@@ -317,7 +317,7 @@ int sl_write_file_atomic(const char *path, const char *data, size_t len,
 		}
 		off += (size_t)w;
 	}
-	if (fsync(fd) < 0 || close(fd) < 0) {
+	if ((sync && fsync(fd) < 0) || close(fd) < 0) {
 		rc = -errno;
 		unlink(tmp);
 		goto out;
@@ -329,6 +329,18 @@ int sl_write_file_atomic(const char *path, const char *data, size_t len,
 out:
 	free(tmp);
 	return rc;
+}
+
+int sl_write_file_atomic(const char *path, const char *data, size_t len,
+			 unsigned mode)
+{
+	return write_file(path, data, len, mode, 1);
+}
+
+int sl_write_file_replace(const char *path, const char *data, size_t len,
+			  unsigned mode)
+{
+	return write_file(path, data, len, mode, 0);
 }
 
 int sl_error(struct sbxloop_error *err, int code, const char *fmt, ...)

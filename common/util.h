@@ -58,6 +58,13 @@ char *sl_read_file(const char *path, size_t *len, size_t max);
 /* Write a file atomically (temp + fsync + rename); 0 or -errno. */
 int sl_write_file_atomic(const char *path, const char *data, size_t len,
 			 unsigned mode);
+/*
+ * The same without the fsync: a reader never sees half the file, and a
+ * kill of any process loses nothing, but a power loss may leave the old
+ * text (or none). For what is remade when lost; 0 or -errno.
+ */
+int sl_write_file_replace(const char *path, const char *data, size_t len,
+			  unsigned mode);
 
 /* Fill an error object without a host (core-internal use). */
 int sl_error(struct sbxloop_error *err, int code, const char *fmt, ...)

@@ -50,7 +50,11 @@ void sl_lanes_isdirs(const struct sl_engine *e, const char *const *paths,
 		     int *is);
 /* The file's text (caller frees), or NULL. */
 char *sl_lanes_read(const struct sl_engine *e, const char *path, size_t max);
-/* Write `text` to `path` (replaced whole); 0, or -1. */
+/*
+ * Write `text` to `path` (replaced whole, never seen half-written; not
+ * fsynced: the lanes' records are remade when lost, and the worktrees
+ * they describe are not synced either); 0, or -1.
+ */
 int sl_lanes_write(const struct sl_engine *e, const char *path,
 		   const char *text);
 /* mkdir -p; 0, or -1. */

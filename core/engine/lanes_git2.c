@@ -308,7 +308,7 @@ static int checkout_body(const char *git_dir, const char *work_tree,
 	head = sl_xasprintf("ref: %s\n", name);
 	path = sl_xasprintf("%s/HEAD", G.git_repository_path(repo));
 	if (gave_up() ||
-	    sl_write_file_atomic(path, head, strlen(head), 0644) < 0) {
+	    sl_write_file_replace(path, head, strlen(head), 0644) < 0) {
 		*msg = sl_xasprintf("cannot write %s", path);
 		rc = -1;
 		goto out;
