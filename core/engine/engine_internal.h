@@ -109,6 +109,9 @@ struct sl_engine {
 	volatile sig_atomic_t lanes_halt; /* a lane failed: stop the others */
 	char *lanes_git;    /* the lanes' shadow git dir, or NULL (lanes.c) */
 	char *lanes_common; /* git's common dir of the lanes, or NULL */
+	/* the workspace's own git's common dir, HEAD file and info/exclude
+	 * (absolute, a line each), as sl_lanes_mode found them, or NULL */
+	char *lanes_paths;
 	/* the lanes' git on the host in process (lanes_git2.c), not the git
 	 * command: its config names no extension libgit2 lacks */
 	int lanes_g2;
@@ -117,8 +120,9 @@ struct sl_engine {
 	 * while no job ran (lanes_fs.c) */
 	char *lanes_checked;
 	unsigned long lanes_checked_stamp;
-	int lanes_user_filter;      /* the user's git config: 0 unread, 1 no
-				  filter, 2 a filter (lanes_fs.c) */
+	/* the user's git config sets a filter (said once); its includes
+	 * were read (lanes_fs.c) */
+	int lanes_user_filter, lanes_user_included;
 	pthread_mutex_t mu;         /* live session ids, between lanes */
 	pthread_mutex_t steer_lock; /* one lane answers the inbox at a time */
 	/* steering: the task under way, the standing guidance (strings) */

@@ -351,30 +351,37 @@ out:
 /*
  * Where the worktrees' records go and what their HEAD starts as: git's
  * common dir and the workspace's HEAD file, absolute; and .sbxloop/ is
- * excluded, all in one call of git. 0, or an error.
+ * excluded: as sl_lanes_mode found them on the workspace's own git, else
+ * in one call of git. 0, or an error.
  */
 static int worktree_paths(struct sched *s, struct sbxloop_error *err)
 {
 	struct sl_engine *e = s->e;
-	struct sl_git_out g;
+	struct sl_git_out g = {0, 0, NULL, NULL};
+	char *found = NULL, *head, *exclude, *end;
 	int rc = 0;
 
-	if (WS_GIT(&g, e, "rev-parse", "--path-format=absolute",
-		   "--git-common-dir", "--git-path", "HEAD", "--git-path",
-		   "info/exclude") == 0) {
-		char *head = strchr(g.out, '\n'), *exclude;
-
-		exclude = head ? strchr(head + 1, '\n') : NULL;
-		if (exclude) {
-			*head++ = '\0';
-			*exclude++ = '\0';
-			s->common = sl_xstrdup(g.out);
-			free(e->lanes_common);
-			e->lanes_common = sl_xstrdup(g.out);
-			s->head_file = sl_xstrdup(head);
-			sl_lanes_exclude(e, exclude);
-		}
+	if (!e->lanes_git && e->lanes_paths)
+		found = sl_xstrdup(e->lanes_paths);
+	else if (WS_GIT(&g, e, "rev-parse", "--path-format=absolute",
+			"--git-common-dir", "--git-path", "HEAD", "--git-path",
+			"info/exclude") == 0)
+		found = sl_xstrdup(g.out);
+	/* "COMMON\nHEAD\nEXCLUDE" */
+	head = found ? strchr(found, '\n') : NULL;
+	exclude = head ? strchr(head + 1, '\n') : NULL;
+	if (exclude) {
+		*head++ = '\0';
+		*exclude++ = '\0';
+		if ((end = strchr(exclude, '\n')) != NULL)
+			*end = '\0';
+		s->common = sl_xstrdup(found);
+		free(e->lanes_common);
+		e->lanes_common = sl_xstrdup(found);
+		s->head_file = sl_xstrdup(head);
+		sl_lanes_exclude(e, exclude);
 	}
+	free(found);
 	if (!s->common)
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot find the workspace's git directory: %s",
@@ -402,9 +409,57 @@ static void worktree_drop(struct sl_engine *e, struct task *t)
 }
 
 /*
- * A merged task's worktree: its directory goes now, in process; git's
- * record of it and its branch go in one call each when the lanes end
- * (lanes_tidy), so the serial part of a task is its merge alone.
+ * In process, for task `only` (NULL: every task) whose worktree is gone
+ * and whose records are not yet: its branch, then those records, as `git
+ * branch -D` and `git worktree prune` remove them (a worktree kept for a
+ * resume keeps both). 0, or -1: the git command does it.
+ */
+static int forget_in_process(struct sl_engine *e, const struct task *only)
+{
+	struct sl_buf names = SL_BUF_INIT;
+	char *msg = NULL, **records = sl_xcalloc(e->n_tasks, sizeof(*records));
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < e->n_tasks; i++) {
+		const struct task *t = &e->tasks[i];
+		char *dir, *branch;
+
+		if (only && t != only)
+			continue;
+		dir = dir_of(e, t);
+		records[i] = records_of(e, t);
+		if (!sl_lanes_isdir(e, dir) && sl_lanes_isdir(e, records[i])) {
+			branch = branch_of(e, t);
+			sl_buf_addf(&names, "%s\n", branch);
+			free(branch);
+		} else {
+			free(records[i]);
+			records[i] = NULL;
+		}
+		free(dir);
+	}
+	if (names.len)
+		rc = sl_g2_delete_branches(e->lanes_common, sl_lanes_root(e),
+					   names.buf, &msg);
+	if (rc < 0)
+		sl_log(SBXLOOP_LOG_INFO, "lanes: %s; git deletes them", msg);
+	for (i = 0; i < e->n_tasks; i++) {
+		if (records[i] && rc == 0)
+			sl_lanes_rmtree(e, records[i]);
+		free(records[i]);
+	}
+	free(records);
+	free(msg);
+	sl_buf_release(&names);
+	return rc;
+}
+
+/*
+ * A merged task's worktree: its directory goes now, and with libgit2 its
+ * branch and records too (in process, about a millisecond); with the git
+ * command, those go in one call each when the lanes end (lanes_tidy), so
+ * the serial part of a task is its merge alone.
  */
 static void worktree_retire(struct sl_engine *e, struct task *t)
 {
@@ -414,6 +469,8 @@ static void worktree_retire(struct sl_engine *e, struct task *t)
 	sl_lanes_rmtree(e, dir);
 	pthread_mutex_unlock(&worktrees_lock);
 	free(dir);
+	if (in_process(e))
+		forget_in_process(e, t);
 }
 
 static void lanes_tidy(struct sl_engine *e)
@@ -423,6 +480,16 @@ static void lanes_tidy(struct sl_engine *e)
 	char **names = sl_xcalloc(e->n_tasks + 1, sizeof(*names));
 	size_t i, n = 0;
 
+	if (in_process(e) && forget_in_process(e, NULL) == 0) {
+		/* and the records' directory, when empty, as git does */
+		char *all = sl_xasprintf("%s/worktrees", e->lanes_common);
+
+		sl_lanes_rmdirs(e, (const char *const[]){all, NULL});
+		free(all);
+		free(names);
+		free(branches);
+		return;
+	}
 	/* every task's branch by name, no listing first: git deletes the
 	 * ones there are and says so of the others */
 	branches[n++] = "git";
@@ -951,6 +1018,13 @@ static int recover(struct sl_engine *e, int *own, struct sbxloop_error *err)
 	return rc;
 }
 
+static void *preload_g2(void *arg)
+{
+	(void)arg;
+	sl_g2_available();
+	return NULL;
+}
+
 int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 {
 	long long want =
@@ -958,8 +1032,9 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	struct sched *s;
 	struct sbxloop_error first = {0, ""};
 	char *why = NULL;
+	pthread_t preload;
 	size_t i;
-	int failed = 0, stop = 0, rc, mode, own = 0;
+	int failed = 0, stop = 0, rc, mode, own = 0, preloading;
 
 	/* resumed after lanes: finish what a kill cut short first */
 	rc = recover(e, &own, err);
@@ -969,7 +1044,12 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 		sl_lanes_shadow_drop(e);
 		return 1;
 	}
+	/* libgit2 loads while git says where the lanes go */
+	preloading = !sl_lanes_in_box(e) &&
+		     pthread_create(&preload, NULL, preload_g2, NULL) == 0;
 	mode = sl_lanes_mode(e, &why, err);
+	if (preloading)
+		pthread_join(preload, NULL);
 	if (mode == -2)
 		return -1;
 	if (mode < 0) {
@@ -1042,7 +1122,7 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	e->lanes_active = 1;
 	for (;;) {
 		size_t running = 0;
-		int merges;
+		int merges, crossed = 0;
 
 		/* launch what is ready, in stored order */
 		for (i = 0; !stop && i < e->n_tasks; i++) {
@@ -1073,7 +1153,10 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 					free_lane = &s->lanes[k];
 			if (!free_lane)
 				break;
-			rc = sl_engine_boundary(e, err);
+			/* one boundary for the tasks a pass starts: they start
+			 * together (each stops at its own next one) */
+			rc = crossed ? 0 : sl_engine_boundary(e, err);
+			crossed = 1;
 			if (rc == 0)
 				rc = lane_start(s, free_lane, t, err);
 			if (rc < 0) {

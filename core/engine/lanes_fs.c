@@ -335,57 +335,69 @@ static int git_command_key(const char *key)
  * A filter in the user's own git config (global or system: git-lfs's,
  * say) is obeyed by git, while libgit2 runs none: the lanes' worktrees
  * would hold LFS pointers and their commits the files themselves. The
- * git command does the lanes' git then.
+ * git command does the lanes' git then (said once a run).
  */
-static void user_filters(struct sl_engine *e, const char *common)
+static int user_filter(struct sl_engine *e, const char *key)
+{
+	char *shown;
+
+	if (!sl_starts_with(key, "filter.") ||
+	    !(sl_ends_with(key, ".clean") || sl_ends_with(key, ".smudge") ||
+	      sl_ends_with(key, ".process")))
+		return 0;
+	if (!e->lanes_user_filter) {
+		shown = sl_shown(key, 0);
+		sl_log(SBXLOOP_LOG_INFO,
+		       "lanes: your git config sets '%s', a filter libgit2 "
+		       "would not run: the lanes commit and merge with the "
+		       "git command, not in process",
+		       shown);
+		free(shown);
+	}
+	e->lanes_user_filter = 1;
+	return 1;
+}
+
+/*
+ * The user's config includes more: read it again, includes followed, for
+ * a filter there (once a run).
+ */
+static void included_filters(struct sl_engine *e, const char *common)
 {
 	struct sl_git_out g;
 	char *line, *save = NULL;
 
-	if (e->lanes_user_filter) { /* read once a run */
-		e->lanes_g2 = e->lanes_user_filter == 1;
+	if (e->lanes_user_included)
 		return;
-	}
-	e->lanes_user_filter = 1;
+	e->lanes_user_included = 1;
 	if (sl_git(&g, common,
 		   (const char *const[]){"git", "config", "--list",
-					 "--name-only", "--show-scope",
-					 NULL}) == 0)
-		for (line = strtok_r(g.out, "\n", &save); line && e->lanes_g2;
+					 "--includes", "--name-only",
+					 "--show-scope", NULL}) == 0)
+		for (line = strtok_r(g.out, "\n", &save); line;
 		     line = strtok_r(NULL, "\n", &save)) {
 			char *key = strchr(line, '\t');
 
-			if (!key || (strncmp(line, "global\t", 7) != 0 &&
-				     strncmp(line, "system\t", 7) != 0))
-				continue;
-			key++;
-			if (sl_starts_with(key, "filter.") &&
-			    (sl_ends_with(key, ".clean") ||
-			     sl_ends_with(key, ".smudge") ||
-			     sl_ends_with(key, ".process"))) {
-				char *shown = sl_shown(key, 0);
-
-				e->lanes_g2 = 0;
-				e->lanes_user_filter = 2;
-				sl_log(SBXLOOP_LOG_INFO,
-				       "lanes: your git config sets '%s', a "
-				       "filter libgit2 would not run: the "
-				       "lanes commit and merge with the git "
-				       "command, not in process",
-				       shown);
-				free(shown);
-			}
+			if (key && (sl_starts_with(line, "global\t") ||
+				    sl_starts_with(line, "system\t")))
+				user_filter(e, key + 1);
 		}
 	sl_git_out_clear(&g);
 }
 
+/*
+ * Every scope's keys in one `git config --list --no-includes
+ * --show-scope`: the repository's own ("local": its file only, includes
+ * not followed, an agent may have written it) and the user's (global,
+ * system; read again with their includes when they have any).
+ */
 int sl_lanes_config_check(struct sl_engine *e, const char *common,
 			  struct sbxloop_error *err)
 {
 	struct sl_git_out g;
 	char *file, *line, *save = NULL;
 	unsigned long stamp;
-	int rc = 0;
+	int rc = 0, includes = 0;
 
 	if (sl_lanes_in_box(e))
 		return 0; /* git runs in the sandbox: a driver runs confined */
@@ -398,9 +410,10 @@ int sl_lanes_config_check(struct sl_engine *e, const char *common,
 	free(e->lanes_checked);
 	e->lanes_checked = NULL;
 	file = sl_xasprintf("%s/config", common);
-	if (sl_git(&g, NULL,
-		   (const char *const[]){"git", "config", "--file", file,
-					 "--list", "--name-only", NULL})) {
+	if (sl_git(&g, common,
+		   (const char *const[]){"git", "config", "--list",
+					 "--no-includes", "--name-only",
+					 "--show-scope", NULL})) {
 		rc = sl_error(err, SBXLOOP_EINFRA, "cannot read '%s': %s",
 			      file, g.err);
 		goto out;
@@ -408,8 +421,22 @@ int sl_lanes_config_check(struct sl_engine *e, const char *common,
 	e->lanes_g2 = 1;
 	for (line = strtok_r(g.out, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		if (git_command_key(line) && e->lanes_g2) {
-			char *shown = sl_shown(line, 0);
+		char *key = strchr(line, '\t');
+
+		if (!key)
+			continue;
+		*key++ = '\0';
+		if (!strcmp(line, "global") || !strcmp(line, "system")) {
+			user_filter(e, key);
+			includes |= sl_starts_with(key, "include.") ||
+				    sl_starts_with(key, "includeif.");
+			continue;
+		}
+		if (strcmp(line, "local") != 0 &&
+		    strcmp(line, "worktree") != 0)
+			continue; /* "command": sl_git's own -c */
+		if (git_command_key(key) && e->lanes_g2) {
+			char *shown = sl_shown(key, 0);
 
 			e->lanes_g2 = 0;
 			sl_log(SBXLOOP_LOG_INFO,
@@ -419,8 +446,8 @@ int sl_lanes_config_check(struct sl_engine *e, const char *common,
 			       shown);
 			free(shown);
 		}
-		if (driver_key(line)) {
-			char *shown = sl_shown(line, 0);
+		if (driver_key(key)) {
+			char *shown = sl_shown(key, 0);
 
 			rc = sl_error(
 				err, SBXLOOP_ESTATE,
@@ -436,8 +463,10 @@ int sl_lanes_config_check(struct sl_engine *e, const char *common,
 			break;
 		}
 	}
-	if (rc == 0 && e->lanes_g2)
-		user_filters(e, common);
+	if (rc == 0 && includes)
+		included_filters(e, common);
+	if (e->lanes_user_filter)
+		e->lanes_g2 = 0;
 	if (rc == 0 && sl_worker_jobs_quiet(&e->lanes_checked_stamp) &&
 	    e->lanes_checked_stamp == stamp)
 		e->lanes_checked = sl_xstrdup(common);
@@ -573,8 +602,8 @@ int sl_lanes_mode(struct sl_engine *e, char **why, struct sbxloop_error *err)
 {
 	const char *root = sl_lanes_root(e);
 	struct sl_git_out g;
-	char *prefix;
-	int shadow = 0;
+	char *prefix, *common;
+	int shadow = 0, rc;
 
 	*why = NULL;
 	if (sl_lanes_in_box(e)) {
@@ -626,26 +655,40 @@ int sl_lanes_mode(struct sl_engine *e, char **why, struct sbxloop_error *err)
 		cJSON_Delete(res);
 		return r;
 	}
-	/* the top level, the workspace's place under it, git's common dir */
+	/* the top level, the workspace's place under it, git's common dir,
+	 * and where the worktrees' records go (sl_lanes_paths) */
 	if (sl_lanes_git(&g, e, root,
 			 (const char *const[]){
 				 "git", "rev-parse", "--show-toplevel",
 				 "--show-prefix", "--path-format=absolute",
-				 "--git-common-dir", NULL})) {
+				 "--git-common-dir", "--git-path", "HEAD",
+				 "--git-path", "info/exclude", NULL})) {
 		sl_git_out_clear(&g);
 		*why = sl_xstrdup("the workspace is not a git checkout");
 		return 1;
 	}
+	/* "TOP\nPREFIX\nCOMMON\nHEAD\nEXCLUDE", PREFIX empty at the top */
 	prefix = strchr(g.out, '\n');
-	if (!prefix || prefix[1] == '\n' || !strchr(prefix + 1, '\n')) {
-		/* at the top: "TOP\n\nCOMMON" */
-		char *common = strrchr(g.out, '\n');
-
+	common = prefix ? strchr(prefix + 1, '\n') : NULL;
+	if (!common || !strchr(common + 1, '\n')) {
+		sl_git_out_clear(&g);
+		*why = sl_xstrdup(
+			"git rev-parse said nothing of the workspace");
+		return 1;
+	}
+	if (prefix[1] == '\n') {
 		/* before `status`, which may run a clean filter */
-		if (common && sl_lanes_config_check(e, common + 1, err) < 0) {
+		char *end = strchr(common + 1, '\n');
+
+		*end = '\0';
+		rc = sl_lanes_config_check(e, common + 1, err);
+		*end = '\n';
+		if (rc < 0) {
 			sl_git_out_clear(&g);
 			return -2;
 		}
+		free(e->lanes_paths);
+		e->lanes_paths = sl_xstrdup(common + 1);
 	} else {
 		*prefix = '\0';
 		*why = sl_xasprintf("the workspace is inside the git checkout "

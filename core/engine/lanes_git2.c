@@ -61,7 +61,9 @@
 	X(git_oid_cmp)                                                        \
 	X(git_reference_create)                                               \
 	X(git_reference_create_matching)                                      \
+	X(git_reference_delete)                                               \
 	X(git_reference_free)                                                 \
+	X(git_reference_lookup)                                               \
 	X(git_reference_name)                                                 \
 	X(git_reference_name_to_id)                                           \
 	X(git_reference_peel)                                                 \
@@ -170,7 +172,7 @@ int sl_g2_available(void)
 #define RELEASE_AFTER_S 1.0
 
 struct call {
-	int kind; /* CALL_CHECKOUT, CALL_COMMIT, CALL_MERGE, CALL_EVIDENCE */
+	int kind; /* CALL_CHECKOUT, ..., CALL_DELETE */
 	char *git_dir, *work_tree, *branch, *message;
 	double since; /* CALL_EVIDENCE */
 	char *out[3]; /* CALL_EVIDENCE: status, diff, recent files */
@@ -180,7 +182,7 @@ struct call {
 	pthread_cond_t cond;
 };
 
-enum { CALL_CHECKOUT, CALL_COMMIT, CALL_MERGE, CALL_EVIDENCE };
+enum { CALL_CHECKOUT, CALL_COMMIT, CALL_MERGE, CALL_EVIDENCE, CALL_DELETE };
 
 static double release_after_s = RELEASE_AFTER_S;
 static double give_up_s = 600.0;
@@ -704,6 +706,41 @@ static int evidence_body(const char *git_dir, const char *work_tree,
 	return 0;
 }
 
+/*
+ * Delete the branches named in `names` (a line each, "refs/heads/"
+ * left out) that exist, their reflogs with them; the first failure is
+ * said, the others still go.
+ */
+static int delete_body(const char *git_dir, const char *names, char **msg)
+{
+	git_repository *repo = NULL;
+	char *list = sl_xstrdup(names), *name, *save = NULL;
+	int rc = 0;
+
+	if (G.git_repository_open_ext(
+		    &repo, git_dir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0) {
+		rc = fail(msg, "cannot open the repository");
+		goto out;
+	}
+	for (name = strtok_r(list, "\n", &save); name && !gave_up();
+	     name = strtok_r(NULL, "\n", &save)) {
+		git_reference *ref = NULL;
+		char *full = sl_xasprintf("refs/heads/%s", name);
+		int r = G.git_reference_lookup(&ref, repo, full);
+
+		if (r == 0)
+			r = G.git_reference_delete(ref);
+		if (r < 0 && r != GIT_ENOTFOUND && rc == 0)
+			rc = fail(msg, "cannot delete a lane's branch");
+		G.git_reference_free(ref);
+		free(full);
+	}
+out:
+	G.git_repository_free(repo);
+	free(list);
+	return rc < 0 ? -1 : 0;
+}
+
 /* ---- the calls, outwaited ---------------------------------------------- */
 
 static void call_release(struct call *c)
@@ -744,6 +781,8 @@ static int call_body(struct call *c)
 	case CALL_EVIDENCE:
 		return evidence_body(c->git_dir, c->work_tree, c->since,
 				     c->out, &c->msg);
+	case CALL_DELETE:
+		return delete_body(c->git_dir, c->message, &c->msg);
 	default:
 		return merge_body(c->git_dir, c->work_tree, c->branch,
 				  c->message, &c->files, &c->msg);
@@ -907,6 +946,13 @@ int sl_g2_evidence(const char *git_dir, const char *work_tree, double since,
 	*diff = out[1];
 	*recent = out[2];
 	return rc;
+}
+
+int sl_g2_delete_branches(const char *git_dir, const char *work_tree,
+			  const char *names, char **msg)
+{
+	return call(CALL_DELETE, git_dir, work_tree, NULL, names, 0, NULL,
+		    NULL, msg);
 }
 
 void sl_g2_set_patience(double release_after, double give_up)

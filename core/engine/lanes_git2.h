@@ -76,6 +76,15 @@ int sl_g2_evidence(const char *git_dir, const char *work_tree, double since,
 		   char **status, char **diff, char **recent, char **msg);
 
 /*
+ * `git branch -D` of each branch named in `names` (a line each) that
+ * exists in G, its reflog with it, as the lanes end: W is the work tree
+ * whose FIFOs are released while it runs (G is inside it). 0, or -1
+ * with *msg saying the first that failed (the others still go).
+ */
+int sl_g2_delete_branches(const char *git_dir, const char *work_tree,
+			  const char *names, char **msg);
+
+/*
  * How long a call runs before its caller releases the FIFOs of its work
  * tree (1 s), and before it is given up (600 s). For tests.
  */

@@ -60,6 +60,7 @@ void sl_engine_free(struct sl_engine *e)
 	free(e->lanes_git);
 	free(e->lanes_common);
 	free(e->lanes_checked);
+	free(e->lanes_paths);
 	free(e->prompts_dir);
 	sl_egress_ledger_free(e->ledger);
 	pthread_mutex_destroy(&e->ledger_lock);

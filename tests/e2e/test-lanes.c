@@ -243,9 +243,11 @@ END_TEST
  * libgit2 (_i = 1: SBXLOOP_LIBGIT2 names no library), and on a
  * repository with a split index, which libgit2 cannot read (_i = 2, in
  * place), and with a filter in the user's global git config, which
- * libgit2 would not run (_i = 3: it marks every file it cleans), the
- * git command does each of them (the evidence: a job in the sandbox),
- * and the run is the same.
+ * libgit2 would not run (_i = 3: it marks every file it cleans; _i =
+ * 4: the same filter in a file the global config includes), the git
+ * command does each of them (the evidence: a job in the sandbox), and
+ * the run is the same. With libgit2 the lanes' branches and records go
+ * in process too (no `branch -D`, no `worktree prune`).
  */
 START_TEST(test_lanes_run_no_git_process_for_a_task)
 {
@@ -255,18 +257,23 @@ START_TEST(test_lanes_run_no_git_process_for_a_task)
 			     NULL};
 	/* the lanes' own (the run's clone checks out its branch once) */
 	static const char *const per_task[] = {
-		"checkout -q -f -B", "commit -q", "merge -q", "add -A", NULL};
+		"checkout -q -f -B", "commit -q",    "merge -q", "add -A",
+		"worktree prune",    "branch -q -D", NULL};
 	const char *const *w;
 	int n, reviews = 0;
 
-	if (_i == 3) {
+	if (_i >= 3) {
 		char cfg[4400];
 
 		snprintf(cfg, sizeof(cfg),
 			 "[filter \"mark\"]\n\tclean = \"sh -c 'cat; echo "
 			 ">> %s/filtered' --\"\n",
 			 rt_dir());
-		put_script("home/.gitconfig", cfg);
+		put_script(_i == 3 ? "home/.gitconfig" : "home/filters.inc",
+			   cfg);
+		if (_i == 4)
+			put_script("home/.gitconfig",
+				   "[include]\n\tpath = filters.inc\n");
 		snprintf(home_env, sizeof(home_env), "HOME=%s/home", rt_dir());
 		env[1] = home_env;
 	} else if (_i != 1) {
@@ -278,7 +285,7 @@ START_TEST(test_lanes_run_no_git_process_for_a_task)
 					"git update-index --split-index");
 	else
 		project("lanes_wide", 2);
-	if (_i == 3) { /* every file of the project's, the tasks' too */
+	if (_i >= 3) { /* every file of the project's, the tasks' too */
 		char cmd[4400];
 
 		snprintf(
@@ -313,7 +320,8 @@ START_TEST(test_lanes_run_no_git_process_for_a_task)
 	/* the repository's config is read once as the lanes start (where
 	 * they go, then their worktrees' paths: no job ran between) */
 	n = 0;
-	for (const char *p = calls; (p = strstr(p, "config --file")); p++)
+	for (const char *p = calls; (p = strstr(p, "config --list --no-inc"));
+	     p++)
 		n++;
 	ck_assert_msg(n == 1, "the config was read %d times:\n%s", n, calls);
 	free(calls);
@@ -342,7 +350,7 @@ START_TEST(test_lanes_run_no_git_process_for_a_task)
 	ck_assert_int_eq(rt_event_count(run, "worker.start", "kind",
 					"shell.batch", "task_id", "t*", NULL),
 			 _i ? 8 : 4);
-	if (_i == 3) { /* git obeyed the user's filter */
+	if (_i >= 3) { /* git obeyed the user's filter */
 		char *mark = rt_path("filtered");
 
 		ck_assert_msg(rt_exists(mark), "the user's filter never ran");
@@ -947,7 +955,7 @@ static Suite *lanes_suite(void)
 			    0, 3);
 	tcase_add_test(tc, test_a_merge_conflict_replans_on_the_merged_tree);
 	tcase_add_loop_test(tc, test_lanes_run_no_git_process_for_a_task, 0,
-			    4);
+			    5);
 	tcase_add_test(
 		tc, test_a_lane_takes_its_next_task_while_the_last_is_merged);
 	tcase_add_test(tc, test_a_resume_waits_for_the_git_a_killed_run_left);

@@ -526,6 +526,51 @@ START_TEST(test_the_evidence_is_what_git_prints)
 }
 END_TEST
 
+/*
+ * The lanes' branches deleted in process as `git branch -D` deletes
+ * them: the loose one and the one `git pack-refs` packed (an agent may
+ * run it), their reflogs with them; a name that is no branch is passed
+ * over, and every other ref stays.
+ */
+START_TEST(test_branches_go_as_git_branch_d_leaves_them)
+{
+	char w1[700], w2[700], w3[700], *msg = NULL;
+
+	lane("t1", w1, sizeof(w1));
+	lane("t2", w2, sizeof(w2));
+	lane("t3", w3, sizeof(w3));
+	commit("t1", w1);
+	/* t1 packed only; t3 packed, then loose as well */
+	tu_sh("git -C %s pack-refs --all", ws);
+	commit("t3", w3);
+	tu_sh("rm -rf %s %s %s/worktrees/t1 %s/worktrees/t3", w1, w3, common,
+	      common);
+	ck_assert_int_eq(sl_g2_delete_branches(common, ws,
+					       "sbxloop/lanes/r/t1\n"
+					       "sbxloop/lanes/r/none\n"
+					       "sbxloop/lanes/r/t3\n",
+					       &msg),
+			 0);
+	ck_assert_ptr_null(msg);
+	assert_output("refs/heads/sbxloop/lanes/r/t2",
+		      sl_xasprintf("git -C %s for-each-ref "
+				   "--format='%%(refname)' refs/heads/sbxloop",
+				   ws));
+	assert_output(
+		"t2\n0",
+		sl_xasprintf("cd %s && ls logs/refs/heads/sbxloop/lanes/r"
+			     " && grep -c 'lanes/r/t[13]' packed-refs",
+			     common));
+	assert_output(
+		"", sl_xasprintf(
+			    "git -C %s fsck --no-progress --no-dangling 2>&1; "
+			    "git -C %s status --porcelain",
+			    ws, ws));
+	assert_output("run",
+		      sl_xasprintf("git -C %s branch --show-current", ws));
+}
+END_TEST
+
 static Suite *g2_suite(void)
 {
 	Suite *s = suite_create("lanes-git2");
@@ -550,6 +595,7 @@ static Suite *g2_suite(void)
 	tcase_add_test(
 		tc, test_a_call_held_too_long_is_given_up_and_changes_nothing);
 	tcase_add_test(tc, test_the_evidence_is_what_git_prints);
+	tcase_add_test(tc, test_branches_go_as_git_branch_d_leaves_them);
 	suite_add_tcase(s, tc);
 	return s;
 }
