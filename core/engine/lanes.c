@@ -131,27 +131,6 @@ struct sl_egress_ledger *sl_lane_ledger(const struct task *t)
 /* ---- git ---------------------------------------------------------------- */
 
 /*
- * The lane's branch: under sbxloop/lanes/, since the run's own branch
- * sbxloop/<run> cannot also be a directory of refs.
- */
-static char *branch_of(const struct sl_engine *e, const struct task *t)
-{
-	return sl_xasprintf("sbxloop/lanes/%s/%s", e->run_id, t->id);
-}
-
-static char *dir_of(const struct sl_engine *e, const struct task *t)
-{
-	return sl_xasprintf("%s/" LANES_DIR "/%s", sl_lanes_root(e), t->id);
-}
-
-/* Task t's worktree records under git's common dir (caller frees). */
-static char *records_of(const struct sl_engine *e, const struct task *t)
-{
-	return sl_xasprintf("%s/worktrees/%s-%s", e->lanes_common, e->run_id,
-			    t->id);
-}
-
-/*
  * git in task t's worktree `dir`. On the host --git-dir and --work-tree
  * are named, never found through the worktree's .git file: that file is
  * the agents' to rewrite, and a gitdir of theirs would hand sbxloop's
@@ -167,21 +146,10 @@ static int lane_git(struct sl_git_out *g, struct sl_engine *e,
 	int rc;
 
 	if (!sl_lanes_in_box(e) && e->lanes_common)
-		records = records_of(e, t);
+		records = sl_lanes_records(e, t);
 	rc = sl_lanes_git_in(g, e, records, dir, argv);
 	free(records);
 	return rc;
-}
-
-/*
- * The lanes' git in process (lanes_git2.c) where it runs on the host
- * and libgit2 can open the repository (loaded here, the first time);
- * else the git command.
- */
-static int in_process(const struct sl_engine *e)
-{
-	return !sl_lanes_in_box(e) && e->lanes_g2 && e->lanes_common &&
-	       sl_g2_available();
 }
 
 int sl_lanes_evidence(struct sl_engine *e, const struct task *t, double since,
@@ -191,10 +159,10 @@ int sl_lanes_evidence(struct sl_engine *e, const struct task *t, double since,
 	int rc;
 
 	memset(ev, 0, sizeof(*ev));
-	if (!t->lane || !in_process(e))
+	if (!t->lane || !sl_lanes_in_process(e))
 		return -1;
-	dir = dir_of(e, t);
-	records = records_of(e, t);
+	dir = sl_lanes_dir(e, t);
+	records = sl_lanes_records(e, t);
 	rc = sl_g2_evidence(records, dir, since, &ev->status, &ev->diff,
 			    &ev->recent, &msg);
 	if (rc != 0) {
@@ -241,8 +209,8 @@ static int worktree_open(const struct sched *s, struct task *t,
 {
 	struct sl_engine *e = s->e;
 	struct sl_git_out g = {0, 0, NULL, NULL};
-	char *dir = dir_of(e, t), *branch = branch_of(e, t);
-	char *admin = records_of(e, t);
+	char *dir = sl_lanes_dir(e, t), *branch = sl_lanes_branch(e, t);
+	char *admin = sl_lanes_records(e, t);
 	char *want = sl_xasprintf("ref: refs/heads/%s\n", branch);
 	char *path = sl_xasprintf("%s/HEAD", admin), *dotgit, *text, *head;
 	int rc = 0;
@@ -312,7 +280,7 @@ static int worktree_open(const struct sched *s, struct task *t,
 		goto out;
 	}
 	pthread_rwlock_rdlock(&tip_lock);
-	if (in_process(e)) {
+	if (sl_lanes_in_process(e)) {
 		char *msg = NULL;
 
 		rc = sl_g2_checkout(admin, dir, branch, &msg);
@@ -396,7 +364,7 @@ static int worktree_paths(struct sched *s, struct sbxloop_error *err)
 static void worktree_drop(struct sl_engine *e, struct task *t)
 {
 	struct sl_git_out g;
-	char *dir = dir_of(e, t), *branch = branch_of(e, t);
+	char *dir = sl_lanes_dir(e, t), *branch = sl_lanes_branch(e, t);
 
 	pthread_mutex_lock(&worktrees_lock);
 	WS_GIT(&g, e, "worktree", "remove", "--force", dir);
@@ -409,102 +377,21 @@ static void worktree_drop(struct sl_engine *e, struct task *t)
 }
 
 /*
- * In process, for task `only` (NULL: every task) whose worktree is gone
- * and whose records are not yet: its branch, then those records, as `git
- * branch -D` and `git worktree prune` remove them (a worktree kept for a
- * resume keeps both). 0, or -1: the git command does it.
- */
-static int forget_in_process(struct sl_engine *e, const struct task *only)
-{
-	struct sl_buf names = SL_BUF_INIT;
-	char *msg = NULL, **records = sl_xcalloc(e->n_tasks, sizeof(*records));
-	size_t i;
-	int rc = 0;
-
-	for (i = 0; i < e->n_tasks; i++) {
-		const struct task *t = &e->tasks[i];
-		char *dir, *branch;
-
-		if (only && t != only)
-			continue;
-		dir = dir_of(e, t);
-		records[i] = records_of(e, t);
-		if (!sl_lanes_isdir(e, dir) && sl_lanes_isdir(e, records[i])) {
-			branch = branch_of(e, t);
-			sl_buf_addf(&names, "%s\n", branch);
-			free(branch);
-		} else {
-			free(records[i]);
-			records[i] = NULL;
-		}
-		free(dir);
-	}
-	if (names.len)
-		rc = sl_g2_delete_branches(e->lanes_common, sl_lanes_root(e),
-					   names.buf, &msg);
-	if (rc < 0)
-		sl_log(SBXLOOP_LOG_INFO, "lanes: %s; git deletes them", msg);
-	for (i = 0; i < e->n_tasks; i++) {
-		if (records[i] && rc == 0)
-			sl_lanes_rmtree(e, records[i]);
-		free(records[i]);
-	}
-	free(records);
-	free(msg);
-	sl_buf_release(&names);
-	return rc;
-}
-
-/*
  * A merged task's worktree: its directory goes now, and with libgit2 its
  * branch and records too (in process, about a millisecond); with the git
- * command, those go in one call each when the lanes end (lanes_tidy), so
+ * command, those go in one call each when the lanes end (sl_lanes_tidy), so
  * the serial part of a task is its merge alone.
  */
 static void worktree_retire(struct sl_engine *e, struct task *t)
 {
-	char *dir = dir_of(e, t);
+	char *dir = sl_lanes_dir(e, t);
 
 	pthread_mutex_lock(&worktrees_lock);
 	sl_lanes_rmtree(e, dir);
 	pthread_mutex_unlock(&worktrees_lock);
 	free(dir);
-	if (in_process(e))
-		forget_in_process(e, t);
-}
-
-static void lanes_tidy(struct sl_engine *e)
-{
-	const char *const prune[] = {"git", "worktree", "prune", NULL};
-	const char **branches = sl_xcalloc(e->n_tasks + 5, sizeof(*branches));
-	char **names = sl_xcalloc(e->n_tasks + 1, sizeof(*names));
-	size_t i, n = 0;
-
-	if (in_process(e) && forget_in_process(e, NULL) == 0) {
-		/* and the records' directory, when empty, as git does */
-		char *all = sl_xasprintf("%s/worktrees", e->lanes_common);
-
-		sl_lanes_rmdirs(e, (const char *const[]){all, NULL});
-		free(all);
-		free(names);
-		free(branches);
-		return;
-	}
-	/* every task's branch by name, no listing first: git deletes the
-	 * ones there are and says so of the others */
-	branches[n++] = "git";
-	branches[n++] = "branch";
-	branches[n++] = "-q";
-	branches[n++] = "-D";
-	for (i = 0; i < e->n_tasks; i++)
-		branches[n++] = names[i] = branch_of(e, &e->tasks[i]);
-	branches[n] = NULL;
-	sl_lanes_ws_gits(e,
-			 (const char *const *const[]){prune, branches, NULL});
-	for (i = 0; i < e->n_tasks; i++)
-		free(names[i]);
-	free(names);
-	free(branches);
+	if (sl_lanes_in_process(e))
+		sl_lanes_forget(e, t);
 }
 
 /*
@@ -516,7 +403,7 @@ static int commit_task(struct sl_engine *e, struct task *t,
 		       struct sbxloop_error *err)
 {
 	struct sl_git_out g;
-	char *dir = dir_of(e, t),
+	char *dir = sl_lanes_dir(e, t),
 	     *msg = sl_xasprintf("sbxloop: task %s", t->id);
 	int rc;
 
@@ -531,8 +418,8 @@ static int commit_task(struct sl_engine *e, struct task *t,
 				"--allow-empty", "-m", msg, NULL});
 		goto done;
 	}
-	if (in_process(e)) {
-		char *admin = records_of(e, t);
+	if (sl_lanes_in_process(e)) {
+		char *admin = sl_lanes_records(e, t);
 		char *why = NULL;
 
 		rc = sl_g2_commit(admin, dir, msg, &why);
@@ -580,13 +467,13 @@ static int merge_task(struct sl_engine *e, struct task *t, char **files,
 		      struct sbxloop_error *err)
 {
 	struct sl_git_out g;
-	char *branch = branch_of(e, t), *msg;
+	char *branch = sl_lanes_branch(e, t), *msg;
 	int rc = 0;
 
 	*files = NULL;
 	msg = sl_xasprintf("sbxloop: merge task %s", t->id);
 	pthread_rwlock_wrlock(&tip_lock);
-	if (in_process(e)) {
+	if (sl_lanes_in_process(e)) {
 		char *why = NULL;
 
 		rc = sl_g2_merge(e->lanes_git, sl_lanes_root(e), branch, msg,
@@ -771,7 +658,7 @@ static int lane_start(struct sched *s, struct sl_lane *l, struct task *t,
 	l->t = t;
 	l->index = (size_t)(l - s->lanes);
 	l->slot = s->per_lane ? &s->slots[l->index] : NULL;
-	l->dir = dir_of(e, t);
+	l->dir = sl_lanes_dir(e, t);
 	t->lane = l;
 	a = sl_xcalloc(1, sizeof(*a));
 	a->s = s;
@@ -1007,14 +894,14 @@ static int recover(struct sl_engine *e, int *own, struct sbxloop_error *err)
 	sl_git_out_clear(&g);
 	for (i = 0; i < e->n_tasks && rc == 0; i++) {
 		struct task *t = &e->tasks[i];
-		char *dir = dir_of(e, t);
+		char *dir = sl_lanes_dir(e, t);
 
 		if (t->state == SL_TASK_DONE && sl_lanes_isdir(e, dir))
 			rc = settle(e, t, 1, err);
 		free(dir);
 	}
 	if (rc == 0)
-		lanes_tidy(e);
+		sl_lanes_tidy(e);
 	return rc;
 }
 
@@ -1208,7 +1095,7 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	e->lanes_active = 0;
 	e->lanes_halt = 0;
 	slots_down(s, failed);
-	lanes_tidy(e);
+	sl_lanes_tidy(e);
 	if (!failed && e->lanes_git) {
 		sl_lanes_shadow_drop(e);
 	} else if (!failed) {

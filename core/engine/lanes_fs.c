@@ -5,7 +5,8 @@
  * In the sandbox each operation is one shell.batch job of argv commands
  * (no shell parses a path or a text), run like any other job of the run.
  * Also which git the lanes use: the workspace's own, or a shadow
- * repository under .sbxloop/ (sl_lanes_mode, sl_lanes_shadow_open).
+ * repository under .sbxloop/ (sl_lanes_mode, sl_lanes_shadow_open), and
+ * the names of a lane's branch, worktree and records, and their tidy.
  */
 #include "config.h"
 
@@ -18,6 +19,7 @@
 #include "engine/engine_internal.h"
 #include "engine/artifacts.h"
 #include "engine/lanes_fs.h"
+#include "engine/lanes_git2.h"
 #include "host/redact.h"
 #include "phases/worker_client.h"
 
@@ -850,4 +852,119 @@ void sl_lanes_shadow_drop(struct sl_engine *e)
 	e->lanes_git = NULL;
 	free(lanes);
 	free(top);
+}
+
+/* ---- the lanes' names, and their tidy ---------------------------------- */
+
+/*
+ * The lane's branch: under sbxloop/lanes/, since the run's own branch
+ * sbxloop/<run> cannot also be a directory of refs.
+ */
+char *sl_lanes_branch(const struct sl_engine *e, const struct task *t)
+{
+	return sl_xasprintf("sbxloop/lanes/%s/%s", e->run_id, t->id);
+}
+
+char *sl_lanes_dir(const struct sl_engine *e, const struct task *t)
+{
+	return sl_xasprintf("%s/" LANES_DIR "/%s", sl_lanes_root(e), t->id);
+}
+
+/* Task t's worktree records under git's common dir (caller frees). */
+char *sl_lanes_records(const struct sl_engine *e, const struct task *t)
+{
+	return sl_xasprintf("%s/worktrees/%s-%s", e->lanes_common, e->run_id,
+			    t->id);
+}
+
+/*
+ * The lanes' git in process (lanes_git2.c) where it runs on the host
+ * and libgit2 can open the repository (loaded here, the first time);
+ * else the git command.
+ */
+int sl_lanes_in_process(const struct sl_engine *e)
+{
+	return !sl_lanes_in_box(e) && e->lanes_g2 && e->lanes_common &&
+	       sl_g2_available();
+}
+
+/*
+ * In process, for task `only` (NULL: every task) whose worktree is gone
+ * and whose records are not yet: its branch, then those records, as `git
+ * branch -D` and `git worktree prune` remove them (a worktree kept for a
+ * resume keeps both). 0, or -1: the git command does it.
+ */
+int sl_lanes_forget(struct sl_engine *e, const struct task *only)
+{
+	struct sl_buf names = SL_BUF_INIT;
+	char *msg = NULL, **records = sl_xcalloc(e->n_tasks, sizeof(*records));
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < e->n_tasks; i++) {
+		const struct task *t = &e->tasks[i];
+		char *dir, *branch;
+
+		if (only && t != only)
+			continue;
+		dir = sl_lanes_dir(e, t);
+		records[i] = sl_lanes_records(e, t);
+		if (!sl_lanes_isdir(e, dir) && sl_lanes_isdir(e, records[i])) {
+			branch = sl_lanes_branch(e, t);
+			sl_buf_addf(&names, "%s\n", branch);
+			free(branch);
+		} else {
+			free(records[i]);
+			records[i] = NULL;
+		}
+		free(dir);
+	}
+	if (names.len)
+		rc = sl_g2_delete_branches(e->lanes_common, sl_lanes_root(e),
+					   names.buf, &msg);
+	if (rc < 0)
+		sl_log(SBXLOOP_LOG_INFO, "lanes: %s; git deletes them", msg);
+	for (i = 0; i < e->n_tasks; i++) {
+		if (records[i] && rc == 0)
+			sl_lanes_rmtree(e, records[i]);
+		free(records[i]);
+	}
+	free(records);
+	free(msg);
+	sl_buf_release(&names);
+	return rc;
+}
+
+void sl_lanes_tidy(struct sl_engine *e)
+{
+	const char *const prune[] = {"git", "worktree", "prune", NULL};
+	const char **branches;
+	char **names;
+	size_t i, n = 0;
+
+	if (sl_lanes_in_process(e) && sl_lanes_forget(e, NULL) == 0) {
+		/* and the records' directory, when empty, as git does */
+		char *all = sl_xasprintf("%s/worktrees", e->lanes_common);
+
+		sl_lanes_rmdirs(e, (const char *const[]){all, NULL});
+		free(all);
+		return;
+	}
+	/* every task's branch by name, no listing first: git deletes the
+	 * ones there are and says so of the others */
+	branches = sl_xcalloc(e->n_tasks + 5, sizeof(*branches));
+	names = sl_xcalloc(e->n_tasks + 1, sizeof(*names));
+	branches[n++] = "git";
+	branches[n++] = "branch";
+	branches[n++] = "-q";
+	branches[n++] = "-D";
+	for (i = 0; i < e->n_tasks; i++)
+		branches[n++] = names[i] = sl_lanes_branch(e, &e->tasks[i]);
+	branches[n] = NULL;
+	sl_lanes_ws_gits(e,
+			 (const char *const *const[]){prune, branches, NULL});
+	for (i = 0; i < e->n_tasks; i++)
+		free(names[i]);
+	free(names);
+	free(branches);
 }

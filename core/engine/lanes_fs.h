@@ -18,6 +18,7 @@
 #include "engine/workspace.h"
 
 struct sl_engine;
+struct task;
 
 /*
  * Do the lanes work inside the sandbox? When it does not mount the
@@ -140,6 +141,23 @@ void sl_lanes_ws_gits(const struct sl_engine *e,
 int sl_lanes_mode(struct sl_engine *e, char **why, struct sbxloop_error *err);
 /* .sbxloop/ into the workspace's info/exclude (`known`: its path). */
 void sl_lanes_exclude(struct sl_engine *e, const char *known);
+/*
+ * Task t's lane branch (sbxloop/lanes/RUN/TASK), worktree directory
+ * (.sbxloop/lanes/TASK where the lanes work) and worktree records (under
+ * git's common dir, e->lanes_common). Caller frees each.
+ */
+char *sl_lanes_branch(const struct sl_engine *e, const struct task *t);
+char *sl_lanes_dir(const struct sl_engine *e, const struct task *t);
+char *sl_lanes_records(const struct sl_engine *e, const struct task *t);
+/* Do the lanes' git in process (libgit2, loaded the first time asked)? */
+int sl_lanes_in_process(const struct sl_engine *e);
+/*
+ * In process: the branch, then the records, of task `only` (NULL: each
+ * task) whose worktree is gone. 0, or -1 (the git command does it).
+ */
+int sl_lanes_forget(struct sl_engine *e, const struct task *only);
+/* The lanes' branches and records, when they end or are recovered. */
+void sl_lanes_tidy(struct sl_engine *e);
 /* Make (or take up) the shadow repository: e->lanes_git. 0, or an error. */
 int sl_lanes_shadow_open(struct sl_engine *e, struct sbxloop_error *err);
 /* Remove the shadow repository, if any. */
