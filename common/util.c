@@ -292,6 +292,45 @@ char *sl_read_file(const char *path, size_t *len, size_t max)
 	return sl_buf_detach(&b);
 }
 
+char *sl_read_regular_file(const char *path, size_t *len, size_t max)
+{
+	struct sl_buf b = SL_BUF_INIT;
+	char chunk[8192];
+	struct stat st;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), e;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
+	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			goto fail;
+		}
+		if (max && b.len + (size_t)n > max) {
+			errno = EFBIG;
+			goto fail;
+		}
+		sl_buf_add(&b, chunk, (size_t)n);
+	}
+	close(fd);
+	if (len)
+		*len = b.len;
+	return sl_buf_detach(&b);
+fail:
+	e = errno;
+	close(fd);
+	sl_buf_release(&b);
+	errno = e;
+	return NULL;
+}
+
 static int write_file(const char *path, const char *data, size_t len,
 		      unsigned mode, int sync)
 {

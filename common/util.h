@@ -55,6 +55,12 @@ double sl_monotonic(void);
 int sl_mkdirs(const char *path, unsigned mode);
 /* Read a whole file (caller frees); NULL and errno on failure. */
 char *sl_read_file(const char *path, size_t *len, size_t max);
+/*
+ * The same for a file someone else may have put there (an agent): only a
+ * regular file is read (symbolic links followed), and a FIFO or device
+ * in its place is refused (EINVAL) without waiting for a writer.
+ */
+char *sl_read_regular_file(const char *path, size_t *len, size_t max);
 /* Write a file atomically (temp + fsync + rename); 0 or -errno. */
 int sl_write_file_atomic(const char *path, const char *data, size_t len,
 			 unsigned mode);

@@ -340,7 +340,8 @@ int dirbox_read_meta(const struct dirbox *box, const char *name,
 				       "%s: no sandbox '%s'", box->label,
 				       name);
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* no wait on a FIFO in its place: a read of one gives nothing */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return host->error_set(host, err,
 				       errno == ENOENT ? SBXLOOP_ENOTFOUND
@@ -781,7 +782,9 @@ static int copy_file(const struct dirbox *box, const char *src,
 	ssize_t n;
 
 	tmp[0] = '\0';
-	in = open(src, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO an agent left in src's place is refused
+	 * below, never waited on (regular files read the same) */
+	in = open(src, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (in < 0) {
 		rc = host->error_set(host, err, SBXLOOP_ENOTFOUND,
 				     "%s: cannot open '%s': %s", box->label,

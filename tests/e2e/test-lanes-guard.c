@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +269,48 @@ START_TEST(test_user_git_hooks_never_run_on_lanes)
 }
 END_TEST
 
+/*
+ * FIFOs in the workspace's git directory, left by an agent while nothing
+ * kept it read-only (here: put there by hand after a kill before the
+ * lanes started): info/exclude, which `git status` reads as the lanes
+ * decide where they go and sbxloop itself reads on the host to add
+ * .sbxloop/ to it. The resume completes in time; the exclude is a file
+ * again, naming .sbxloop/ (sbxloop's read waited for a writer for good,
+ * before).
+ */
+START_TEST(test_a_fifo_in_git_does_not_hold_the_lanes_start)
+{
+	const char *args[] = {"run", "four files", "--no-tui", NULL};
+	const char *env[] = {"SBXLOOP_TEST_KILL_AFTER=decompose:1", NULL};
+	const char *resume[] = {"resume", NULL, "--no-tui", NULL};
+	char *run, *ws, path[8400], *text;
+	struct tu_run r;
+	double t0;
+
+	project("lanes_kill", 2);
+	ck_assert_int_eq(wait_code(spawn_sbxloop(env, args)), 128 + SIGKILL);
+	run = last_run();
+	ws = rt_workspace(run);
+	snprintf(path, sizeof(path), "%s/.git/info/exclude", ws);
+	ck_assert_int_eq(unlink(path) == 0 || errno == ENOENT, 1);
+	ck_assert_int_eq(mkfifo(path, 0644), 0);
+	resume[1] = run;
+	t0 = sl_monotonic();
+	rt_capture(&r, resume);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_double_lt(sl_monotonic() - t0, 60.0);
+	assert_run_state(run, "completed");
+	assert_done(run, four);
+	text = sl_read_regular_file(path, NULL, 1 << 20);
+	ck_assert_msg(text && strstr(text, "/.sbxloop/"), "%s",
+		      text ? text : "not a regular file");
+	free(text);
+	tu_run_free(&r);
+	free(ws);
+	free(run);
+}
+END_TEST
+
 static Suite *guard_suite(void)
 {
 	Suite *s = suite_create("lanes-guard");
@@ -283,6 +326,7 @@ static Suite *guard_suite(void)
 		tc, test_lanes_refuse_a_repository_config_that_runs_programs,
 		0, 2);
 	tcase_add_test(tc, test_user_git_hooks_never_run_on_lanes);
+	tcase_add_test(tc, test_a_fifo_in_git_does_not_hold_the_lanes_start);
 	suite_add_tcase(s, tc);
 	return s;
 }

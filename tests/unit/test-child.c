@@ -313,6 +313,15 @@ static int ended_within(pid_t pid, double s, const char *root)
 	return -1;
 }
 
+/* rm -rf `dir`, which the test made */
+static void rm_rf(const char *dir)
+{
+	char *cmd = sl_xasprintf("rm -rf %s", dir);
+
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+}
+
 /*
  * sl_release_fifos lets a reader blocked opening a FIFO under the tree
  * go on (it reads nothing), but never through a symbolic link: not one
@@ -350,13 +359,60 @@ START_TEST(test_release_opens_the_fifos_under_a_tree_not_through_links)
 	cmd = sl_xasprintf("%s/outside", dir);
 	ck_assert_int_eq(ended_within(r_out, 10.0, cmd), 0);
 	free(cmd);
-	cmd = sl_xasprintf("rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
-	free(cmd);
+	rm_rf(dir);
 	free(in);
 	free(out);
 	free(link);
 	free(link_root);
+}
+END_TEST
+
+/*
+ * sl_read_regular_file, for files an agent may have put in place (git's
+ * HEAD or info/exclude, read on the host as lanes start): a FIFO there
+ * is refused at once (EINVAL; sl_read_file would wait for a writer for
+ * good), as a directory is; a regular file, empty or through a
+ * symbolic link, reads whole, and one over `max` is EFBIG.
+ */
+START_TEST(test_read_regular_file_never_waits_on_a_fifo)
+{
+	char tmpl[] = "/tmp/sbx-read-XXXXXX", *dir = mkdtemp(tmpl);
+	char *fifo, *file, *empty, *link, *text;
+	double start;
+	size_t len = 99;
+
+	ck_assert_ptr_nonnull(dir);
+	fifo = sl_xasprintf("%s/HEAD", dir);
+	file = sl_xasprintf("%s/exclude", dir);
+	empty = sl_xasprintf("%s/empty", dir);
+	link = sl_xasprintf("%s/link", dir);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	ck_assert_int_eq(sl_write_file_atomic(file, "/.sbxloop/\n", 11, 0644),
+			 0);
+	ck_assert_int_eq(sl_write_file_atomic(empty, "", 0, 0644), 0);
+	ck_assert_int_eq(symlink("exclude", link), 0);
+	start = sl_monotonic();
+	errno = 0;
+	ck_assert_ptr_null(sl_read_regular_file(fifo, NULL, 4096));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_null(sl_read_regular_file(dir, NULL, 4096));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_msg(sl_monotonic() - start < 1.0, "waited on the FIFO");
+	text = sl_read_regular_file(link, &len, 4096);
+	ck_assert_str_eq(text, "/.sbxloop/\n");
+	ck_assert_uint_eq(len, 11);
+	free(text);
+	text = sl_read_regular_file(empty, &len, 4096);
+	ck_assert_str_eq(text, "");
+	ck_assert_uint_eq(len, 0);
+	free(text);
+	ck_assert_ptr_null(sl_read_regular_file(file, NULL, 4));
+	ck_assert_int_eq(errno, EFBIG);
+	rm_rf(dir);
+	free(fifo);
+	free(file);
+	free(empty);
+	free(link);
 }
 END_TEST
 
@@ -410,9 +466,7 @@ START_TEST(test_git_reading_a_fifo_gitignore_finishes_with_a_release_root)
 	ck_assert_double_lt(now_s() - t0, 10.0);
 	ck_assert_msg(strstr(res.out, "?? new.txt"), "%s", res.out);
 	sl_proc_result_clear(&res);
-	cmd = sl_xasprintf("rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
-	free(cmd);
+	rm_rf(dir);
 }
 END_TEST
 
@@ -432,6 +486,7 @@ static Suite *child_suite(void)
 		test_release_opens_the_fifos_under_a_tree_not_through_links);
 	tcase_add_test(
 		tc, test_release_tick_passes_after_a_second_then_each_second);
+	tcase_add_test(tc, test_read_regular_file_never_waits_on_a_fifo);
 	tcase_add_test(
 		tc,
 		test_git_reading_a_fifo_gitignore_finishes_with_a_release_root);

@@ -257,6 +257,32 @@ START_TEST(test_copy_refuses_paths_outside_the_sandbox)
 }
 END_TEST
 
+/*
+ * A FIFO an agent puts where the host copies a file out of the sandbox
+ * (a result, say) is refused at once: the copy never waits for a
+ * writer, and nothing lands on the host.
+ */
+START_TEST(test_copy_out_refuses_a_fifo_without_waiting)
+{
+	struct sbxloop_sandbox_info info;
+	char fifo[PATHBUF], dst[600];
+	struct timespec t0, t1;
+
+	start("local", "");
+	ck_assert_int_eq(make_sandbox("s", &info), 0);
+	snprintf(fifo, sizeof(fifo), "%s/result.json", info.home);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	snprintf(dst, sizeof(dst), "%s/result.json", tmpdir);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(ops->copy_out(inst.ctx, "s", fifo, dst, &err),
+			 SBXLOOP_EINVAL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_ptr_nonnull(strstr(err.message, "is not a regular file"));
+	ck_assert(!exists(dst));
+	ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 2);
+}
+END_TEST
+
 struct listed {
 	char names[8][128];
 	int n;
@@ -664,6 +690,7 @@ static Suite *local_suite(void)
 	tcase_add_test(tc, test_exec_in_a_missing_sandbox_is_not_found);
 	tcase_add_test(tc, test_copy_in_and_out_round_trip);
 	tcase_add_test(tc, test_copy_refuses_paths_outside_the_sandbox);
+	tcase_add_test(tc, test_copy_out_refuses_a_fifo_without_waiting);
 	tcase_add_test(tc, test_list_finds_sandboxes_by_prefix);
 	tcase_add_test(
 		tc, test_remove_deletes_the_sandbox_but_never_the_workspace);
