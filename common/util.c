@@ -260,53 +260,14 @@ out:
 	return rc;
 }
 
-char *sl_read_file(const char *path, size_t *len, size_t max)
+/* All of `fd` (closed here), at most `max` bytes (0: no bound). */
+static char *read_fd(int fd, size_t *len, size_t max)
 {
 	struct sl_buf b = SL_BUF_INIT;
 	char chunk[8192];
-	FILE *f = fopen(path, "rb");
-	size_t n;
-
-	if (!f)
-		return NULL;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		if (max && b.len + n > max) {
-			fclose(f);
-			sl_buf_release(&b);
-			errno = EFBIG;
-			return NULL;
-		}
-		sl_buf_add(&b, chunk, n);
-	}
-	if (ferror(f)) {
-		int e = errno;
-
-		fclose(f);
-		sl_buf_release(&b);
-		errno = e;
-		return NULL;
-	}
-	fclose(f);
-	if (len)
-		*len = b.len;
-	return sl_buf_detach(&b);
-}
-
-char *sl_read_regular_file(const char *path, size_t *len, size_t max)
-{
-	struct sl_buf b = SL_BUF_INIT;
-	char chunk[8192];
-	struct stat st;
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), e;
+	int e;
 
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		errno = EINVAL;
-		return NULL;
-	}
 	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
@@ -329,6 +290,28 @@ fail:
 	sl_buf_release(&b);
 	errno = e;
 	return NULL;
+}
+
+char *sl_read_file(const char *path, size_t *len, size_t max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	return fd < 0 ? NULL : read_fd(fd, len, max);
+}
+
+char *sl_read_regular_file(const char *path, size_t *len, size_t max)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
+	return read_fd(fd, len, max);
 }
 
 static int write_file(const char *path, const char *data, size_t len,
