@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,23 @@ void bench_speeds_from_times(const double *times, double *speed, int n)
 			best = times[i];
 	for (i = 0; i < n; i++)
 		speed[i] = best / times[i];
+}
+
+double bench_median(const double *v, int n)
+{
+	double s[BENCH_MEDIAN_MAX], x;
+	int i, j;
+
+	if (n < 1 || n > BENCH_MEDIAN_MAX)
+		return NAN;
+	/* insertion sort of a copy: n is a number of rounds */
+	for (i = 0; i < n; i++) {
+		x = v[i];
+		for (j = i; j > 0 && s[j - 1] > x; j--)
+			s[j] = s[j - 1];
+		s[j] = x;
+	}
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
 /* Wall seconds of a fixed loop on whatever CPU runs it now. */

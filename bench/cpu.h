@@ -53,4 +53,13 @@ int bench_cpu_speeds(int *cpu, double *speed, int max, int rounds);
 /* times[i] -> speed[i] = min(times) / times[i] (all > 0). */
 void bench_speeds_from_times(const double *times, double *speed, int n);
 
+#define BENCH_MEDIAN_MAX 64
+
+/*
+ * The median of v[0..n-1] (the mean of the middle two when n is even; NaN
+ * unless 1 <= n <= BENCH_MEDIAN_MAX); v is left as it was. What a bench reports of several rounds on a
+ * shared machine, where one round's neighbour can take a CPU for a while.
+ */
+double bench_median(const double *v, int n);
+
 #endif

@@ -1,19 +1,23 @@
 /*
- * bench/lanes [TASKS [JOB_MS]]: parallel lanes. A real `sbxloop run` of
- * 16 independent tasks (TASKS if given) on the local provider, in a git
- * project (so each lane works in a worktree and merges back), with a
- * scripted agent whose every job takes 200 ms (JOB_MS if given; 0 makes
- * the runs as fast as the host can go, which shows what bounds the
- * lanes when the jobs are short), at 1, 2, 4 and 8 lanes. Prints per lane
- * count the wall time and the speed-up over one lane (same process, same
- * scenario); the same for the tasks alone (first task.start to last
- * task.end, from the run's store: provisioning, DECOMPOSE and teardown
- * are serial whatever the lanes); sbxloop's own CPU per job, also with
- * the processes it started (workers, git), that per task (lanes in
- * process start fewer jobs a task) and its peak RSS. Figures
- * only; nothing is asserted. The target: a speed-up of at least 0.9 x
- * lanes (the work is sleeping, so two cores do not bound it) and the
- * CPU per job of one lane.
+ * bench/lanes [TASKS [JOB_MS [ROUNDS]]]: parallel lanes. A real
+ * `sbxloop run` of 16 independent tasks (TASKS if given) on the local
+ * provider, in a git project (so each lane works in a worktree and merges
+ * back), with a scripted agent whose every job takes 200 ms (JOB_MS if
+ * given; 0 makes the runs as fast as the host can go, which shows what
+ * bounds the lanes when the jobs are short), at 1, 2, 4 and 8 lanes, in
+ * 3 rounds (ROUNDS if given) that go through the lane counts in turn, so
+ * a neighbour taking a CPU for a while slows one round, not one lane
+ * count. Prints each run's wall time and speed-up over the same round's
+ * one lane, then per lane count the medians over the rounds: the wall
+ * time and the speed-up over one lane; the same for the tasks alone
+ * (first task.start to last task.end, from the run's store:
+ * provisioning, DECOMPOSE and teardown are serial whatever the lanes);
+ * sbxloop's own CPU per job, also with the processes it started
+ * (workers, git), that per task (lanes in process start fewer jobs a
+ * task) and its peak RSS. Figures only; nothing is asserted. The target:
+ * a speed-up of at least 0.9 x lanes (the work is sleeping, so two cores
+ * do not bound it) and the CPU per job of one lane. BENCH_KEEP set keeps
+ * the runs' directories (their stores, for the events' timestamps).
  *
  * Environment: SBXLOOP_BIN, SBXLOOP_WORKER, SBXLOOP_SRCDIR (prompts) and
  * SBXLOOP_PLUGIN_PATH as in `make check`; defaults suit the build tree.
@@ -25,6 +29,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +41,9 @@
 #include "cpu.h"
 #include "db.h"
 #include "runs.h"
+
+#define N_COUNTS 4    /* 1, 2, 4 and 8 lanes */
+#define ROUNDS_MAX 20 /* <= BENCH_MEDIAN_MAX */
 
 /* What one run at one lane count measured. */
 struct figures {
@@ -131,18 +139,36 @@ static void cpu_speeds(const char *when)
 	printf("\n");
 }
 
+/* The median of one figure over the rounds of lane count i. */
+static double median_of(struct figures f[][N_COUNTS], int rounds, int i,
+			size_t field)
+{
+	double v[ROUNDS_MAX];
+	int r;
+
+	for (r = 0; r < rounds; r++)
+		memcpy(&v[r], (const char *)&f[r][i] + field, sizeof(double));
+	return bench_median(v, rounds);
+}
+
+#define MEDIAN(f, rounds, i, name)                                            \
+	median_of((f), (rounds), (i), offsetof(struct figures, name))
+
 int main(int argc, char **argv)
 {
-	static const int lanes[] = {1, 2, 4, 8};
-	int n = argc > 1 ? atoi(argv[1]) : 16, i, made = 0, rc = 0;
+	static const int lanes[N_COUNTS] = {1, 2, 4, 8};
+	static struct figures fig[ROUNDS_MAX][N_COUNTS];
+	static char dirs[ROUNDS_MAX * N_COUNTS][200];
+	int n = argc > 1 ? atoi(argv[1]) : 16, i, r, made = 0, rc = 0;
 	int job_ms = argc > 2 ? atoi(argv[2]) : 200;
+	int rounds = argc > 3 ? atoi(argv[3]) : 3;
 	const char *tmp = getenv("TMPDIR");
-	char dirs[4][200];
-	struct figures one = {0, 0, 0, 0, 0, 0};
 
 	if (n < 2 || n > 200 || job_ms < 0 || job_ms > 10000 ||
-	    (argc > 2 && !isdigit((unsigned char)argv[2][0]))) {
-		fputs("usage: bench/lanes [TASKS, 2..200 [JOB_MS, 0..10000]]\n",
+	    (argc > 2 && !isdigit((unsigned char)argv[2][0])) || rounds < 1 ||
+	    rounds > ROUNDS_MAX || argc > 4) {
+		fputs("usage: bench/lanes [TASKS, 2..200 [JOB_MS, 0..10000 "
+		      "[ROUNDS, 1..20]]]\n",
 		      stderr);
 		return 2;
 	}
@@ -151,42 +177,72 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cpu_speeds("before");
-	printf("%d independent tasks, every job %d ms:\n", n, job_ms);
-	for (i = 0; i < 4; i++) {
-		struct figures f;
+	printf("%d independent tasks, every job %d ms, %d round(s) of 1, 2, "
+	       "4 and 8 lanes:\n",
+	       n, job_ms, rounds);
+	for (r = 0; r < rounds && !rc; r++) {
+		for (i = 0; i < N_COUNTS; i++) {
+			struct figures *f = &fig[r][i], *one = &fig[r][0];
+			char *dir = dirs[made];
 
-		snprintf(dirs[i], sizeof(dirs[i]),
-			 "%s/sbxloop-bench-lanes-XXXXXX",
-			 tmp && *tmp ? tmp : "/tmp");
-		if (!mkdtemp(dirs[i])) {
-			perror("bench: mkdtemp");
-			rc = 1;
-			break;
+			snprintf(dir, sizeof(dirs[0]),
+				 "%s/sbxloop-bench-lanes-XXXXXX",
+				 tmp && *tmp ? tmp : "/tmp");
+			if (!mkdtemp(dir)) {
+				perror("bench: mkdtemp");
+				rc = 1;
+				break;
+			}
+			made++;
+			if (bench(n, job_ms / 1000.0, lanes[i], f, dir) < 0) {
+				/* the failed run's directory stays to be
+				 * read */
+				fprintf(stderr, "bench: kept %s\n", dir);
+				made--;
+				rc = 1;
+				break;
+			}
+			printf("round %d lanes=%d  wall %6.2f s  speed-up %5.2f "
+			       "(%.2f x lanes)  tasks %6.2f s  speed-up %5.2f "
+			       "(%.2f x lanes)\n",
+			       r + 1, lanes[i], f->wall, one->wall / f->wall,
+			       one->wall / f->wall / lanes[i], f->tasks,
+			       one->tasks / f->tasks,
+			       one->tasks / f->tasks / lanes[i]);
+			fflush(stdout);
 		}
-		made = i + 1;
-		if (bench(n, job_ms / 1000.0, lanes[i], &f, dirs[i]) < 0) {
-			/* the failed run's directory stays to be read */
-			fprintf(stderr, "bench: kept %s\n", dirs[i]);
-			made = i;
-			rc = 1;
-			break;
+	}
+	if (!rc) {
+		double one_wall = MEDIAN(fig, rounds, 0, wall);
+		double one_tasks = MEDIAN(fig, rounds, 0, tasks);
+
+		printf("median of %d round(s), each lane count's figures:\n",
+		       rounds);
+		for (i = 0; i < N_COUNTS; i++) {
+			double wall = MEDIAN(fig, rounds, i, wall);
+			double tasks = MEDIAN(fig, rounds, i, tasks);
+			double jobs = MEDIAN(fig, rounds, i, jobs);
+
+			printf("lanes=%d  wall %6.2f s  speed-up %5.2f (%.2f x "
+			       "lanes)  tasks %6.2f s (%.0f ms a task)  "
+			       "speed-up %5.2f (%.2f x lanes)  sbxloop CPU "
+			       "%.2f ms/job (with its children %.1f; %.0f a "
+			       "task, %.1f jobs)  peak RSS %.1f MB\n",
+			       lanes[i], wall, one_wall / wall,
+			       one_wall / wall / lanes[i], tasks,
+			       tasks * 1000 / n, one_tasks / tasks,
+			       one_tasks / tasks / lanes[i],
+			       MEDIAN(fig, rounds, i, cpu_job),
+			       MEDIAN(fig, rounds, i, tree_job),
+			       MEDIAN(fig, rounds, i, tree_job) * jobs / n,
+			       jobs / n, MEDIAN(fig, rounds, i, rss_mb));
 		}
-		if (i == 0)
-			one = f;
-		printf("lanes=%d  wall %6.2f s  speed-up %5.2f (%.2f x lanes)  "
-		       "tasks %6.2f s (%.0f ms a task)  speed-up %5.2f (%.2f x "
-		       "lanes)  sbxloop "
-		       "CPU %.2f ms/job (with its children %.1f; %.0f a task, "
-		       "%.1f jobs)  peak RSS %.1f MB\n",
-		       lanes[i], f.wall, one.wall / f.wall,
-		       one.wall / f.wall / lanes[i], f.tasks,
-		       f.tasks * 1000 / n, one.tasks / f.tasks,
-		       one.tasks / f.tasks / lanes[i], f.cpu_job, f.tree_job,
-		       f.tree_job * f.jobs / n, f.jobs / n, f.rss_mb);
-		fflush(stdout);
 	}
 	cpu_speeds("after");
 	for (i = 0; i < made; i++)
-		remove_dir(dirs[i]);
+		if (getenv("BENCH_KEEP"))
+			printf("kept %s\n", dirs[i]);
+		else
+			remove_dir(dirs[i]);
 	return rc;
 }

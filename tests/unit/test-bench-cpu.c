@@ -9,6 +9,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +208,30 @@ START_TEST(test_speeds_are_relative_to_the_fastest)
 }
 END_TEST
 
+START_TEST(test_median_of_rounds_leaves_them_as_they_were)
+{
+	const double odd[] = {3.0, 1.0, 2.0};
+	double even[] = {4.0, 1.0, 3.0, 2.0}, many[BENCH_MEDIAN_MAX + 1];
+	int i;
+
+	ck_assert_double_eq_tol(bench_median(odd, 3), 2.0, 1e-12);
+	ck_assert_double_eq_tol(bench_median(odd, 1), 3.0, 1e-12);
+	ck_assert_double_eq_tol(bench_median(even, 4), 2.5, 1e-12);
+	/* the rounds keep their order (they are printed after) */
+	ck_assert_double_eq_tol(even[0], 4.0, 1e-12);
+	ck_assert_double_eq_tol(even[3], 2.0, 1e-12);
+	/* an outlier moves it no further than the middle */
+	even[0] = 1e9;
+	ck_assert_double_eq_tol(bench_median(even, 4), 2.5, 1e-12);
+	for (i = 0; i <= BENCH_MEDIAN_MAX; i++)
+		many[i] = BENCH_MEDIAN_MAX - i;
+	ck_assert_double_eq_tol(bench_median(many, BENCH_MEDIAN_MAX),
+				(BENCH_MEDIAN_MAX + 1) / 2.0, 1e-12);
+	ck_assert(isnan(bench_median(many, BENCH_MEDIAN_MAX + 1)));
+	ck_assert(isnan(bench_median(many, 0)));
+}
+END_TEST
+
 /* Each CPU the process may use is measured once, and the process may
  * use them all again afterwards. */
 START_TEST(test_every_allowed_cpu_gets_a_speed_and_its_affinity_stays)
@@ -248,6 +273,7 @@ static Suite *bench_cpu_suite(void)
 		tc, test_stat_fields_count_after_the_last_paren_of_the_name);
 	tcase_add_test(tc, test_run_sbxloop_measures_wall_own_cpu_and_status);
 	tcase_add_test(tc, test_speeds_are_relative_to_the_fastest);
+	tcase_add_test(tc, test_median_of_rounds_leaves_them_as_they_were);
 	tcase_add_test(
 		tc,
 		test_every_allowed_cpu_gets_a_speed_and_its_affinity_stays);
