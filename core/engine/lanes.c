@@ -58,6 +58,8 @@ static pthread_mutex_t worktrees_lock = PTHREAD_MUTEX_INITIALIZER;
  * at HEAD as it reads it again: a merge between the two reads would give
  * a branch whose tree lacks that merge's files, and the task's commit
  * would delete them. Taken before worktrees_lock where both are held.
+ * libgit2's checkout (sl_g2_checkout) reads the tip once and takes no
+ * lock: a lane need not wait for a merge under way.
  */
 static pthread_rwlock_t tip_lock = PTHREAD_RWLOCK_INITIALIZER;
 
@@ -100,14 +102,16 @@ struct sched {
 	 * The merge queue (under `lock`): an accepted task leaves its lane
 	 * at once and is committed and merged here, in order, by one
 	 * thread, while the lane takes its next task. merging[i]: task i
-	 * is queued or being merged; merged: one was done since the
-	 * scheduler last looked; its errors, as a lane's.
+	 * is queued or being merged; committed[i]: its lane committed it
+	 * (in process, where a commit costs about a millisecond, the lanes
+	 * commit at once rather than one after another here); merged: one
+	 * was done since the scheduler last looked; its errors, as a lane's.
 	 */
 	pthread_t merger;
 	pthread_cond_t queued;
 	struct task **queue;
 	size_t q_head, q_len;
-	unsigned char *merging;
+	unsigned char *merging, *committed;
 	int merged, closing;
 	int merge_rc;
 	struct sbxloop_error merge_err;
@@ -279,10 +283,12 @@ static int worktree_open(const struct sched *s, struct task *t,
 			      t->id, dir);
 		goto out;
 	}
-	pthread_rwlock_rdlock(&tip_lock);
 	if (sl_lanes_in_process(e)) {
 		char *msg = NULL;
 
+		/* no tip lock: libgit2's checkout reads the tip once, makes
+		 * the branch at it and fills the worktree from it, so a merge
+		 * meanwhile is not half seen (the lane starts before it) */
 		rc = sl_g2_checkout(admin, dir, branch, &msg);
 		if (!g2_fallback(rc, &msg) && rc < 0)
 			rc = sl_error(
@@ -290,12 +296,11 @@ static int worktree_open(const struct sched *s, struct task *t,
 				"cannot make the worktree of task %s: %s",
 				t->id, msg);
 		free(msg);
-		if (rc != SL_G2_FALLBACK) {
-			pthread_rwlock_unlock(&tip_lock);
+		if (rc != SL_G2_FALLBACK)
 			goto out;
-		}
 		rc = 0;
 	}
+	pthread_rwlock_rdlock(&tip_lock);
 	if (lane_git(&g, e, t, dir,
 		     (const char *const[]){"git", NO_HOOKS, NO_REFLOG,
 					   "checkout", "-q", "-f", "-B",
@@ -616,11 +621,12 @@ static void *lane_thread(void *arg)
 	struct lane_arg *a = arg;
 	struct sched *s = a->s;
 	struct sl_lane *l = a->l;
+	int committed;
 
 	free(a);
-	/* the sandbox, the worktree, the commit and the merge on the
-	 * lane's own thread (merges one at a time): the lane is free for
-	 * its next task as soon as its own work is merged */
+	/* the sandbox and the worktree on the lane's own thread, and in
+	 * process the accepted task's commit; the merger merges it (one at
+	 * a time) while the lane takes its next task */
 	l->rc = l->slot ? slot_up(l, &l->err) : 0;
 	if (l->rc == 0)
 		l->rc = lane_view(l, &l->err);
@@ -633,11 +639,17 @@ static void *lane_thread(void *arg)
 		l->rc = settle(l->e, l->t, 0, &l->err);
 		pthread_mutex_unlock(&s->merge_lock);
 	}
+	committed = l->rc == 0 && l->t->state == SL_TASK_DONE &&
+		    sl_lanes_in_process(l->e);
+	if (committed)
+		l->rc = commit_task(l->e, l->t, &l->err);
 	pthread_mutex_lock(&s->lock);
 	if (l->rc == 0 && l->t->state == SL_TASK_DONE) {
-		/* accepted: the merger commits and merges it, the lane is
-		 * free (set before `finished`: the task is never idle) */
+		/* accepted: the merger commits (unless the lane did) and
+		 * merges it, the lane is free (set before `finished`: the
+		 * task is never idle) */
 		s->merging[l->t - l->e->tasks] = 1;
+		s->committed[l->t - l->e->tasks] = (unsigned char)committed;
 		s->queue[(s->q_head + s->q_len++) % l->e->n_tasks] = l->t;
 		pthread_cond_signal(&s->queued);
 	}
@@ -799,7 +811,7 @@ static int lane_finish(struct sched *s, struct sl_lane *l,
 
 /*
  * The merger: each accepted task in turn is committed in its worktree
- * and merged (settle: a conflict sends it back to planning), until the
+ * (unless its lane did, in process) and merged (settle: a conflict sends it back to planning), until the
  * scheduler closes the queue and it is empty. An error is kept as a
  * lane's is; later tasks are still merged (their work is accepted).
  */
@@ -812,7 +824,7 @@ static void *merger_thread(void *arg)
 	for (;;) {
 		struct sbxloop_error err = {0, ""};
 		struct task *t;
-		int rc;
+		int rc, committed;
 
 		while (!s->q_len && !s->closing)
 			pthread_cond_wait(&s->queued, &s->lock);
@@ -821,8 +833,9 @@ static void *merger_thread(void *arg)
 		t = s->queue[s->q_head];
 		s->q_head = (s->q_head + 1) % e->n_tasks;
 		s->q_len--;
+		committed = s->committed[t - e->tasks];
 		pthread_mutex_unlock(&s->lock);
-		rc = commit_task(e, t, &err);
+		rc = committed ? 0 : commit_task(e, t, &err);
 		if (rc == 0) {
 			pthread_mutex_lock(&s->merge_lock);
 			rc = settle(e, t, 0, &err);
@@ -1001,6 +1014,7 @@ int sl_engine_schedule_lanes(struct sl_engine *e, struct sbxloop_error *err)
 	pthread_cond_init(&s->queued, NULL);
 	s->queue = sl_xcalloc(e->n_tasks, sizeof(*s->queue));
 	s->merging = sl_xcalloc(e->n_tasks, 1);
+	s->committed = sl_xcalloc(e->n_tasks, 1);
 	if (pthread_create(&s->merger, NULL, merger_thread, s) != 0) {
 		rc = sl_error(err, SBXLOOP_EINFRA,
 			      "cannot start the lanes' merge thread");
@@ -1114,6 +1128,7 @@ out:
 	pthread_mutex_destroy(&s->lock);
 	free(s->queue);
 	free(s->merging);
+	free(s->committed);
 	free(s->common);
 	free(s->head_file);
 	free(s);
