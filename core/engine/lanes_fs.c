@@ -604,7 +604,7 @@ int sl_lanes_mode(struct sl_engine *e, char **why, struct sbxloop_error *err)
 {
 	const char *root = sl_lanes_root(e);
 	struct sl_git_out g;
-	char *prefix, *common;
+	char *prefix, *common, *msg = NULL;
 	int shadow = 0, rc;
 
 	*why = NULL;
@@ -701,15 +701,24 @@ int sl_lanes_mode(struct sl_engine *e, char **why, struct sbxloop_error *err)
 	sl_git_out_clear(&g);
 	if (shadow)
 		return 1;
-	if (sl_lanes_git(&g, e, root,
-			 (const char *const[]){"git", "status", "--porcelain",
-					       "--untracked-files=all", "--",
-					       ".", ":!.sbxloop", NULL}) ||
-	    *g.out) {
+	/* clean? In process where the config lets libgit2 see what git
+	 * sees (no filter, no sparse checkout: sl_lanes_config_check) */
+	rc = e->lanes_g2 && sl_g2_available() ? sl_g2_clean(root, &msg)
+					      : SL_G2_FALLBACK;
+	free(msg);
+	if (rc < 0) {
+		rc = sl_lanes_git(&g, e, root,
+				  (const char *const[]){
+					  "git", "status", "--porcelain",
+					  "--untracked-files=all", "--", ".",
+					  ":!.sbxloop", NULL}) ||
+		     *g.out;
+		sl_git_out_clear(&g);
+	}
+	if (rc) {
 		*why = sl_xstrdup("the workspace has uncommitted changes");
 		shadow = 2;
 	}
-	sl_git_out_clear(&g);
 	return shadow;
 }
 

@@ -182,7 +182,14 @@ struct call {
 	pthread_cond_t cond;
 };
 
-enum { CALL_CHECKOUT, CALL_COMMIT, CALL_MERGE, CALL_EVIDENCE, CALL_DELETE };
+enum {
+	CALL_CHECKOUT,
+	CALL_COMMIT,
+	CALL_MERGE,
+	CALL_EVIDENCE,
+	CALL_DELETE,
+	CALL_CLEAN
+};
 
 static double release_after_s = RELEASE_AFTER_S;
 static double give_up_s = 600.0;
@@ -741,6 +748,52 @@ out:
 	return rc < 0 ? -1 : 0;
 }
 
+/*
+ * Is W clean as `git status --porcelain --untracked-files=all -- .
+ * ':!.sbxloop'` sees it (prints nothing)? 0 clean, 1 not; the top's
+ * .sbxloop/ (the lanes' own) left out.
+ */
+static int clean_body(const char *work_tree, char **msg)
+{
+	git_repository *repo;
+	git_status_options so;
+	git_status_list *list = NULL;
+	size_t i, n;
+	int rc;
+
+	*msg = NULL;
+	rc = open_repo(&repo, NULL, work_tree, msg);
+	if (rc < 0)
+		return rc;
+	G.git_status_options_init(&so, GIT_STATUS_OPTIONS_VERSION);
+	so.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+	so.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED |
+		   GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS;
+	if (G.git_status_list_new(&list, repo, &so) < 0) {
+		rc = fail(msg, "cannot read the status");
+		goto out;
+	}
+	n = G.git_status_list_entrycount(list);
+	for (i = 0; i < n && rc == 0; i++) {
+		const git_status_entry *e = G.git_status_byindex(list, i);
+		const git_diff_delta *d = e->head_to_index
+						  ? e->head_to_index
+						  : e->index_to_workdir;
+		const char *path = d ? d->new_file.path : "";
+
+		if (e->status & GIT_STATUS_IGNORED)
+			continue;
+		if (!strcmp(path, ".sbxloop") ||
+		    sl_starts_with(path, ".sbxloop/"))
+			continue;
+		rc = 1;
+	}
+out:
+	G.git_status_list_free(list);
+	G.git_repository_free(repo);
+	return rc;
+}
+
 /* ---- the calls, outwaited ---------------------------------------------- */
 
 static void call_release(struct call *c)
@@ -783,6 +836,8 @@ static int call_body(struct call *c)
 				     c->out, &c->msg);
 	case CALL_DELETE:
 		return delete_body(c->git_dir, c->message, &c->msg);
+	case CALL_CLEAN:
+		return clean_body(c->work_tree, &c->msg);
 	default:
 		return merge_body(c->git_dir, c->work_tree, c->branch,
 				  c->message, &c->files, &c->msg);
@@ -953,6 +1008,12 @@ int sl_g2_delete_branches(const char *git_dir, const char *work_tree,
 {
 	return call(CALL_DELETE, git_dir, work_tree, NULL, names, 0, NULL,
 		    NULL, msg);
+}
+
+int sl_g2_clean(const char *work_tree, char **msg)
+{
+	return call(CALL_CLEAN, NULL, work_tree, NULL, NULL, 0, NULL, NULL,
+		    msg);
 }
 
 void sl_g2_set_patience(double release_after, double give_up)

@@ -64,6 +64,13 @@ int sl_g2_merge(const char *git_dir, const char *work_tree, const char *branch,
 		const char *message, char **files, char **msg);
 
 /*
+ * Is W, the top of its checkout (W/.git its git directory), clean, as
+ * `git status --porcelain --untracked-files=all -- . ':!.sbxloop'`
+ * printing nothing says? 0 clean, 1 not. Reads only.
+ */
+int sl_g2_clean(const char *work_tree, char **msg);
+
+/*
  * The review's evidence in W (G's index, G's HEAD), as the commands the
  * review otherwise runs in the sandbox print it: `git status --short`
  * (*status), `git diff HEAD` (*diff; files over 4 MiB count as binary)

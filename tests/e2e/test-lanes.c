@@ -247,7 +247,8 @@ END_TEST
  * 4: the same filter in a file the global config includes), the git
  * command does each of them (the evidence: a job in the sandbox), and
  * the run is the same. With libgit2 the lanes' branches and records go
- * in process too (no `branch -D`, no `worktree prune`).
+ * in process too (no `branch -D`, no `worktree prune`), and so does the
+ * look at whether the workspace is clean as they start (no `status`).
  */
 START_TEST(test_lanes_run_no_git_process_for_a_task)
 {
@@ -255,10 +256,17 @@ START_TEST(test_lanes_run_no_git_process_for_a_task)
 	char path_env[4200], home_env[4200], *run, *calls, *out;
 	const char *env[] = {path_env, "SBXLOOP_LIBGIT2=libgit2-missing.so.0",
 			     NULL};
-	/* the lanes' own (the run's clone checks out its branch once) */
+	/* the lanes' own (the run's clone checks out its branch once), and
+	 * their look at whether the workspace is clean as they start */
 	static const char *const per_task[] = {
-		"checkout -q -f -B", "commit -q",    "merge -q", "add -A",
-		"worktree prune",    "branch -q -D", NULL};
+		"checkout -q -f -B",
+		"commit -q",
+		"merge -q",
+		"add -A",
+		"worktree prune",
+		"branch -q -D",
+		"status --porcelain --untracked-files=all",
+		NULL};
 	const char *const *w;
 	int n, reviews = 0;
 

@@ -532,6 +532,66 @@ END_TEST
  * run it), their reflogs with them; a name that is no branch is passed
  * over, and every other ref stays.
  */
+/*
+ * The lanes' clean check in process says what `git status --porcelain
+ * --untracked-files=all -- . ':!.sbxloop'` says: dirty for a change git
+ * shows (staged, unstaged, deleted, a mode, a file in an untracked
+ * directory), clean for what it does not (ignored files, a touched but
+ * unchanged file, the lanes' own .sbxloop/ even where nothing excludes
+ * it). Each state from a clean checkout.
+ */
+START_TEST(test_the_clean_check_sees_what_git_status_sees)
+{
+	static const struct {
+		const char *change;
+		int dirty;
+	} cases[] = {
+		{"true", 0},
+		{"echo x >> a.txt", 1},
+		{"echo n > new.txt && git add new.txt", 1},
+		{"mkdir -p u/v && echo n > u/v/n.txt", 1},
+		{"rm gone.txt", 1},
+		{"git rm -q --cached a.txt", 1},
+		{"chmod +x a.txt", 1},
+		{"touch -d '2001-01-01' a.txt sub/s.txt", 0},
+		{"printf 'ign/\\n*.log\\n' > .gitignore && git add .gitignore "
+		 "&& git commit -qm ign && mkdir -p ign d && echo i > ign/i && "
+		 "echo l > x.log && echo l > d/only.log",
+		 0},
+		{"sed -i '/sbxloop/d' .git/info/exclude && mkdir -p "
+		 ".sbxloop/lanes/t1 && echo w > .sbxloop/lanes/t1/w",
+		 0},
+		{"sed -i '/sbxloop/d' .git/info/exclude && echo w > .sbxloop",
+		 0},
+	};
+	size_t i;
+
+	for (i = 0; i < SL_ARRAY_SIZE(cases); i++) {
+		char *msg = NULL, *git;
+		int rc;
+
+		tu_sh("cd %s && git reset -q --hard && git clean -qfdx && "
+		      "grep -qx '.sbxloop/' .git/info/exclude || "
+		      "printf '.sbxloop/\\n' >> .git/info/exclude",
+		      ws);
+		tu_sh("cd %s && %s", ws, cases[i].change);
+		git = tu_capture("cd %s && git status --porcelain "
+				 "--untracked-files=all -- . ':!.sbxloop'",
+				 ws);
+		rc = sl_g2_clean(ws, &msg);
+		ck_assert_msg(rc == cases[i].dirty,
+			      "%s: sl_g2_clean %d (%s), want %d",
+			      cases[i].change, rc, msg ? msg : "",
+			      cases[i].dirty);
+		ck_assert_msg((*git != '\0') == cases[i].dirty,
+			      "%s: git status says [%s]", cases[i].change,
+			      git);
+		free(git);
+		free(msg);
+	}
+}
+END_TEST
+
 START_TEST(test_branches_go_as_git_branch_d_leaves_them)
 {
 	char w1[700], w2[700], w3[700], *msg = NULL;
@@ -596,6 +656,7 @@ static Suite *g2_suite(void)
 		tc, test_a_call_held_too_long_is_given_up_and_changes_nothing);
 	tcase_add_test(tc, test_the_evidence_is_what_git_prints);
 	tcase_add_test(tc, test_branches_go_as_git_branch_d_leaves_them);
+	tcase_add_test(tc, test_the_clean_check_sees_what_git_status_sees);
 	suite_add_tcase(s, tc);
 	return s;
 }
