@@ -811,9 +811,10 @@ static int lane_finish(struct sched *s, struct sl_lane *l,
 
 /*
  * The merger: each accepted task in turn is committed in its worktree
- * (unless its lane did, in process) and merged (settle: a conflict sends it back to planning), until the
- * scheduler closes the queue and it is empty. An error is kept as a
- * lane's is; later tasks are still merged (their work is accepted).
+ * (unless its lane did, in process) and merged (settle: a conflict sends
+ * it back to planning), until the scheduler closes the queue and it is
+ * empty. An error is kept as a lane's is; later tasks are still merged
+ * (their work is accepted).
  */
 static void *merger_thread(void *arg)
 {
